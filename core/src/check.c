@@ -1,0 +1,181 @@
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+#include "outcome.h"
+#include "plugin_loader.h"
+#include "sandbox.h"
+#include "toolchain.h"
+
+/* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
+ * into `out` (at most `cap` bytes). Returns the wait status, or -1. */
+static int run_capture(char **argv, char *out, size_t cap)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(p[0]);
+                close(p[1]);
+                return -1;
+        }
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDWR);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 ||
+                    dup2(null, SANDBOX_STATUS_FD) < 0)
+                        _exit(127);
+                char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+                execve(argv[0], argv, envp);
+                _exit(127);
+        }
+        close(p[1]);
+        size_t len = 0;
+        ssize_t n;
+        char sink[512];
+        while ((n = read(p[0], len + 1 < cap ? out + len : sink, len + 1 < cap ? cap - 1 - len : sizeof sink)) > 0 ||
+               (n < 0 && errno == EINTR))
+                if (n > 0 && len + 1 < cap)
+                        len += (size_t)n;
+        out[len] = '\0';
+        close(p[0]);
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -1;
+        return status;
+}
+
+/* The fix for a bwrap that cannot create its namespaces, from its message. */
+static const char *namespace_fix(const char *msg)
+{
+        if (strstr(msg, "uid map") || strstr(msg, "setting up uid") || strstr(msg, "Permission denied"))
+                return "unprivileged user namespaces are restricted here (Ubuntu 24.04 and later: AppArmor): either "
+                       "run 'sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0' (persist it in "
+                       "/etc/sysctl.d/), or give bwrap an AppArmor profile with 'userns,' in "
+                       "/etc/apparmor.d/bwrap and run 'sudo apparmor_parser -r /etc/apparmor.d/bwrap'";
+        if (strstr(msg, "No permissions to creat"))
+                return "the kernel forbids unprivileged user namespaces: run 'sudo sysctl -w "
+                       "kernel.unprivileged_userns_clone=1', or install bwrap setuid root";
+        if (strstr(msg, "No space left"))
+                return "user namespaces are disabled: run 'sudo sysctl -w user.max_user_namespaces=15000'";
+        if (strstr(msg, "Operation not permitted"))
+                return "this environment (a container?) forbids namespaces: run trialbox on the host, or give the "
+                       "container user namespaces (Docker: --security-opt seccomp=unconfined --security-opt "
+                       "apparmor=unconfined)";
+        return "read bwrap's message above; a Trial can start once 'trialbox check' passes";
+}
+
+struct report {
+        json_object *arr;
+        int failed;
+};
+
+static void verdict(struct report *rep, const char *what, bool ok, const char *detail, const char *fix)
+{
+        if (!ok)
+                rep->failed = 1;
+        if (rep->arr) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "check", json_object_new_string(what));
+                json_object_object_add(o, "ok", json_object_new_boolean(ok));
+                json_object_object_add(o, "detail", json_object_new_string(detail));
+                json_object_object_add(o, "fix", fix ? json_object_new_string(fix) : NULL);
+                json_object_array_add(rep->arr, o);
+                return;
+        }
+        printf("%-4s %-12s %s\n", ok ? "ok" : "FAIL", what, detail);
+        if (fix)
+                printf("     %-12s fix: %s\n", "", fix);
+}
+
+static void check_sandbox(struct report *rep)
+{
+        const char *over = getenv("TRIALBOX_BWRAP");
+        _cleanup_free_ char *bwrap = over && *over ? (access(over, X_OK) == 0 ? xstrdup(over) : NULL)
+                                                   : find_on_path("bwrap", getenv("PATH"));
+        if (!bwrap) {
+                verdict(rep, "bwrap", false, over && *over ? "TRIALBOX_BWRAP does not name an executable" : "bwrap is not on the PATH",
+                        "install bubblewrap: sudo apt-get install bubblewrap");
+                verdict(rep, "namespaces", false, "not tried: no bwrap", NULL);
+                return;
+        }
+        char out[2048];
+        char *vargv[] = { bwrap, "--version", NULL };
+        int st = run_capture(vargv, out, sizeof out);
+        out[strcspn(out, "\n")] = '\0';
+        _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, st == 0 && out[0] ? out : "version unknown");
+        verdict(rep, "bwrap", true, d, NULL);
+
+        /* The probe: the very namespaces and mounts a Trial uses. */
+        struct sandbox_spec spec = { 0 };
+        struct strv argv = { 0 };
+        toolchain_add_system(&spec);
+        strv_add(&spec.command, "true");
+        sandbox_argv(&spec, bwrap, &argv);
+        st = run_capture(argv.v, out, sizeof out);
+        strv_free(&argv);
+        sandbox_spec_free(&spec);
+        out[strcspn(out, "\n")] = '\0';
+        if (st == 0) {
+                _cleanup_free_ char *ok = xasprintf("bwrap created its mount and pid namespaces (as uid %u)",
+                                                    (unsigned)getuid());
+                verdict(rep, "namespaces", true, ok, NULL);
+        } else {
+                _cleanup_free_ char *bad = xasprintf("bwrap cannot start a sandbox here: %s",
+                                                     out[0] ? out : "no message");
+                verdict(rep, "namespaces", false, bad, namespace_fix(out));
+        }
+}
+
+static void check_harness(struct report *rep, const char *name, int verbosity)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        if (!plugin_name_valid(name)) {
+                _cleanup_free_ char *d = xasprintf("'%s' is not a harness name", name);
+                verdict(rep, "plugin", false, d, "see 'trialbox harnesses'");
+                return;
+        }
+        if (plugin_load(name, &p, &err) < 0) {
+                verdict(rep, "plugin", false, err.msg, NULL);
+                return;
+        }
+        uint32_t abi = p.harness->abi_version;
+        _cleanup_free_ char *d = xasprintf("%s (ABI %u.%u)", p.path, TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi));
+        verdict(rep, "plugin", true, d, NULL);
+        struct readiness rd;
+        readiness_check(&p, verbosity, &rd);
+        _cleanup_free_ char *bin = rd.binary ? xstrdup(rd.binary)
+                                             : xasprintf("'%s' is not on the PATH", p.harness->default_binary);
+        verdict(rep, "binary", rd.binary != NULL, bin, rd.binary ? NULL : "install it, or pass --harness-bin to run");
+        for (size_t i = 0; i < rd.n_notes; i++)
+                verdict(rep, "login", true, rd.notes[i], NULL);
+        if (rd.detail && rd.binary)
+                verdict(rep, "login", false, rd.detail, NULL);
+        readiness_free(&rd);
+        plugin_unload(&p);
+}
+
+int check_main(const char *harness, int json, int verbosity)
+{
+        struct report rep = { .arr = json ? json_object_new_array() : NULL };
+        check_sandbox(&rep);
+        if (harness)
+                check_harness(&rep, harness, verbosity);
+        if (rep.arr) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "ready", json_object_new_boolean(!rep.failed));
+                json_object_object_add(o, "checks", rep.arr);
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
+        } else {
+                printf("%s\n", rep.failed ? "a Trial cannot start here: fix what FAIL says" : "a Trial can start here");
+        }
+        return rep.failed ? 1 : 0;
+}

@@ -1,0 +1,253 @@
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "outcome.h"
+#include "trial.h"
+#include <trialbox/plugin.h>
+
+#ifndef TB_VERSION
+#error "TB_VERSION must be defined by the build"
+#endif
+
+static const char usage_text[] =
+        "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
+        "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
+        "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "       trialbox harnesses [--json]\n"
+        "       trialbox check [--harness NAME] [--json]\n"
+        "       trialbox --help | --version\n"
+        "\n"
+        "Runs one Trial: a session of an agent CLI (a Harness) on a prepared repository,\n"
+        "inside a bubblewrap sandbox, with the Harness's login and nothing else of the\n"
+        "host's private state; writes OUTPUT_DIR/outcome.json.\n"
+        "\n"
+        "run options:\n"
+        "  --harness NAME        the Harness (its plugin NAME.so; see 'trialbox harnesses')\n"
+        "  --repo DIR            the prepared repository, read-write, the session's folder\n"
+        "  --output-dir DIR      a new folder for this Trial (fresh home, outcome.json)\n"
+        "  --harness-bin PATH    the Harness binary (default: the plugin's, on PATH)\n"
+        "  --skills DIR          a skills folder, read-only at its own path\n"
+        "  --credentials FILE    the Credentials file (default ~/.config/trialbox/credentials.json)\n"
+        "  --no-sandbox          run unsandboxed, in the real home (also TRIALBOX_NO_SANDBOX=1)\n"
+        "  --dry-run             print the bwrap command line (secrets redacted); run nothing\n"
+        "  --json                print the Outcome as one JSON line on stdout at the end\n"
+        "  -v, --verbose         say what is done (twice: more); -q, --quiet: errors only\n"
+        "\n"
+        "exit status: the session's own for completed and failed Trials (128+N for signal N),\n"
+        "125 for a void Trial, 126 when trialbox itself failed, 2 for usage errors.\n";
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("trialbox: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "; see 'trialbox %s--help'\n", cmd);
+        va_end(ap);
+        return TB_EXIT_USAGE;
+}
+
+/* The option the parser stopped at, as the user wrote it. */
+static const char *bad_option(char **argv, int optind_now)
+{
+        const char *a = argv[optind_now - 1];
+        return a ? a : "?";
+}
+
+enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON };
+
+static int parse_verbosity(int *verbosity, int v, int q, const char *cmd)
+{
+        if (v && q)
+                return usage_error(cmd, "-v and -q cannot be used together");
+        *verbosity = q ? 0 : 1 + v;
+        return 0;
+}
+
+static int no_sandbox_from_env(bool *out)
+{
+        const char *e = getenv("TRIALBOX_NO_SANDBOX");
+        if (!e || !*e || strcmp(e, "0") == 0)
+                return 0;
+        if (strcmp(e, "1") == 0) {
+                *out = true;
+                return 0;
+        }
+        fprintf(stderr, "trialbox: TRIALBOX_NO_SANDBOX is '%s'; set it to 1 (unsandboxed) or 0, or unset it\n", e);
+        return TB_EXIT_USAGE;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "harness", required_argument, NULL, OPT_HARNESS },
+                { "repo", required_argument, NULL, OPT_REPO },
+                { "output-dir", required_argument, NULL, OPT_OUTPUT },
+                { "harness-bin", required_argument, NULL, OPT_BIN },
+                { "skills", required_argument, NULL, OPT_SKILLS },
+                { "credentials", required_argument, NULL, OPT_CREDS },
+                { "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+                { "dry-run", no_argument, NULL, OPT_DRY },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "verbose", no_argument, NULL, 'v' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct trial_options opt = { 0 };
+        int c, v = 0, q = 0;
+        const char **slot;
+
+        opterr = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+                slot = NULL;
+                switch (c) {
+                case OPT_HARNESS:
+                        slot = &opt.harness;
+                        break;
+                case OPT_REPO:
+                        slot = &opt.repo;
+                        break;
+                case OPT_OUTPUT:
+                        slot = &opt.output_dir;
+                        break;
+                case OPT_BIN:
+                        slot = &opt.harness_bin;
+                        break;
+                case OPT_SKILLS:
+                        slot = &opt.skills;
+                        break;
+                case OPT_CREDS:
+                        slot = &opt.credentials;
+                        break;
+                case OPT_NO_SANDBOX:
+                        opt.no_sandbox = true;
+                        break;
+                case OPT_DRY:
+                        opt.dry_run = true;
+                        break;
+                case OPT_JSON:
+                        opt.json = true;
+                        break;
+                case 'v':
+                        v++;
+                        break;
+                case 'q':
+                        q++;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return 0;
+                case ':':
+                        return usage_error("run ", "option '%s' needs a value", bad_option(argv, optind));
+                default:
+                        if (optopt && optopt < 256)
+                                return usage_error("run ", "unknown option '-%c'", optopt);
+                        return usage_error("run ", "unknown option '%s'", bad_option(argv, optind));
+                }
+                if (slot) {
+                        if (*slot)
+                                return usage_error("run ", "option '%s' given twice", bad_option(argv, optind));
+                        if (!optarg[0])
+                                return usage_error("run ", "option '%s' needs a non-empty value",
+                                                   bad_option(argv, optind - 1));
+                        *slot = optarg;
+                }
+        }
+        if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+                return usage_error("run ", "unexpected argument '%s' (session arguments go after '--')", argv[optind]);
+        if (parse_verbosity(&opt.verbosity, v, q, "run ") != 0)
+                return TB_EXIT_USAGE;
+        if (!opt.harness)
+                return usage_error("run ", "--harness is required (one of 'trialbox harnesses')");
+        if (!opt.repo)
+                return usage_error("run ", "--repo is required (the prepared repository's folder)");
+        if (!opt.output_dir)
+                return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
+        int r = no_sandbox_from_env(&opt.no_sandbox);
+        if (r != 0)
+                return r;
+        opt.session_args = argv + optind;
+        return trial_run(&opt);
+}
+
+/* `harnesses` and `check` share their small option set. */
+static int cmd_simple(int argc, char **argv, bool is_check)
+{
+        static const struct option longopts[] = {
+                { "harness", required_argument, NULL, OPT_HARNESS },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "verbose", no_argument, NULL, 'v' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *cmd = is_check ? "check " : "harnesses ";
+        const char *harness = NULL;
+        int c, json = 0, v = 0, q = 0, verbosity;
+
+        opterr = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+                switch (c) {
+                case OPT_HARNESS:
+                        if (!is_check)
+                                return usage_error(cmd, "unknown option '--harness'");
+                        harness = optarg;
+                        break;
+                case OPT_JSON:
+                        json = 1;
+                        break;
+                case 'v':
+                        v++;
+                        break;
+                case 'q':
+                        q++;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return 0;
+                case ':':
+                        return usage_error(cmd, "option '%s' needs a value", bad_option(argv, optind));
+                default:
+                        return usage_error(cmd, "unknown option '%s'", bad_option(argv, optind));
+                }
+        }
+        if (optind < argc)
+                return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        if (parse_verbosity(&verbosity, v, q, cmd) != 0)
+                return TB_EXIT_USAGE;
+        return is_check ? check_main(harness, json, verbosity) : harnesses_main(json, verbosity);
+}
+
+int cli_main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fputs(usage_text, stderr);
+                return TB_EXIT_USAGE;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                fputs(usage_text, stdout);
+                return 0;
+        }
+        if (strcmp(cmd, "--version") == 0) {
+                printf("trialbox %s (plugin ABI %d.%d)\n", TB_VERSION, TB_PLUGIN_ABI_MAJOR,
+                       TB_PLUGIN_ABI_MINOR);
+                return 0;
+        }
+        if (strcmp(cmd, "run") == 0)
+                return cmd_run(argc - 1, argv + 1);
+        if (strcmp(cmd, "harnesses") == 0)
+                return cmd_simple(argc - 1, argv + 1, false);
+        if (strcmp(cmd, "check") == 0)
+                return cmd_simple(argc - 1, argv + 1, true);
+        fprintf(stderr, "trialbox: unknown command '%s'; see 'trialbox --help'\n", cmd);
+        return TB_EXIT_USAGE;
+}

@@ -1,0 +1,27 @@
+/* The command line: parse, dispatch to run / harnesses / check, print help. */
+#ifndef TB_CLI_H
+#define TB_CLI_H
+
+#include <stddef.h>
+
+/* trialbox's main: returns the exit status. */
+int cli_main(int argc, char **argv);
+
+/* `trialbox check` and `trialbox harnesses` (check.c, harnesses.c). */
+int check_main(const char *harness, int json, int verbosity);
+int harnesses_main(int json, int verbosity);
+
+/* Is a loaded plugin's Harness ready here? Its binary on the PATH, and its
+ * preflight (run in checking mode, changing nothing) satisfied. */
+struct plugin;
+struct readiness {
+        char *binary;  /* resolved binary, or NULL */
+        int ready;
+        char *detail;  /* why not, or NULL */
+        char **notes;  /* what the plugin looked for (NULL-terminated, may be NULL) */
+        size_t n_notes;
+};
+void readiness_check(const struct plugin *p, int verbosity, struct readiness *out);
+void readiness_free(struct readiness *r);
+
+#endif

@@ -1,0 +1,122 @@
+#define _GNU_SOURCE
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "host.h"
+#include "plugin_loader.h"
+
+void readiness_check(const struct plugin *p, int verbosity, struct readiness *out)
+{
+        const struct tb_harness *h = p->harness;
+        _cleanup_free_ char *home = NULL;
+        const char *env_home = getenv("HOME");
+        home = xstrdup(env_home ? env_home : "/");
+
+        *out = (struct readiness){ 0 };
+        out->binary = find_on_path(h->default_binary, getenv("PATH"));
+        struct tb_host host = {
+                .harness = h->name,
+                .sandboxed = 1,
+                .checking = true,
+                .host_home = home,
+                .session_home = home,
+                .verbosity = verbosity,
+        };
+        host_call(&host, p->preflight);
+        if (host.voided)
+                out->detail = xstrdup(host.void_detail);
+        else if (!out->binary)
+                out->detail = xasprintf("the binary '%s' is not on the PATH; install it or pass --harness-bin",
+                                        h->default_binary);
+        out->ready = out->detail == NULL;
+        out->n_notes = host.notes.n;
+        out->notes = steal_pointer(&host.notes.v);
+        host.notes.n = 0;
+        host_free(&host);
+}
+
+void readiness_free(struct readiness *r)
+{
+        free(r->binary);
+        free(r->detail);
+        for (size_t i = 0; i < r->n_notes; i++)
+                free(r->notes[i]);
+        free(r->notes);
+        *r = (struct readiness){ 0 };
+}
+
+int harnesses_main(int json, int verbosity)
+{
+        struct plugin_entry *v;
+        size_t n;
+        json_object *arr = json ? json_object_new_array() : NULL;
+
+        plugin_list(&v, &n);
+        if (n == 0 && !json)
+                printf("no harnesses installed (looked in TRIALBOX_PLUGIN_PATH and %s)\n", TB_PLUGIN_DIR);
+        for (size_t i = 0; i < n; i++) {
+                struct plugin p;
+                struct tb_error err = { 0 };
+                json_object *o = json ? json_object_new_object() : NULL;
+                if (o) {
+                        json_object_object_add(o, "name", json_object_new_string(v[i].name));
+                        json_object_object_add(o, "path", json_object_new_string(v[i].path));
+                }
+                if (v[i].shadowed) {
+                        if (o) {
+                                json_object_object_add(o, "status", json_object_new_string("shadowed"));
+                                json_object_array_add(arr, o);
+                        } else {
+                                printf("%-10s shadowed  %s (an earlier folder has %s.so)\n", v[i].name, v[i].path,
+                                       v[i].name);
+                        }
+                        continue;
+                }
+                if (plugin_load_file(v[i].path, v[i].name, &p, &err) < 0) {
+                        if (o) {
+                                json_object_object_add(o, "status", json_object_new_string("refused"));
+                                json_object_object_add(o, "detail", json_object_new_string(err.msg));
+                                json_object_array_add(arr, o);
+                        } else {
+                                printf("%-10s refused   %s\n", v[i].name, err.msg);
+                        }
+                        continue;
+                }
+                struct readiness rd;
+                readiness_check(&p, verbosity, &rd);
+                uint32_t abi = p.harness->abi_version;
+                if (o) {
+                        json_object_object_add(o, "status", json_object_new_string(rd.ready ? "ready" : "not_ready"));
+                        char abibuf[32];
+                        snprintf(abibuf, sizeof abibuf, "%u.%u", TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi));
+                        json_object_object_add(o, "abi", json_object_new_string(abibuf));
+                        json_object_object_add(o, "summary", json_object_new_string(p.harness->summary ? p.harness->summary : ""));
+                        json_object_object_add(o, "default_binary", json_object_new_string(p.harness->default_binary));
+                        json_object_object_add(o, "binary", rd.binary ? json_object_new_string(rd.binary) : NULL);
+                        json_object_object_add(o, "detail", rd.detail ? json_object_new_string(rd.detail) : NULL);
+                        json_object *notes = json_object_new_array();
+                        for (size_t k = 0; k < rd.n_notes; k++)
+                                json_object_array_add(notes, json_object_new_string(rd.notes[k]));
+                        json_object_object_add(o, "notes", notes);
+                        json_object_array_add(arr, o);
+                } else {
+                        printf("%-10s %-9s %s (ABI %u.%u): %s\n", v[i].name, rd.ready ? "ready" : "not-ready", v[i].path,
+                               TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi),
+                               p.harness->summary ? p.harness->summary : "");
+                        if (rd.detail)
+                                printf("%-10s           %s\n", "", rd.detail);
+                        for (size_t k = 0; k < rd.n_notes && verbosity >= 2; k++)
+                                printf("%-10s           %s\n", "", rd.notes[k]);
+                }
+                readiness_free(&rd);
+                plugin_unload(&p);
+        }
+        plugin_list_free(v, n);
+        if (arr) {
+                printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(arr);
+        }
+        return 0;
+}

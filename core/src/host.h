@@ -1,0 +1,38 @@
+/* The host services given to plugins: the one place where a plugin's wishes
+ * (an environment variable, a voided Trial, a login) become sandbox spec
+ * entries and Trial state. */
+#ifndef TB_HOST_H
+#define TB_HOST_H
+
+#include <trialbox/plugin.h>
+
+#include "sandbox.h"
+
+/* Verbosity: -q 0 (errors), default 1 (warnings, the summary line), -v 2, -vv 3. */
+struct tb_host {
+        const char *harness;
+        struct sandbox_spec *spec; /* NULL when only checking */
+        bool sandboxed;
+        bool checking;             /* `check`/`harnesses`: record, change nothing */
+        const char *host_home;
+        const char *session_home;
+        int verbosity;
+
+        bool voided;
+        char void_detail[1024];
+        struct strv notes;
+};
+
+/* The services table (static, shared by every host context). */
+const struct tb_host_services *host_services(void);
+
+/* Call one hook of a plugin with `host`; a hook that voids returns
+ * -ECANCELED. Hooks the plugin does not have succeed. */
+int host_call(struct tb_host *host, tb_hook_fn hook);
+
+void host_free(struct tb_host *host);
+
+/* Print a message of trialbox's own at `level` (prefixed "trialbox: "). */
+void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

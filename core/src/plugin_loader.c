@@ -1,0 +1,226 @@
+#define _GNU_SOURCE
+#include "plugin_loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef TB_PLUGIN_DIR
+#error "TB_PLUGIN_DIR must be defined by the build"
+#endif
+
+void plugin_search_path(struct strv *out)
+{
+        const char *env = getenv("TRIALBOX_PLUGIN_PATH");
+        if (env) {
+                _cleanup_free_ char *copy = xstrdup(env);
+                char *save = NULL;
+                for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+                        if (!strv_contains(out, d))
+                                strv_add(out, d);
+        }
+        if (!strv_contains(out, TB_PLUGIN_DIR))
+                strv_add(out, TB_PLUGIN_DIR);
+}
+
+bool plugin_name_valid(const char *name)
+{
+        size_t n = strlen(name);
+        if (n == 0 || n > 64 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
+                return false;
+        return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+/* A plugin is code trialbox runs: refuse one that someone else could have
+ * replaced. The file and its folder must be owned by root or by us, and be
+ * writable by neither group nor others. */
+static int check_owner_mode(const struct stat *st, const char *what, const char *path, struct tb_error *err)
+{
+        if (st->st_uid != 0 && st->st_uid != geteuid())
+                return tb_fail(err, -EPERM, "%s '%s' is owned by uid %u, neither root nor you; reinstall it", what,
+                               path, (unsigned)st->st_uid);
+        if (st->st_mode & (S_IWGRP | S_IWOTH))
+                return tb_fail(err, -EPERM, "%s '%s' is writable by others (mode %04o); run: chmod go-w '%s'", what,
+                               path, (unsigned)(st->st_mode & 07777), path);
+        return 0;
+}
+
+int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
+{
+        struct stat st;
+        *out = (struct plugin){ 0 };
+
+        _cleanup_free_ char *dir = path_dirname(path);
+        if (stat(dir, &st) < 0)
+                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
+        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        if (r < 0)
+                return r;
+
+        /* Check the very file we then load: open it once, check it, and hand
+         * the dynamic loader that descriptor, not the path again. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return tb_fail(err, -errno, "plugin '%s': %s", path, strerror(errno));
+        if (fstat(fd, &st) < 0)
+                return tb_fail(err, -errno, "plugin '%s': %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return tb_fail(err, -EINVAL, "plugin '%s' is not a regular file; remove it", path);
+        r = check_owner_mode(&st, "plugin", path, err);
+        if (r < 0)
+                return r;
+        unsigned char magic[4] = { 0 };
+        if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, "\177ELF", 4) != 0)
+                return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library (no ELF header); remove it",
+                               path);
+
+        char fdpath[64];
+        snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+        void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
+        if (!dl) {
+                const char *why = dlerror();
+                return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library: %s; rebuild or remove it", path,
+                               why ? why : "unknown error");
+        }
+        dlerror();
+        const struct tb_harness *h = dlsym(dl, TB_PLUGIN_SYMBOL);
+        if (!h) {
+                dlclose(dl);
+                return tb_fail(err, -ENOENT, "plugin '%s' does not export the symbol '%s'; is it a trialbox plugin?",
+                               path, TB_PLUGIN_SYMBOL);
+        }
+        uint32_t major = TB_PLUGIN_ABI_MAJOR_OF(h->abi_version), minor = TB_PLUGIN_ABI_MINOR_OF(h->abi_version);
+        if (major != TB_PLUGIN_ABI_MAJOR) {
+                dlclose(dl);
+                return tb_fail(err, -EPROTO,
+                               "plugin '%s' speaks plugin ABI %u.%u, this trialbox speaks %u.%u; rebuild the plugin "
+                               "against this trialbox",
+                               path, major, minor, TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
+        }
+        if (minor > TB_PLUGIN_ABI_MINOR) {
+                dlclose(dl);
+                return tb_fail(err, -EPROTO,
+                               "plugin '%s' needs plugin ABI %u.%u, newer than this trialbox's %u.%u; upgrade "
+                               "trialbox",
+                               path, major, minor, TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
+        }
+        if (h->size < offsetof(struct tb_harness, preflight)) {
+                dlclose(dl);
+                return tb_fail(err, -EPROTO, "plugin '%s' declares a size of %u bytes, too small for any harness",
+                               path, h->size);
+        }
+        if (!h->name || strcmp(h->name, expected_name) != 0) {
+                dlclose(dl);
+                return tb_fail(err, -EINVAL, "plugin '%s' calls itself '%s', not '%s'; rename the file or fix its name",
+                               path, h->name ? h->name : "(null)", expected_name);
+        }
+        if (!h->default_binary || !h->default_binary[0]) {
+                dlclose(dl);
+                return tb_fail(err, -EINVAL, "plugin '%s' has no default binary; fix the plugin", path);
+        }
+#define HOOK(f) (h->size >= offsetof(struct tb_harness, f) + sizeof(h->f) ? h->f : NULL)
+        *out = (struct plugin){
+                .dl = dl,
+                .harness = h,
+                .path = xstrdup(path),
+                .preflight = HOOK(preflight),
+                .prepare_login = HOOK(prepare_login),
+                .env = HOOK(env),
+        };
+#undef HOOK
+        return 0;
+}
+
+void plugin_unload(struct plugin *p)
+{
+        if (p->dl)
+                dlclose(p->dl);
+        free(p->path);
+        *p = (struct plugin){ 0 };
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+        size_t a = strlen(s), b = strlen(suffix);
+        return a > b && strcmp(s + a - b, suffix) == 0;
+}
+
+void plugin_list(struct plugin_entry **out, size_t *n)
+{
+        struct strv dirs = { 0 };
+        struct plugin_entry *v = NULL;
+        size_t count = 0, cap = 0;
+
+        plugin_search_path(&dirs);
+        for (size_t i = 0; i < dirs.n; i++) {
+                struct dirent **names = NULL;
+                int k = scandir(dirs.v[i], &names, NULL, alphasort);
+                for (int j = 0; j < k; j++) {
+                        const char *f = names[j]->d_name;
+                        if (f[0] != '.' && has_suffix(f, ".so")) {
+                                _cleanup_free_ char *name = strndup(f, strlen(f) - 3);
+                                bool shadowed = false;
+                                for (size_t m = 0; m < count; m++)
+                                        shadowed = shadowed || strcmp(v[m].name, name) == 0;
+                                if (count == cap) {
+                                        cap = cap ? cap * 2 : 16;
+                                        v = xrealloc(v, cap * sizeof *v);
+                                }
+                                v[count++] = (struct plugin_entry){ steal_pointer(&name),
+                                                                    xasprintf("%s/%s", dirs.v[i], f), shadowed };
+                        }
+                        free(names[j]);
+                }
+                free(names);
+        }
+        strv_free(&dirs);
+        *out = v;
+        *n = count;
+}
+
+void plugin_list_free(struct plugin_entry *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(v[i].name);
+                free(v[i].path);
+        }
+        free(v);
+}
+
+int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
+{
+        struct strv dirs = { 0 };
+        plugin_search_path(&dirs);
+        for (size_t i = 0; i < dirs.n; i++) {
+                _cleanup_free_ char *path = xasprintf("%s/%s.so", dirs.v[i], name);
+                if (access(path, F_OK) == 0) {
+                        strv_free(&dirs);
+                        return plugin_load_file(path, name, out, err);
+                }
+        }
+
+        struct strv names = { 0 };
+        struct plugin_entry *v;
+        size_t n;
+        plugin_list(&v, &n);
+        for (size_t i = 0; i < n; i++)
+                if (!v[i].shadowed)
+                        strv_add(&names, v[i].name);
+        plugin_list_free(v, n);
+
+        struct strbuf installed = { 0 }, looked = { 0 };
+        for (size_t i = 0; i < names.n; i++)
+                strbuf_addf(&installed, "%s%s", i ? ", " : "", names.v[i]);
+        for (size_t i = 0; i < dirs.n; i++)
+                strbuf_addf(&looked, "%s'%s'", i ? ", " : "", dirs.v[i]);
+        tb_fail(err, -ENOENT, "no plugin for harness '%s' (looked in %s); installed harnesses: %s", name, looked.s,
+                installed.s ? installed.s : "none");
+        free(installed.s);
+        free(looked.s);
+        strv_free(&names);
+        strv_free(&dirs);
+        return -ENOENT;
+}

@@ -1,0 +1,46 @@
+/* The plugin loader: finds NAME.so in the plugin path, checks it before and
+ * after dlopen, and hands back the Harness vtable. */
+#ifndef TB_PLUGIN_LOADER_H
+#define TB_PLUGIN_LOADER_H
+
+#include <trialbox/plugin.h>
+
+#include "util.h"
+
+struct plugin {
+        void *dl;                      /* dlopen handle, NULL once unloaded */
+        const struct tb_harness *harness;
+        char *path;                    /* the file it was loaded from */
+        /* The hooks the plugin's size reaches; NULL when absent. */
+        tb_hook_fn preflight, prepare_login, env;
+};
+
+/* The folders searched, in order: TRIALBOX_PLUGIN_PATH (colon-separated),
+ * then the compiled-in install folder. */
+void plugin_search_path(struct strv *out);
+
+/* Is `name` a possible Harness name ([a-z0-9][a-z0-9_-]*, at most 64)? */
+bool plugin_name_valid(const char *name);
+
+/* Load the plugin for Harness `name` from the first folder of the search path
+ * that has `name`.so. -ENOENT (message lists the installed Harnesses) when no
+ * folder has it; any other refusal names the file and what is wrong. */
+int plugin_load(const char *name, struct plugin *out, struct tb_error *err);
+
+/* Load and check one file, whose Harness must be called `expected_name`. */
+int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err);
+
+void plugin_unload(struct plugin *p);
+
+/* One plugin file found in the search path. */
+struct plugin_entry {
+        char *name;    /* from the file name */
+        char *path;
+        bool shadowed; /* an earlier folder has the same name */
+};
+
+/* Every NAME.so in the search path, in search order. */
+void plugin_list(struct plugin_entry **out, size_t *n);
+void plugin_list_free(struct plugin_entry *v, size_t n);
+
+#endif

@@ -1,0 +1,162 @@
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <string.h>
+
+void sandbox_spec_free(struct sandbox_spec *spec)
+{
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                free(spec->ops[i].src);
+                free(spec->ops[i].dest);
+        }
+        free(spec->ops);
+        for (size_t i = 0; i < spec->n_env; i++) {
+                if (spec->env[i].secret)
+                        explicit_bzero(spec->env[i].value, strlen(spec->env[i].value));
+                free(spec->env[i].name);
+                free(spec->env[i].value);
+        }
+        free(spec->env);
+        strv_free(&spec->command);
+        free(spec->chdir);
+        memset(spec, 0, sizeof *spec);
+}
+
+void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest)
+{
+        if (spec->n_ops == spec->cap_ops) {
+                spec->cap_ops = spec->cap_ops ? spec->cap_ops * 2 : 32;
+                spec->ops = xrealloc(spec->ops, spec->cap_ops * sizeof *spec->ops);
+        }
+        spec->ops[spec->n_ops++] = (struct sandbox_op){
+                .kind = kind,
+                .src = src ? xstrdup(src) : NULL,
+                .dest = xstrdup(dest),
+        };
+}
+
+bool sandbox_covers(const struct sandbox_spec *spec, const char *path)
+{
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                const struct sandbox_op *op = &spec->ops[i];
+                if ((op->kind == SANDBOX_RO_BIND || op->kind == SANDBOX_BIND) && strcmp(op->src, op->dest) == 0 &&
+                    path_is_under(path, op->dest))
+                        return true;
+        }
+        return false;
+}
+
+const struct sandbox_op *sandbox_find(const struct sandbox_spec *spec, const char *dest)
+{
+        for (size_t i = 0; i < spec->n_ops; i++)
+                if (strcmp(spec->ops[i].dest, dest) == 0)
+                        return &spec->ops[i];
+        return NULL;
+}
+
+bool sandbox_env_name_valid(const char *name)
+{
+        if (!name || !*name || (*name >= '0' && *name <= '9'))
+                return false;
+        for (const char *p = name; *p; p++)
+                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+                        return false;
+        return true;
+}
+
+void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *value, bool secret)
+{
+        for (size_t i = 0; i < spec->n_env; i++) {
+                struct sandbox_env *e = &spec->env[i];
+                if (strcmp(e->name, name) == 0) {
+                        if (e->secret)
+                                explicit_bzero(e->value, strlen(e->value));
+                        free(e->value);
+                        e->value = xstrdup(value);
+                        e->secret = e->secret || secret;
+                        return;
+                }
+        }
+        if (spec->n_env == spec->cap_env) {
+                spec->cap_env = spec->cap_env ? spec->cap_env * 2 : 16;
+                spec->env = xrealloc(spec->env, spec->cap_env * sizeof *spec->env);
+        }
+        spec->env[spec->n_env++] = (struct sandbox_env){ xstrdup(name), xstrdup(value), secret };
+}
+
+const char *sandbox_getenv(const struct sandbox_spec *spec, const char *name)
+{
+        for (size_t i = 0; i < spec->n_env; i++)
+                if (strcmp(spec->env[i].name, name) == 0)
+                        return spec->env[i].value;
+        return NULL;
+}
+
+void sandbox_envp(const struct sandbox_spec *spec, struct strv *out)
+{
+        for (size_t i = 0; i < spec->n_env; i++)
+                strv_addf(out, "%s=%s", spec->env[i].name, spec->env[i].value);
+}
+
+static const char *const op_flag[] = {
+        [SANDBOX_RO_BIND] = "--ro-bind", [SANDBOX_BIND] = "--bind", [SANDBOX_SYMLINK] = "--symlink",
+        [SANDBOX_DIR] = "--dir",         [SANDBOX_TMPFS] = "--tmpfs", [SANDBOX_PROC] = "--proc",
+        [SANDBOX_DEV] = "--dev",
+};
+
+void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct strv *out)
+{
+        strv_add(out, bwrap);
+        strv_add(out, "--unshare-pid");
+        strv_add(out, "--die-with-parent");
+        strv_add(out, "--new-session");
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                const struct sandbox_op *op = &spec->ops[i];
+                strv_add(out, op_flag[op->kind]);
+                if (op->src)
+                        strv_add(out, op->src);
+                strv_add(out, op->dest);
+        }
+        if (spec->chdir) {
+                strv_add(out, "--chdir");
+                strv_add(out, spec->chdir);
+        }
+        strv_add(out, "--json-status-fd");
+        strv_addf(out, "%d", SANDBOX_STATUS_FD);
+        strv_add(out, "--");
+        for (size_t i = 0; i < spec->command.n; i++)
+                strv_add(out, spec->command.v[i]);
+}
+
+char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap)
+{
+        struct strbuf sb = { 0 };
+        struct strv argv = { 0 };
+
+        if (!bwrap && spec->chdir) {
+                strbuf_add(&sb, "cd ");
+                strbuf_add_quoted(&sb, spec->chdir);
+                strbuf_add(&sb, " && ");
+        }
+        strbuf_add(&sb, "env -i");
+        for (size_t i = 0; i < spec->n_env; i++) {
+                const struct sandbox_env *e = &spec->env[i];
+                _cleanup_free_ char *kv = xasprintf("%s=%s", e->name, e->secret ? "<redacted>" : e->value);
+                strbuf_add(&sb, " ");
+                strbuf_add_quoted(&sb, kv);
+        }
+        if (bwrap)
+                sandbox_argv(spec, bwrap, &argv);
+        else
+                for (size_t i = 0; i < spec->command.n; i++)
+                        strv_add(&argv, spec->command.v[i]);
+        for (size_t i = 0; i < argv.n; i++) {
+                strbuf_add(&sb, " ");
+                strbuf_add_quoted(&sb, argv.v[i]);
+        }
+        /* bwrap writes its status to fd 3: give a shell that runs this line one. */
+        if (bwrap)
+                strbuf_addf(&sb, " %d>/dev/null", SANDBOX_STATUS_FD);
+        strv_free(&argv);
+        return sb.s;
+}

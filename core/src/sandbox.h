@@ -1,0 +1,81 @@
+/* The sandbox spec: plain data describing one Trial's sandbox (like
+ * bubblewrap's list of SetupOps), built by the Trial and the plugin hooks,
+ * inspected by --dry-run and the tests, and only then turned into one bwrap
+ * command line. Nothing here runs anything. */
+#ifndef TB_SANDBOX_H
+#define TB_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+/* The folder under which the Harness binary appears in the sandbox. */
+#define SANDBOX_HARNESS_DIR "/sandbox/harness"
+/* The fd bwrap writes its JSON status documents to. */
+#define SANDBOX_STATUS_FD 3
+
+enum sandbox_op_kind {
+        SANDBOX_RO_BIND, /* --ro-bind src dest */
+        SANDBOX_BIND,    /* --bind src dest */
+        SANDBOX_SYMLINK, /* --symlink src(target) dest */
+        SANDBOX_DIR,     /* --dir dest */
+        SANDBOX_TMPFS,   /* --tmpfs dest */
+        SANDBOX_PROC,    /* --proc dest */
+        SANDBOX_DEV,     /* --dev dest */
+};
+
+struct sandbox_op {
+        enum sandbox_op_kind kind;
+        char *src; /* NULL for dir/tmpfs/proc/dev */
+        char *dest;
+};
+
+struct sandbox_env {
+        char *name;
+        char *value;
+        bool secret; /* redacted wherever it is printed */
+};
+
+struct sandbox_spec {
+        struct sandbox_op *ops;
+        size_t n_ops, cap_ops;
+        struct sandbox_env *env;
+        size_t n_env, cap_env;
+        struct strv command; /* argv of the session, as the sandbox sees it */
+        char *chdir;         /* working folder of the session */
+};
+
+void sandbox_spec_free(struct sandbox_spec *spec);
+
+/* Append an operation; operations are applied in order, later ones on top. */
+void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest);
+
+/* Is `path` already visible in the sandbox as the same host path, through a
+ * bind of a folder onto itself that contains it? */
+bool sandbox_covers(const struct sandbox_spec *spec, const char *path);
+
+/* Find the operation whose dest is exactly `dest`, or NULL. */
+const struct sandbox_op *sandbox_find(const struct sandbox_spec *spec, const char *dest);
+
+/* Set (or replace) a variable of the session's environment. */
+void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *value, bool secret);
+const char *sandbox_getenv(const struct sandbox_spec *spec, const char *name);
+/* Is `name` a valid environment variable name? */
+bool sandbox_env_name_valid(const char *name);
+
+/* The environment as "NAME=value" strings, for execve. */
+void sandbox_envp(const struct sandbox_spec *spec, struct strv *out);
+
+/* The bwrap argv (argv[0] = bwrap) for this spec: the fixed isolation flags,
+ * the operations, --chdir, --json-status-fd SANDBOX_STATUS_FD, then "--" and
+ * the command. Secrets never appear in argv: the environment goes through
+ * execve. */
+void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct strv *out);
+
+/* One shell line that reproduces the run: `env -i NAME=value … bwrap …`,
+ * secret values shown as '<redacted>'. With bwrap NULL, the unsandboxed
+ * command (run in spec->chdir). malloc'd. */
+char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap);
+
+#endif

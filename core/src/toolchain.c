@@ -1,0 +1,308 @@
+#define _GNU_SOURCE
+#include "toolchain.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static bool is_dir(const char *p)
+{
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void toolchain_add_system(struct sandbox_spec *spec)
+{
+        static const char *const merged[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+        struct stat st;
+
+        if (is_dir("/usr"))
+                sandbox_add(spec, SANDBOX_RO_BIND, "/usr", "/usr");
+        for (size_t i = 0; i < TB_ARRAY_SIZE(merged); i++) {
+                if (lstat(merged[i], &st) < 0)
+                        continue;
+                if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlink(merged[i], target, sizeof target - 1);
+                        if (n <= 0)
+                                continue;
+                        target[n] = '\0';
+                        sandbox_add(spec, SANDBOX_SYMLINK, target, merged[i]);
+                } else if (S_ISDIR(st.st_mode)) {
+                        sandbox_add(spec, SANDBOX_RO_BIND, merged[i], merged[i]);
+                }
+        }
+        if (is_dir("/etc"))
+                sandbox_add(spec, SANDBOX_RO_BIND, "/etc", "/etc");
+        /* A linked resolv.conf (systemd-resolved, NetworkManager) points
+         * outside /etc: without its target, DNS breaks in the sandbox. */
+        if (lstat("/etc/resolv.conf", &st) == 0 && S_ISLNK(st.st_mode)) {
+                _cleanup_free_ char *target = realpath("/etc/resolv.conf", NULL);
+                if (target && !sandbox_covers(spec, target))
+                        sandbox_add(spec, SANDBOX_RO_BIND, target, target);
+        }
+        sandbox_add(spec, SANDBOX_PROC, NULL, "/proc");
+        sandbox_add(spec, SANDBOX_DEV, NULL, "/dev");
+        sandbox_add(spec, SANDBOX_TMPFS, NULL, "/tmp");
+}
+
+char *toolchain_home_of(const char *resolved)
+{
+        _cleanup_free_ char *dir = path_dirname(resolved);
+        const char *base = strrchr(dir, '/');
+        if (base && strcmp(base, "/bin") == 0 && base != dir)
+                return path_dirname(dir);
+        return steal_pointer(&dir);
+}
+
+/* A read-only folder the session needs: `src` is its real path, `dest`
+ * where the session looks for it (they differ when a PATH entry is a link). */
+struct ro_dir {
+        char *src, *dest;
+};
+
+struct ro_dirs {
+        struct ro_dir *v;
+        size_t n, cap;
+};
+
+static void ro_dirs_add(struct ro_dirs *d, const char *dest)
+{
+        char *src = realpath(dest, NULL);
+        if (!src || !is_dir(src) || strcmp(src, "/") == 0) {
+                free(src);
+                return;
+        }
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i].dest, dest) == 0) {
+                        free(src);
+                        return;
+                }
+        if (d->n == d->cap) {
+                d->cap = d->cap ? d->cap * 2 : 16;
+                d->v = xrealloc(d->v, d->cap * sizeof *d->v);
+        }
+        d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest) };
+}
+
+static int ro_dir_cmp(const void *a, const void *b)
+{
+        const struct ro_dir *x = a, *y = b;
+        size_t lx = strlen(x->dest), ly = strlen(y->dest);
+        return lx < ly ? -1 : lx > ly ? 1 : strcmp(x->dest, y->dest);
+}
+
+/* Does `dest` reach `src` in the sandbox already: is `src` bound onto itself
+ * and `dest` under a link the sandbox has too (/bin -> usr/bin)? */
+static bool reached_through_link(const struct sandbox_spec *spec, const char *src, const char *dest)
+{
+        if (!sandbox_covers(spec, src))
+                return false;
+        _cleanup_free_ char *prefix = xstrdup(dest);
+        for (char *slash = prefix + 1;; slash++) {
+                slash = strchr(slash, '/');
+                if (slash)
+                        *slash = '\0';
+                const struct sandbox_op *op = sandbox_find(spec, prefix);
+                if (op && op->kind == SANDBOX_SYMLINK)
+                        return true;
+                if (!slash)
+                        return false;
+                *slash = '/';
+        }
+}
+
+/* Bind the folders shortest first, skipping any already visible as itself. */
+static void ro_dirs_apply(struct ro_dirs *d, struct sandbox_spec *spec)
+{
+        qsort(d->v, d->n, sizeof *d->v, ro_dir_cmp);
+        for (size_t i = 0; i < d->n; i++) {
+                if (!sandbox_covers(spec, d->v[i].dest) && !reached_through_link(spec, d->v[i].src, d->v[i].dest))
+                        sandbox_add(spec, SANDBOX_RO_BIND, d->v[i].src, d->v[i].dest);
+                free(d->v[i].src);
+                free(d->v[i].dest);
+        }
+        free(d->v);
+        *d = (struct ro_dirs){ 0 };
+}
+
+static char *home_path(const struct toolchain_host *host, const char *override, const char *rel)
+{
+        if (override && override[0] == '/')
+                return xstrdup(override);
+        return host->home ? xasprintf("%s/%s", host->home, rel) : NULL;
+}
+
+/* The tool at `found` (as found on PATH): bind its home, and what its version
+ * manager keeps in the real home. */
+static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const struct toolchain_host *host,
+                     const char *found)
+{
+        _cleanup_free_ char *real = realpath(found, NULL);
+        if (!real)
+                return;
+        _cleanup_free_ char *home = toolchain_home_of(real);
+        ro_dirs_add(dirs, home);
+
+        _cleanup_free_ char *cargo = home_path(host, host->cargo_home, ".cargo");
+        if (cargo && (path_is_under(found, cargo) || path_is_under(real, cargo))) {
+                _cleanup_free_ char *rustup = home_path(host, host->rustup_home, ".rustup");
+                ro_dirs_add(dirs, cargo);
+                sandbox_setenv(spec, "CARGO_HOME", cargo, false);
+                if (rustup && is_dir(rustup)) {
+                        ro_dirs_add(dirs, rustup);
+                        sandbox_setenv(spec, "RUSTUP_HOME", rustup, false);
+                }
+        }
+        _cleanup_free_ char *pyenv = home_path(host, host->pyenv_root, ".pyenv");
+        if (pyenv && (path_is_under(found, pyenv) || path_is_under(real, pyenv))) {
+                ro_dirs_add(dirs, pyenv);
+                sandbox_setenv(spec, "PYENV_ROOT", pyenv, false);
+        }
+}
+
+static void for_each_word(const char *list, const char *seps, void (*fn)(const char *w, void *ud), void *ud)
+{
+        if (!list)
+                return;
+        _cleanup_free_ char *copy = xstrdup(list);
+        char *save = NULL;
+        for (char *w = strtok_r(copy, seps, &save); w; w = strtok_r(NULL, seps, &save))
+                fn(w, ud);
+}
+
+struct tools_ctx {
+        struct ro_dirs *dirs;
+        struct sandbox_spec *spec;
+        const struct toolchain_host *host;
+};
+
+static void add_path_entry(const char *w, void *ud)
+{
+        struct tools_ctx *c = ud;
+        if (w[0] == '/')
+                ro_dirs_add(c->dirs, w);
+}
+
+static void add_named_tool(const char *w, void *ud)
+{
+        struct tools_ctx *c = ud;
+        _cleanup_free_ char *found = find_on_path(w, c->host->path);
+        if (found)
+                add_tool(c->dirs, c->spec, c->host, found);
+}
+
+void toolchain_add_tools(struct sandbox_spec *spec, const struct toolchain_host *host)
+{
+        struct ro_dirs dirs = { 0 };
+        struct tools_ctx c = { &dirs, spec, host };
+
+        for_each_word(host->path, ":", add_path_entry, &c);
+        for_each_word(TOOLCHAIN_DEFAULT_TOOLS, ":", add_named_tool, &c);
+        for_each_word(host->tools, ": \t", add_named_tool, &c);
+        ro_dirs_apply(&dirs, spec);
+}
+
+/* The program a script's first line asks for: "/bin/sh" for "#!/bin/sh -e",
+ * "node" for "#!/usr/bin/env node" or "#!/usr/bin/env -S node --flag". */
+static char *shebang_program(const char *script, bool *via_env)
+{
+        char line[512];
+        _cleanup_close_ int fd = open(script, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        ssize_t n = read(fd, line, sizeof line - 1);
+        if (n < 2 || line[0] != '#' || line[1] != '!')
+                return NULL;
+        line[n] = '\0';
+        line[strcspn(line, "\n")] = '\0';
+        char *save = NULL, *interp = strtok_r(line + 2, " \t", &save);
+        if (!interp)
+                return NULL;
+        *via_env = false;
+        const char *base = strrchr(interp, '/');
+        if (base && strcmp(base + 1, "env") == 0) {
+                for (char *w = strtok_r(NULL, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+                        if (w[0] != '-' && !strchr(w, '=')) {
+                                *via_env = true;
+                                return xstrdup(w);
+                        }
+                return NULL;
+        }
+        return xstrdup(interp);
+}
+
+static bool path_list_has(const char *list, const char *dir)
+{
+        size_t n = strlen(dir);
+        for (const char *p = list; p && *p;) {
+                const char *end = strchrnul(p, ':');
+                if ((size_t)(end - p) == n && strncmp(p, dir, n) == 0)
+                        return true;
+                p = *end ? end + 1 : end;
+        }
+        return false;
+}
+
+static void add_interpreter(struct sandbox_spec *spec, const char *bin, const char *real,
+                            const struct toolchain_host *host)
+{
+        bool via_env = false;
+        _cleanup_free_ char *prog = shebang_program(real, &via_env);
+        if (!prog)
+                return;
+        struct ro_dirs dirs = { 0 };
+        if (!via_env) {
+                _cleanup_free_ char *found = realpath(prog, NULL);
+                if (found) {
+                        _cleanup_free_ char *home = toolchain_home_of(found);
+                        ro_dirs_add(&dirs, home);
+                }
+                ro_dirs_apply(&dirs, spec);
+                return;
+        }
+        /* nvm and npm put the launcher next to its node: prefer that one. */
+        _cleanup_free_ char *bin_dir = path_dirname(bin);
+        _cleanup_free_ char *beside = find_on_path(prog, bin_dir);
+        _cleanup_free_ char *found = beside ? xstrdup(beside) : find_on_path(prog, host->path);
+        if (!found)
+                return;
+        add_tool(&dirs, spec, host, found);
+        ro_dirs_apply(&dirs, spec);
+        _cleanup_free_ char *found_dir = path_dirname(found);
+        const char *path = sandbox_getenv(spec, "PATH");
+        if (!path_list_has(path, found_dir)) {
+                _cleanup_free_ char *np = path && *path ? xasprintf("%s:%s", found_dir, path) : xstrdup(found_dir);
+                sandbox_setenv(spec, "PATH", np, false);
+                if (!sandbox_covers(spec, found_dir)) {
+                        _cleanup_free_ char *real_dir = realpath(found_dir, NULL);
+                        if (real_dir)
+                                sandbox_add(spec, SANDBOX_RO_BIND, real_dir, found_dir);
+                }
+        }
+}
+
+char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const char *bin,
+                            const struct toolchain_host *host)
+{
+        _cleanup_free_ char *real = realpath(bin, NULL);
+        char *dest = xasprintf("%s/%s", SANDBOX_HARNESS_DIR, name);
+        if (!real)
+                real = xstrdup(bin);
+
+        char *nm = strstr(real, "/node_modules/");
+        if (nm) {
+                /* The whole tree from the outermost node_modules: the package
+                 * and the dependencies npm put beside it. */
+                _cleanup_free_ char *tree = strndup(real, (size_t)(nm - real) + strlen("/node_modules"));
+                if (!sandbox_covers(spec, tree))
+                        sandbox_add(spec, SANDBOX_RO_BIND, tree, tree);
+                sandbox_add(spec, SANDBOX_SYMLINK, real, dest);
+        } else {
+                sandbox_add(spec, SANDBOX_RO_BIND, real, dest);
+        }
+        add_interpreter(spec, bin, real, host);
+        return dest;
+}

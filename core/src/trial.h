@@ -1,0 +1,36 @@
+/* The Trial: validate the request, load the Harness's plugin, build the
+ * sandbox spec through its hooks, run the session, write the Outcome. */
+#ifndef TB_TRIAL_H
+#define TB_TRIAL_H
+
+#include <stdbool.h>
+
+#include "sandbox.h"
+
+struct trial_options {
+        const char *harness;
+        const char *repo;
+        const char *output_dir;
+        const char *harness_bin; /* NULL: the plugin's default, on the host PATH */
+        const char *skills;      /* NULL: none */
+        const char *credentials; /* NULL: the default Credentials file */
+        bool no_sandbox;
+        bool dry_run;
+        bool json;
+        int verbosity;
+        char **session_args; /* NULL-terminated, passed unchanged */
+};
+
+/* The variables a session inherits from the host when they are set (more
+ * through TRIALBOX_ENV_ALLOW, colon-separated). */
+#define TRIAL_ENV_ALLOW                                                                                     \
+        "PATH:LANG:LANGUAGE:LC_ALL:LC_CTYPE:LC_MESSAGES:LC_COLLATE:LC_NUMERIC:LC_TIME:LC_MONETARY:TERM:" \
+        "COLORTERM:NO_COLOR:TZ:USER:LOGNAME"
+
+/* Run one Trial; prints its errors; returns trialbox's exit status. */
+int trial_run(const struct trial_options *opt);
+
+/* Build the environment allowlist part of a session's environment. */
+void trial_add_allowed_env(struct sandbox_spec *spec, bool sandboxed);
+
+#endif

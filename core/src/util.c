@@ -1,0 +1,317 @@
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int tb_fail(struct tb_error *err, int code, const char *fmt, ...)
+{
+        if (err) {
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+                va_end(ap);
+                err->code = code;
+        }
+        return code;
+}
+
+int tb_wrap(struct tb_error *err, const char *fmt, ...)
+{
+        _cleanup_free_ char *prefix = NULL, *whole = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&prefix, fmt, ap) < 0)
+                prefix = NULL;
+        va_end(ap);
+        whole = xasprintf("%s: %s", prefix ? prefix : "", err->msg);
+        size_t n = strlen(whole);
+        if (n >= sizeof err->msg)
+                n = sizeof err->msg - 1;
+        memcpy(err->msg, whole, n);
+        err->msg[n] = '\0';
+        return err->code;
+}
+
+static void oom(void)
+{
+        static const char m[] = "trialbox: out of memory\n";
+        if (write(STDERR_FILENO, m, sizeof m - 1) < 0) {
+        }
+        abort();
+}
+
+void *xmalloc(size_t n)
+{
+        void *p = malloc(n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+        void *p = calloc(n ? n : 1, m ? m : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+        p = realloc(p, n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+char *xstrdup(const char *s)
+{
+        char *p = strdup(s);
+        if (!p)
+                oom();
+        return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+        char *p;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&p, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                oom();
+        return p;
+}
+
+void strv_add_take(struct strv *s, char *x)
+{
+        if (s->n + 2 > s->cap) {
+                s->cap = s->cap ? s->cap * 2 : 16;
+                s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+        }
+        s->v[s->n++] = x;
+        s->v[s->n] = NULL;
+}
+
+void strv_add(struct strv *s, const char *x) { strv_add_take(s, xstrdup(x)); }
+
+void strv_addf(struct strv *s, const char *fmt, ...)
+{
+        char *p;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&p, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                oom();
+        strv_add_take(s, p);
+}
+
+bool strv_contains(const struct strv *s, const char *x)
+{
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->v[i], x) == 0)
+                        return true;
+        return false;
+}
+
+void strv_free(struct strv *s)
+{
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i]);
+        free(s->v);
+        s->v = NULL;
+        s->n = s->cap = 0;
+}
+
+bool str_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+bool path_is_under(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+        if (n == 1 && dir[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static void strbuf_addn(struct strbuf *sb, const char *s, size_t n)
+{
+        sb->s = xrealloc(sb->s, sb->len + n + 1);
+        memcpy(sb->s + sb->len, s, n);
+        sb->len += n;
+        sb->s[sb->len] = '\0';
+}
+
+void strbuf_add(struct strbuf *sb, const char *s) { strbuf_addn(sb, s, strlen(s)); }
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+        _cleanup_free_ char *p = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&p, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                oom();
+        strbuf_addn(sb, p, (size_t)r);
+}
+
+void strbuf_add_quoted(struct strbuf *sb, const char *s)
+{
+        bool plain = *s != '\0' && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789-_./=:,+@%") == strlen(s);
+        if (plain) {
+                strbuf_add(sb, s);
+                return;
+        }
+        strbuf_addn(sb, "'", 1);
+        for (const char *p = s; *p; p++) {
+                if (*p == '\'')
+                        strbuf_addn(sb, "'\\''", 4);
+                else
+                        strbuf_addn(sb, p, 1);
+        }
+        strbuf_addn(sb, "'", 1);
+}
+
+char *find_on_path(const char *prog, const char *path_env)
+{
+        if (strchr(prog, '/'))
+                return access(prog, X_OK) == 0 ? realpath(prog, NULL) : NULL;
+        if (!path_env)
+                return NULL;
+        const char *p = path_env;
+        while (*p) {
+                const char *end = strchrnul(p, ':');
+                size_t n = (size_t)(end - p);
+                if (n > 0 && p[0] == '/') {
+                        char *cand = xasprintf("%.*s/%s", (int)n, p, prog);
+                        struct stat st;
+                        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+                                return cand;
+                        free(cand);
+                }
+                p = *end ? end + 1 : end;
+        }
+        return NULL;
+}
+
+char *path_dirname(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+                return xstrdup("/");
+        return strndup(path, (size_t)(slash - path));
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+        _cleanup_free_ char *copy = xstrdup(path);
+        for (char *p = copy + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
+{
+        char tmp[NAME_MAX + 1];
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        for (int attempt = 0; fd < 0; attempt++) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                snprintf(tmp, sizeof tmp, ".%.200s.tmp-%d-%lx", name, (int)getpid(),
+                         (unsigned long)(ts.tv_nsec ^ (attempt * 2654435761u)));
+                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
+                if (fd < 0 && (errno != EEXIST || attempt > 16))
+                        return -errno;
+        }
+        /* The umask may have narrowed the mode: set it exactly. */
+        if (fchmod(fd, mode & 07777) < 0)
+                goto fail;
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, (const char *)data + off, len - off);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        goto fail;
+                }
+                off += (size_t)w;
+        }
+        if (fsync(fd) < 0)
+                goto fail;
+        if (renameat(dirfd, tmp, dirfd, name) < 0)
+                goto fail;
+        if (fsync(dirfd) < 0 && errno != EINVAL)
+                return -errno;
+        return 0;
+fail:
+        r = -errno;
+        unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
+char *read_file(const char *path, size_t max, size_t *len_out)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        size_t cap = 4096, len = 0;
+        char *buf = xmalloc(cap);
+        for (;;) {
+                if (len + 1 >= cap) {
+                        if (cap > max) {
+                                free(buf);
+                                errno = EFBIG;
+                                return NULL;
+                        }
+                        cap *= 2;
+                        buf = xrealloc(buf, cap);
+                }
+                ssize_t r = read(fd, buf + len, cap - len - 1);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int e = errno;
+                        free(buf);
+                        errno = e;
+                        return NULL;
+                }
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        if (len > max) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+        }
+        buf[len] = '\0';
+        if (len_out)
+                *len_out = len;
+        return buf;
+}
+
+long long now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

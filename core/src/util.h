@@ -1,0 +1,106 @@
+/* Small helpers shared by the whole core: cleanup attributes, errors in
+ * crun's style, growable string vectors, path and file helpers. */
+#ifndef TB_UTIL_H
+#define TB_UTIL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* ---- cleanup attributes (bubblewrap, systemd) ---- */
+static inline void tb_freep(void *p) { free(*(void **)p); }
+static inline void tb_closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                *fd = -1;
+                errno = saved;
+        }
+}
+#define _cleanup_free_ __attribute__((cleanup(tb_freep)))
+#define _cleanup_close_ __attribute__((cleanup(tb_closep)))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void *tb_steal_ptr(void *pp)
+{
+        void **p = pp, *v = *p;
+        *p = NULL;
+        return v;
+}
+#define steal_pointer(pp) tb_steal_ptr(pp)
+static inline int tb_steal_fd(int *fd)
+{
+        int v = *fd;
+        *fd = -1;
+        return v;
+}
+
+#define TB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors: 0 or a negative errno, and a message filled on the way up ---- */
+struct tb_error {
+        int code;        /* negative errno */
+        char msg[1024];  /* one line, lowercase, says what is wrong and what to do */
+};
+
+/* Set err (if not NULL) and return `code` (a negative errno). */
+int tb_fail(struct tb_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prefix err's message with context: "loading plugin 'x': <old>". Returns err->code. */
+int tb_wrap(struct tb_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- memory ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- a growable NULL-terminated vector of owned strings ---- */
+struct strv {
+        char **v;
+        size_t n, cap;
+};
+void strv_add(struct strv *s, const char *x);           /* copies x */
+void strv_add_take(struct strv *s, char *x);             /* takes ownership */
+void strv_addf(struct strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool strv_contains(const struct strv *s, const char *x);
+void strv_free(struct strv *s);
+
+/* ---- strings and paths ---- */
+bool str_has_prefix(const char *s, const char *prefix);
+/* Is `path` equal to `dir` or inside it? Both must be absolute and clean. */
+bool path_is_under(const char *path, const char *dir);
+/* A growable string (git's strbuf, reduced). Zero-initialise; `s` is
+ * NUL-terminated once anything was added; free(sb.s) when done. */
+struct strbuf {
+        char *s;
+        size_t len;
+};
+void strbuf_add(struct strbuf *sb, const char *s);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append `s` quoted for a POSIX shell (as is when it needs no quoting). */
+void strbuf_add_quoted(struct strbuf *sb, const char *s);
+/* Look `prog` up on `path_env` (a PATH value); returns a malloc'd absolute path or NULL. */
+char *find_on_path(const char *prog, const char *path_env);
+/* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
+char *path_dirname(const char *path);
+/* mkdir -p with `mode` for the folders it makes. 0 or negative errno. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* Write `len` bytes to `dirfd`/`name` atomically: a temporary file made with
+ * O_EXCL in that folder, written, fsynced, renamed over `name`, and the
+ * folder fsynced. The file gets `mode`. 0 or negative errno. */
+int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+
+/* Read a whole small file (up to `max` bytes). malloc'd, NUL-terminated, or NULL with errno set. */
+char *read_file(const char *path, size_t max, size_t *len_out);
+
+/* Milliseconds on the monotonic clock. */
+long long now_ms(void);
+
+#endif
