@@ -115,7 +115,7 @@ static void check_sandbox(struct report *rep)
         /* The probe: the very namespaces and mounts a Trial uses. */
         struct sandbox_spec spec = { 0 };
         struct strv argv = { 0 };
-        toolchain_add_system(&spec);
+        toolchain_add_system(&spec, TOOLCHAIN_RESOLV_CONF);
         strv_add(&spec.command, "true");
         sandbox_argv(&spec, bwrap, &argv);
         st = run_capture(argv.v, out, sizeof out);

@@ -113,9 +113,11 @@ int plugin_load_file(const char *path, const char *expected_name, struct plugin 
                                path, h->size);
         }
         if (!h->name || strcmp(h->name, expected_name) != 0) {
+                /* The message reads the plugin's own string: before dlclose. */
+                tb_fail(err, -EINVAL, "plugin '%s' calls itself '%s', not '%s'; rename the file or fix its name", path,
+                        h->name ? h->name : "(null)", expected_name);
                 dlclose(dl);
-                return tb_fail(err, -EINVAL, "plugin '%s' calls itself '%s', not '%s'; rename the file or fix its name",
-                               path, h->name ? h->name : "(null)", expected_name);
+                return -EINVAL;
         }
         if (!h->default_binary || !h->default_binary[0]) {
                 dlclose(dl);

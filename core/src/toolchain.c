@@ -13,7 +13,7 @@ static bool is_dir(const char *p)
         return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-void toolchain_add_system(struct sandbox_spec *spec)
+void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf)
 {
         static const char *const merged[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
         struct stat st;
@@ -38,8 +38,8 @@ void toolchain_add_system(struct sandbox_spec *spec)
                 sandbox_add(spec, SANDBOX_RO_BIND, "/etc", "/etc");
         /* A linked resolv.conf (systemd-resolved, NetworkManager) points
          * outside /etc: without its target, DNS breaks in the sandbox. */
-        if (lstat("/etc/resolv.conf", &st) == 0 && S_ISLNK(st.st_mode)) {
-                _cleanup_free_ char *target = realpath("/etc/resolv.conf", NULL);
+        if (lstat(resolv_conf, &st) == 0 && S_ISLNK(st.st_mode)) {
+                _cleanup_free_ char *target = realpath(resolv_conf, NULL);
                 if (target && !sandbox_covers(spec, target))
                         sandbox_add(spec, SANDBOX_RO_BIND, target, target);
         }

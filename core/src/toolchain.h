@@ -17,8 +17,10 @@ struct toolchain_host {
 };
 
 /* Add to `spec` the system folders (/usr, /etc, the merged-usr links, the
- * target of /etc/resolv.conf when it is a link), /proc, /dev and a tmpfs /tmp. */
-void toolchain_add_system(struct sandbox_spec *spec);
+ * target of `resolv_conf` (TOOLCHAIN_RESOLV_CONF) when it is a link), /proc,
+ * /dev and a tmpfs /tmp. */
+#define TOOLCHAIN_RESOLV_CONF "/etc/resolv.conf"
+void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf);
 
 /* Add read-only binds for every folder on the host PATH and the resolved
  * homes of the default and extra tools, with the variables version managers

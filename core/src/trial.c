@@ -261,7 +261,7 @@ static void trial_build_spec(struct trial *t)
                 .pyenv_root = getenv("PYENV_ROOT"),
         };
         set_home_env(spec, t->home);
-        toolchain_add_system(spec);
+        toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
         _cleanup_free_ char *run_path = toolchain_add_harness(spec, t->opt->harness, t->bin, &th);
         if (t->skills) {

@@ -1,0 +1,227 @@
+/* The plugin loader, against fake plugins the build makes: one good, and one
+ * for each way a plugin must be refused. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin_loader.h"
+#include "testutil.h"
+
+static char path_buf[4096];
+
+static const char *fake(const char *target, const char *file)
+{
+        snprintf(path_buf, sizeof path_buf, "%s/%s/%s.so", FAKE_PLUGIN_DIR, target, file);
+        return path_buf;
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+        char *argv[] = { "/bin/cp", (char *)from, (char *)to, NULL };
+        struct proc_result r;
+        run_argv(&r, NULL, argv);
+        ck_assert_int_eq(r.status, 0);
+        proc_result_free(&r);
+        ck_assert_int_eq(chmod(to, mode), 0);
+}
+
+START_TEST(a_good_plugin_loads_with_its_hooks)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_good", "good"), "good", &p, &err), 0);
+        ck_assert_str_eq(p.harness->name, "good");
+        ck_assert_str_eq(p.harness->default_binary, "/bin/true");
+        ck_assert_ptr_nonnull(p.preflight);
+        ck_assert_ptr_null(p.prepare_login);
+        plugin_unload(&p);
+}
+END_TEST
+
+START_TEST(a_plugin_of_another_abi_major_is_refused_naming_both_versions)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_major", "major"), "major", &p, &err), -EPROTO);
+        ck_assert_ptr_nonnull(strstr(err.msg, "major.so"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "ABI 2.0"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "speaks 1.0"));
+        ck_assert_ptr_null(p.dl);
+}
+END_TEST
+
+START_TEST(a_plugin_needing_a_newer_minor_is_refused)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_minor", "minor"), "minor", &p, &err), -EPROTO);
+        ck_assert_ptr_nonnull(strstr(err.msg, "minor.so"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "needs plugin ABI 1.99"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "upgrade trialbox"));
+}
+END_TEST
+
+START_TEST(a_plugin_without_the_symbol_is_refused)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_nosym", "nosym"), "nosym", &p, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "nosym.so"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "trialbox_harness"));
+}
+END_TEST
+
+START_TEST(a_plugin_whose_name_is_not_its_file_name_is_refused)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_mismatch", "mismatch"), "mismatch", &p, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "mismatch.so' calls itself 'other', not 'mismatch'"));
+}
+END_TEST
+
+START_TEST(hooks_past_a_plugins_size_are_absent)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        /* size 40 reaches default_binary and preflight only. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_small", "small"), "small", &p, &err), 0);
+        ck_assert_ptr_nonnull(p.preflight);
+        ck_assert_ptr_null(p.prepare_login);
+        ck_assert_ptr_null(p.env);
+        plugin_unload(&p);
+}
+END_TEST
+
+START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
+{
+        char *dir = tmpdir_new();
+        char to[1024];
+        struct plugin p;
+        struct tb_error err = { 0 };
+        snprintf(to, sizeof to, "%s/good.so", dir);
+        copy_file(fake("fp_good", "good"), to, 0666);
+        ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, to));
+        ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "chmod go-w"));
+
+        ck_assert_int_eq(chmod(to, 0644), 0);
+        ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), 0);
+        plugin_unload(&p);
+
+        ck_assert_int_eq(chmod(dir, 0777), 0);
+        ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "plugin folder"));
+        chmod(dir, 0755);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(a_file_that_is_not_a_library_is_refused)
+{
+        char *dir = tmpdir_new();
+        char to[1024];
+        struct plugin p;
+        struct tb_error err = { 0 };
+        snprintf(to, sizeof to, "%s/text.so", dir);
+        write_text(to, "this is not ELF\n", 0644);
+        ck_assert_int_eq(plugin_load_file(to, "text", &p, &err), -ENOEXEC);
+        ck_assert_ptr_nonnull(strstr(err.msg, "text.so' is not a loadable library"));
+
+        /* A truncated library passes the magic check and fails in dlopen. */
+        char *good = read_text(fake("fp_good", "good"));
+        snprintf(to, sizeof to, "%s/trunc.so", dir);
+        int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ck_assert_int_eq(write(fd, good, 200), 200);
+        close(fd);
+        free(good);
+        ck_assert_int_eq(plugin_load_file(to, "trunc", &p, &err), -ENOEXEC);
+        ck_assert_ptr_nonnull(strstr(err.msg, "trunc.so' is not a loadable library"));
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed)
+{
+        char *a = tmpdir_new(), *b = tmpdir_new();
+        char to[1024], env[4096];
+        snprintf(to, sizeof to, "%s/good.so", b);
+        copy_file(fake("fp_good", "good"), to, 0644);
+        snprintf(env, sizeof env, "%s:%s", a, b);
+        setenv("TRIALBOX_PLUGIN_PATH", env, 1);
+
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load("good", &p, &err), 0);
+        ck_assert_str_eq(p.path, to);
+        plugin_unload(&p);
+
+        ck_assert_int_eq(plugin_load("codex", &p, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "no plugin for harness 'codex'"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "installed harnesses: good"));
+        ck_assert_ptr_nonnull(strstr(err.msg, a));
+
+        /* An earlier folder wins; the later one is listed as shadowed. */
+        snprintf(to, sizeof to, "%s/good.so", a);
+        copy_file(fake("fp_good", "good"), to, 0644);
+        struct plugin_entry *v;
+        size_t n;
+        plugin_list(&v, &n);
+        ck_assert_uint_ge(n, 2);
+        ck_assert_str_eq(v[0].path, to);
+        ck_assert(!v[0].shadowed);
+        ck_assert(v[1].shadowed);
+        plugin_list_free(v, n);
+        unsetenv("TRIALBOX_PLUGIN_PATH");
+        tmpdir_remove(a);
+        tmpdir_remove(b);
+        free(a);
+        free(b);
+}
+END_TEST
+
+START_TEST(harness_names_are_checked_before_any_file_is_looked_up)
+{
+        ck_assert(plugin_name_valid("codex"));
+        ck_assert(plugin_name_valid("hello-harness"));
+        ck_assert(!plugin_name_valid("../etc/x"));
+        ck_assert(!plugin_name_valid("Codex"));
+        ck_assert(!plugin_name_valid(""));
+        ck_assert(!plugin_name_valid("-x"));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+        Suite *s = suite_create("loader");
+        TCase *tc = tcase_create("loader");
+        tcase_add_test(tc, a_good_plugin_loads_with_its_hooks);
+        tcase_add_test(tc, a_plugin_of_another_abi_major_is_refused_naming_both_versions);
+        tcase_add_test(tc, a_plugin_needing_a_newer_minor_is_refused);
+        tcase_add_test(tc, a_plugin_without_the_symbol_is_refused);
+        tcase_add_test(tc, a_plugin_whose_name_is_not_its_file_name_is_refused);
+        tcase_add_test(tc, hooks_past_a_plugins_size_are_absent);
+        tcase_add_test(tc, a_plugin_or_folder_writable_by_others_is_refused);
+        tcase_add_test(tc, a_file_that_is_not_a_library_is_refused);
+        tcase_add_test(tc, the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed);
+        tcase_add_test(tc, harness_names_are_checked_before_any_file_is_looked_up);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,342 @@
+/* The sandbox spec and its bwrap command line, and the toolchain binds:
+ * plain data, inspected without running anything. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "testutil.h"
+#include "toolchain.h"
+
+/* Index of `flag src dest` in argv, or -1. */
+static int find_triple(const struct strv *a, const char *flag, const char *src, const char *dest)
+{
+        for (size_t i = 0; i + 2 < a->n; i++)
+                if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], src) == 0 && strcmp(a->v[i + 2], dest) == 0)
+                        return (int)i;
+        return -1;
+}
+
+static int find_arg(const struct strv *a, const char *x)
+{
+        for (size_t i = 0; i < a->n; i++)
+                if (strcmp(a->v[i], x) == 0)
+                        return (int)i;
+        return -1;
+}
+
+START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last)
+{
+        struct sandbox_spec s = { 0 };
+        struct strv a = { 0 };
+        sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
+        sandbox_add(&s, SANDBOX_PROC, NULL, "/proc");
+        sandbox_add(&s, SANDBOX_BIND, "/work/repo", "/work/repo");
+        s.chdir = strdup("/work/repo");
+        strv_add(&s.command, "/sandbox/harness/x");
+        strv_add(&s.command, "--flag");
+        sandbox_argv(&s, "/usr/bin/bwrap", &a);
+
+        ck_assert_str_eq(a.v[0], "/usr/bin/bwrap");
+        ck_assert_int_ge(find_arg(&a, "--unshare-pid"), 1);
+        ck_assert_int_ge(find_arg(&a, "--die-with-parent"), 1);
+        ck_assert_int_ge(find_arg(&a, "--new-session"), 1);
+        int usr = find_triple(&a, "--ro-bind", "/usr", "/usr");
+        int repo = find_triple(&a, "--bind", "/work/repo", "/work/repo");
+        ck_assert_int_gt(usr, 0);
+        ck_assert_int_gt(repo, usr);
+        ck_assert_int_gt(find_arg(&a, "--proc"), usr);
+        int chdir = find_arg(&a, "--chdir");
+        ck_assert_str_eq(a.v[chdir + 1], "/work/repo");
+        int st = find_arg(&a, "--json-status-fd");
+        ck_assert_str_eq(a.v[st + 1], "3");
+        int dd = find_arg(&a, "--");
+        ck_assert_int_gt(dd, st);
+        ck_assert_str_eq(a.v[dd + 1], "/sandbox/harness/x");
+        ck_assert_str_eq(a.v[dd + 2], "--flag");
+        ck_assert_uint_eq(a.n, (size_t)dd + 3);
+        strv_free(&a);
+        sandbox_spec_free(&s);
+}
+END_TEST
+
+START_TEST(secrets_are_in_the_environment_never_in_argv_and_redacted_when_printed)
+{
+        struct sandbox_spec s = { 0 };
+        struct strv a = { 0 }, e = { 0 };
+        sandbox_setenv(&s, "PATH", "/usr/bin", false);
+        sandbox_setenv(&s, "API_KEY", "sk-very-secret-123", true);
+        strv_add(&s.command, "/bin/true");
+        sandbox_argv(&s, "bwrap", &a);
+        for (size_t i = 0; i < a.n; i++)
+                ck_assert_ptr_null(strstr(a.v[i], "sk-very-secret-123"));
+        sandbox_envp(&s, &e);
+        ck_assert(strv_contains(&e, "API_KEY=sk-very-secret-123"));
+        char *line = sandbox_render(&s, "bwrap");
+        ck_assert_ptr_null(strstr(line, "sk-very-secret-123"));
+        ck_assert_ptr_nonnull(strstr(line, "'API_KEY=<redacted>'"));
+        ck_assert_ptr_nonnull(strstr(line, "PATH=/usr/bin"));
+        free(line);
+        strv_free(&a);
+        strv_free(&e);
+        sandbox_spec_free(&s);
+}
+END_TEST
+
+START_TEST(a_variable_set_twice_keeps_the_last_value_and_stays_secret)
+{
+        struct sandbox_spec s = { 0 };
+        sandbox_setenv(&s, "K", "secret", true);
+        sandbox_setenv(&s, "K", "other", false);
+        ck_assert_str_eq(sandbox_getenv(&s, "K"), "other");
+        ck_assert_uint_eq(s.n_env, 1);
+        ck_assert(s.env[0].secret);
+        ck_assert(!sandbox_env_name_valid("1X"));
+        ck_assert(!sandbox_env_name_valid("A=B"));
+        ck_assert(!sandbox_env_name_valid(""));
+        ck_assert(sandbox_env_name_valid("CLAUDE_CODE_OAUTH_TOKEN"));
+        sandbox_spec_free(&s);
+}
+END_TEST
+
+START_TEST(the_printed_line_quotes_what_a_shell_would_split)
+{
+        struct sandbox_spec s = { 0 };
+        strv_add(&s.command, "/bin/sh");
+        strv_add(&s.command, "-c");
+        strv_add(&s.command, "echo 'it''s' $HOME");
+        sandbox_add(&s, SANDBOX_BIND, "/a dir", "/a dir");
+        char *line = sandbox_render(&s, "bwrap");
+        ck_assert_ptr_nonnull(strstr(line, "--bind '/a dir' '/a dir'"));
+        ck_assert_ptr_nonnull(strstr(line, "'echo '\\''it'\\'''\\''s'\\'' $HOME'"));
+        ck_assert_ptr_nonnull(strstr(line, " 3>/dev/null"));
+        free(line);
+        sandbox_spec_free(&s);
+}
+END_TEST
+
+START_TEST(covers_means_a_folder_bound_onto_itself_that_contains_the_path)
+{
+        struct sandbox_spec s = { 0 };
+        sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
+        sandbox_add(&s, SANDBOX_RO_BIND, "/opt/real", "/opt/link");
+        ck_assert(sandbox_covers(&s, "/usr/local/bin"));
+        ck_assert(sandbox_covers(&s, "/usr"));
+        ck_assert(!sandbox_covers(&s, "/usrx"));
+        ck_assert(!sandbox_covers(&s, "/opt/link/bin"));
+        sandbox_spec_free(&s);
+}
+END_TEST
+
+START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_target)
+{
+        char *dir = tmpdir_new();
+        char target[512], link[512];
+        snprintf(target, sizeof target, "%s/stub-resolv.conf", dir);
+        snprintf(link, sizeof link, "%s/resolv.conf", dir);
+        write_text(target, "nameserver 127.0.0.53\n", 0644);
+        ck_assert_int_eq(symlink(target, link), 0);
+
+        struct sandbox_spec s = { 0 };
+        struct strv a = { 0 };
+        toolchain_add_system(&s, link);
+        sandbox_argv(&s, "bwrap", &a);
+        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/usr", "/usr"), 0);
+        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/etc", "/etc"), 0);
+        ck_assert_int_gt(find_triple(&a, "--ro-bind", target, target), 0);
+        ck_assert_int_lt(find_triple(&a, "--bind", "/usr", "/usr"), 0);
+        ck_assert_int_gt(find_arg(&a, "--proc"), 0);
+        ck_assert_int_gt(find_arg(&a, "--dev"), 0);
+        ck_assert_int_gt(find_arg(&a, "--tmpfs"), 0);
+        strv_free(&a);
+        sandbox_spec_free(&s);
+
+        /* A plain file brings nothing more. */
+        struct sandbox_spec s2 = { 0 };
+        toolchain_add_system(&s2, target);
+        ck_assert_ptr_null(sandbox_find(&s2, target));
+        sandbox_spec_free(&s2);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(path_folders_and_version_manager_homes_are_bound_read_only_with_their_variables)
+{
+        char *dir = tmpdir_new();
+        char p[1024];
+        /* A rustup layout: cargo a link to rustup in ~/.cargo/bin, and ~/.rustup. */
+        snprintf(p, sizeof p, "%s/home/.cargo/bin", dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/home/.rustup/toolchains", dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/home/.cargo/bin/rustup", dir);
+        write_text(p, "#!/bin/sh\n", 0755);
+        char cargo[1024];
+        snprintf(cargo, sizeof cargo, "%s/home/.cargo/bin/cargo", dir);
+        ck_assert_int_eq(symlink("rustup", cargo), 0);
+        /* A pyenv layout: a shim script in ~/.pyenv/shims. */
+        snprintf(p, sizeof p, "%s/home/.pyenv/shims", dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/home/.pyenv/shims/python3", dir);
+        write_text(p, "#!/bin/sh\n", 0755);
+        /* A tool folder of the user's. */
+        snprintf(p, sizeof p, "%s/tools/bin", dir);
+        mkdir_p(p, 0755);
+
+        char home[600], path[3000];
+        snprintf(home, sizeof home, "%s/home", dir);
+        snprintf(path, sizeof path, "%s/home/.cargo/bin:%s/home/.pyenv/shims:%s/tools/bin:/usr/bin:/bin", dir, dir,
+                 dir);
+        struct toolchain_host th = { .path = path, .home = home };
+        struct sandbox_spec s = { 0 };
+        toolchain_add_system(&s, "/nonexistent");
+        toolchain_add_tools(&s, &th);
+
+        char want[1024];
+        snprintf(want, sizeof want, "%s/home/.cargo", dir);
+        const struct sandbox_op *op = sandbox_find(&s, want);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
+        ck_assert_str_eq(sandbox_getenv(&s, "CARGO_HOME"), want);
+        snprintf(want, sizeof want, "%s/home/.rustup", dir);
+        ck_assert_ptr_nonnull(sandbox_find(&s, want));
+        ck_assert_str_eq(sandbox_getenv(&s, "RUSTUP_HOME"), want);
+        snprintf(want, sizeof want, "%s/home/.pyenv", dir);
+        ck_assert_ptr_nonnull(sandbox_find(&s, want));
+        ck_assert_str_eq(sandbox_getenv(&s, "PYENV_ROOT"), want);
+        snprintf(want, sizeof want, "%s/tools/bin", dir);
+        op = sandbox_find(&s, want);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
+        /* Inside an already bound folder: not bound again; the home itself never. */
+        snprintf(want, sizeof want, "%s/home/.cargo/bin", dir);
+        ck_assert_ptr_null(sandbox_find(&s, want));
+        ck_assert_ptr_null(sandbox_find(&s, home));
+        ck_assert_ptr_null(sandbox_find(&s, "/usr/bin"));
+        for (size_t i = 0; i < s.n_ops; i++)
+                ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
+        sandbox_spec_free(&s);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(the_home_of_a_tool_is_above_its_bin_folder)
+{
+        char *h = toolchain_home_of("/root/.nvm/versions/node/v20.1.0/bin/node");
+        ck_assert_str_eq(h, "/root/.nvm/versions/node/v20.1.0");
+        free(h);
+        h = toolchain_home_of("/opt/tool/libexec/tool");
+        ck_assert_str_eq(h, "/opt/tool/libexec");
+        free(h);
+}
+END_TEST
+
+START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
+{
+        char *dir = tmpdir_new();
+        char p[1024], bin[1024], real[1024], tree[1024];
+        snprintf(p, sizeof p, "%s/proj/node_modules/agent/bin", dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/proj/node_modules/.bin", dir);
+        mkdir_p(p, 0755);
+        snprintf(real, sizeof real, "%s/proj/node_modules/agent/bin/agent.js", dir);
+        write_text(real, "#!/usr/bin/env node\nrequire('../lib/main.js')\n", 0755);
+        snprintf(bin, sizeof bin, "%s/proj/node_modules/.bin/agent", dir);
+        ck_assert_int_eq(symlink("../agent/bin/agent.js", bin), 0);
+        snprintf(tree, sizeof tree, "%s/proj/node_modules", dir);
+
+        struct toolchain_host th = { .path = "/usr/bin:/bin", .home = "/nonexistent" };
+        struct sandbox_spec s = { 0 };
+        sandbox_setenv(&s, "PATH", "/usr/bin:/bin", false);
+        char *run = toolchain_add_harness(&s, "agent", bin, &th);
+        ck_assert_str_eq(run, SANDBOX_HARNESS_DIR "/agent");
+        const struct sandbox_op *op = sandbox_find(&s, SANDBOX_HARNESS_DIR "/agent");
+        ck_assert_int_eq(op->kind, SANDBOX_SYMLINK);
+        ck_assert_str_eq(op->src, real);
+        op = sandbox_find(&s, tree);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
+        free(run);
+        sandbox_spec_free(&s);
+
+        /* A native binary is bound read-only at the harness path itself. */
+        struct sandbox_spec s2 = { 0 };
+        run = toolchain_add_harness(&s2, "native", "/bin/true", &th);
+        op = sandbox_find(&s2, SANDBOX_HARNESS_DIR "/native");
+        ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
+        char *truth = realpath("/bin/true", NULL);
+        ck_assert_str_eq(op->src, truth);
+        free(truth);
+        free(run);
+        sandbox_spec_free(&s2);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path)
+{
+        char *dir = tmpdir_new();
+        char p[1024], bin[1024], node[1024], vdir[1024];
+        snprintf(vdir, sizeof vdir, "%s/.nvm/versions/node/v20.9.0", dir);
+        snprintf(p, sizeof p, "%s/lib/node_modules/agent/bin", vdir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/bin", vdir);
+        mkdir_p(p, 0755);
+        snprintf(node, sizeof node, "%s/bin/node", vdir);
+        write_text(node, "#!/bin/sh\nexec /usr/bin/node \"$@\"\n", 0755);
+        snprintf(p, sizeof p, "%s/lib/node_modules/agent/bin/agent.js", vdir);
+        write_text(p, "#!/usr/bin/env node\n", 0755);
+        snprintf(bin, sizeof bin, "%s/bin/agent", vdir);
+        ck_assert_int_eq(symlink("../lib/node_modules/agent/bin/agent.js", bin), 0);
+
+        struct toolchain_host th = { .path = "/usr/bin:/bin", .home = "/nonexistent" };
+        struct sandbox_spec s = { 0 };
+        sandbox_setenv(&s, "PATH", "/usr/bin:/bin", false);
+        free(toolchain_add_harness(&s, "agent", bin, &th));
+        const struct sandbox_op *op = sandbox_find(&s, vdir);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
+        char want[2048];
+        snprintf(want, sizeof want, "%s/bin:/usr/bin:/bin", vdir);
+        ck_assert_str_eq(sandbox_getenv(&s, "PATH"), want);
+        sandbox_spec_free(&s);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+        Suite *s = suite_create("sandbox");
+        TCase *tc = tcase_create("spec");
+        tcase_add_test(tc, the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last);
+        tcase_add_test(tc, secrets_are_in_the_environment_never_in_argv_and_redacted_when_printed);
+        tcase_add_test(tc, a_variable_set_twice_keeps_the_last_value_and_stays_secret);
+        tcase_add_test(tc, the_printed_line_quotes_what_a_shell_would_split);
+        tcase_add_test(tc, covers_means_a_folder_bound_onto_itself_that_contains_the_path);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("toolchain");
+        tcase_add_test(tc, the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_target);
+        tcase_add_test(tc, path_folders_and_version_manager_homes_are_bound_read_only_with_their_variables);
+        tcase_add_test(tc, the_home_of_a_tool_is_above_its_bin_folder);
+        tcase_add_test(tc, an_npm_launcher_runs_through_a_link_with_its_package_tree_bound);
+        tcase_add_test(tc, an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,179 @@
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *tmpdir_new(void)
+{
+        char tmpl[] = "/tmp/tbtest.XXXXXX";
+        if (!mkdtemp(tmpl))
+                abort();
+        chmod(tmpl, 0755);
+        return strdup(tmpl);
+}
+
+void tmpdir_remove(const char *dir)
+{
+        char *argv[] = { "/bin/rm", "-rf", (char *)dir, NULL };
+        struct proc_result r;
+        run_argv(&r, NULL, argv);
+        proc_result_free(&r);
+}
+
+void write_text(const char *path, const char *text, mode_t mode)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+                abort();
+        fchmod(fd, mode);
+        close(fd);
+}
+
+char *read_text(const char *path)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        size_t cap = 4096, len = 0;
+        char *buf = malloc(cap);
+        ssize_t n;
+        while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+                len += (size_t)n;
+                if (len + 1 == cap)
+                        buf = realloc(buf, cap *= 2);
+        }
+        buf[len] = '\0';
+        close(fd);
+        return buf;
+}
+
+static void apply_env(char *const env[])
+{
+        for (size_t i = 0; env && env[i]; i++) {
+                char *eq = strchr(env[i], '=');
+                if (!eq) {
+                        unsetenv(env[i]);
+                        continue;
+                }
+                char *name = strndup(env[i], (size_t)(eq - env[i]));
+                setenv(name, eq + 1, 1);
+                free(name);
+        }
+}
+
+static int to_status(int w) { return WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w); }
+
+pid_t spawn_argv(char *const env[], char *const argv[], const char *out_file, const char *err_file)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                int in = open("/dev/null", O_RDONLY);
+                int out = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                int err = open(err_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                dup2(in, 0);
+                dup2(out, 1);
+                dup2(err, 2);
+                apply_env(env);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+int wait_status(pid_t pid)
+{
+        int w;
+        while (waitpid(pid, &w, 0) < 0)
+                ;
+        return to_status(w);
+}
+
+void run_argv(struct proc_result *r, char *const env[], char *const argv[])
+{
+        char outp[] = "/tmp/tbtest-out.XXXXXX", errp[] = "/tmp/tbtest-err.XXXXXX";
+        int a = mkstemp(outp), b = mkstemp(errp);
+        close(a);
+        close(b);
+        pid_t pid = spawn_argv(env, argv, outp, errp);
+        r->status = wait_status(pid);
+        r->out = read_text(outp);
+        r->err = read_text(errp);
+        unlink(outp);
+        unlink(errp);
+}
+
+void proc_result_free(struct proc_result *r)
+{
+        free(r->out);
+        free(r->err);
+}
+
+char *outcome_field(const char *output_dir, const char *field)
+{
+        char path[4096];
+        snprintf(path, sizeof path, "%s/outcome.json", output_dir);
+        char *text = read_text(path);
+        if (!text)
+                return NULL;
+        json_object *j = json_tokener_parse(text), *v;
+        free(text);
+        if (!j)
+                return NULL;
+        char *res = NULL;
+        if (json_object_object_get_ex(j, field, &v))
+                res = strdup(v ? json_object_get_string(v) : "null");
+        json_object_put(j);
+        return res;
+}
+
+bool host_process_with(const char *marker)
+{
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        bool found = false;
+        char self[32];
+        snprintf(self, sizeof self, "%d", (int)getpid());
+        while (!found && d && (e = readdir(d))) {
+                if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0)
+                        continue;
+                char path[300];
+                snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                char buf[4096];
+                ssize_t n = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                if (n <= 0)
+                        continue;
+                for (ssize_t i = 0; i < n; i++)
+                        if (buf[i] == '\0')
+                                buf[i] = ' ';
+                buf[n] = '\0';
+                found = strstr(buf, marker) != NULL;
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+bool wait_for_file(const char *path, int ms)
+{
+        for (int waited = 0; waited < ms; waited += 10) {
+                if (access(path, F_OK) == 0)
+                        return true;
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        return access(path, F_OK) == 0;
+}
