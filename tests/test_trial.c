@@ -1,1 +1,671 @@
-int main(void){return 0;}
+/* Integration tests: the real trialbox binary, the real bwrap, and the
+ * `shell` Harness running small scripts that behave like agent CLIs (they
+ * look for what they must not see, leave children behind, ignore signals). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "util.h"
+
+struct fixture {
+        char *dir;
+        char repo[1024];
+        char out[1024];
+};
+
+static void fixture_new(struct fixture *f)
+{
+        f->dir = tmpdir_new();
+        snprintf(f->repo, sizeof f->repo, "%s/repo", f->dir);
+        snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+        ck_assert_int_eq(mkdir(f->repo, 0755), 0);
+}
+
+static void fixture_free(struct fixture *f)
+{
+        tmpdir_remove(f->dir);
+        free(f->dir);
+}
+
+/* argv for `trialbox run --harness shell --repo R --output-dir O EXTRA...` */
+static void tb_argv(char **argv, size_t cap, const struct fixture *f, const char *const extra[])
+{
+        size_t n = 0;
+        const char *base[] = { TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f->repo, "--output-dir", f->out };
+        for (size_t i = 0; i < sizeof base / sizeof *base; i++)
+                argv[n++] = (char *)base[i];
+        for (size_t i = 0; extra && extra[i] && n + 1 < cap; i++)
+                argv[n++] = (char *)extra[i];
+        argv[n] = NULL;
+}
+
+/* The environment every run gets, plus `more`. */
+static char **tb_env(char *const more[])
+{
+        static char *env[64];
+        size_t n = 0;
+        env[n++] = "TRIALBOX_PLUGIN_PATH=" PLUGIN_BUILD_DIR;
+        env[n++] = "TRIALBOX_NO_SANDBOX";
+        env[n++] = "TRIALBOX_BWRAP";
+        for (size_t i = 0; more && more[i] && n + 1 < 64; i++)
+                env[n++] = more[i];
+        env[n] = NULL;
+        return env;
+}
+
+static void tb(struct proc_result *r, const struct fixture *f, char *const env[], const char *const extra[])
+{
+        char *argv[64];
+        tb_argv(argv, 64, f, extra);
+        run_argv(r, tb_env(env), argv);
+}
+
+#define EXTRA(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define ENV(...) ((char *const[]){ __VA_ARGS__, NULL })
+
+static void assert_outcome(const struct fixture *f, const char *field, const char *want)
+{
+        char *v = outcome_field(f->out, field);
+        ck_assert_msg(v != NULL, "outcome.json has no '%s' in %s", field, f->out);
+        ck_assert_msg(strcmp(v, want) == 0, "outcome %s is '%s', not '%s'", field, v, want);
+        free(v);
+}
+
+static char *marker(const char *what)
+{
+        static unsigned n;
+        char *m;
+        if (asprintf(&m, "%s-%d-%u-%ld", what, (int)getpid(), n++, (long)time(NULL)) < 0)
+                abort();
+        return m;
+}
+
+static bool host_can(const char *cmd)
+{
+        char *argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
+        struct proc_result r;
+        run_argv(&r, NULL, argv);
+        bool ok = r.status == 0;
+        proc_result_free(&r);
+        return ok;
+}
+
+START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        tb(&r, &f, NULL, EXTRA("--json", "--", "-c", "echo from-the-session"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "from-the-session\n"));
+        assert_outcome(&f, "outcome", "completed");
+        assert_outcome(&f, "exit_code", "0");
+        assert_outcome(&f, "sandboxed", "true");
+        char home[1100];
+        snprintf(home, sizeof home, "%s/home", f.out);
+        assert_outcome(&f, "home", home);
+        /* --json: the same object as the last line of stdout. */
+        char *last = strrchr(r.out, '{');
+        ck_assert_ptr_nonnull(last);
+        ck_assert_ptr_nonnull(strstr(last, "\"outcome\":\"completed\""));
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        tb(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
+        ck_assert_int_eq(r.status, 7);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "exit_code", "7");
+        assert_outcome(&f, "signal", "null");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(an_unbound_host_path_is_not_visible)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        const char *home = getenv("HOME");
+        ck_assert_ptr_nonnull(home);
+        char secret[1024], script[2048];
+        char *m = marker("secret");
+        snprintf(secret, sizeof secret, "%s/.%s", home, m);
+        write_text(secret, "top secret\n", 0600);
+        snprintf(script, sizeof script, "if [ -e '%s' ]; then echo VISIBLE; else echo hidden; fi", secret);
+
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, "hidden\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        /* The probe can see it when nothing hides it. */
+        fixture_new(&f);
+        tb(&r, &f, NULL, EXTRA("--no-sandbox", "--", "-c", script));
+        ck_assert_str_eq(r.out, "VISIBLE\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+        unlink(secret);
+        free(m);
+}
+END_TEST
+
+START_TEST(host_processes_are_not_visible)
+{
+        struct fixture f;
+        struct proc_result r;
+        char script[1024], num[64];
+        fixture_new(&f);
+        /* A host process with a unique command line. */
+        snprintf(num, sizeof num, "1%d.%ld", (int)getpid() % 100000, (long)time(NULL) % 100000);
+        pid_t host = spawn_argv(NULL, (char *[]){ "/bin/sleep", num, NULL }, "/dev/null", "/dev/null");
+        ck_assert(wait_for_file("/proc/self", 10));
+        for (int i = 0; i < 100 && !host_process_with(num); i++)
+                usleep(10000);
+        ck_assert(host_process_with(num));
+        snprintf(script, sizeof script,
+                 "m='%.3s''%s'; "
+                 "seen=0; for f in /proc/[0-9]*/cmdline; do grep -q \"$m\" \"$f\" 2>/dev/null && seen=1; done; "
+                 "echo seen=$seen; kill -0 %d 2>/dev/null && echo signalled=1; echo procs=$(ls -d /proc/[0-9]* | wc -l)",
+                 num, num + 3, (int)host);
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "seen=0\n"));
+        ck_assert_ptr_null(strstr(r.out, "signalled=1"));
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        tb(&r, &f, NULL, EXTRA("--no-sandbox", "--", "-c", script));
+        ck_assert_ptr_nonnull(strstr(r.out, "seen=1\n"));
+        proc_result_free(&r);
+        fixture_free(&f);
+        kill(host, SIGKILL);
+        wait_status(host);
+}
+END_TEST
+
+/* A toolchain folder of the test's own on the PATH, with a tool in it. */
+static char *fake_toolchain(const struct fixture *f, char *path_env, size_t cap)
+{
+        char *bin;
+        if (asprintf(&bin, "%s/tools/bin", f->dir) < 0)
+                abort();
+        char p[1200];
+        mkdir_p(bin, 0755);
+        snprintf(p, sizeof p, "%s/fake-tool", bin);
+        write_text(p, "#!/bin/sh\necho fake-tool ran\n", 0755);
+        snprintf(path_env, cap, "PATH=%s:%s", bin, getenv("PATH"));
+        return bin;
+}
+
+START_TEST(the_repository_is_writable_and_the_toolchains_are_not)
+{
+        struct fixture f;
+        struct proc_result r;
+        char path_env[4096], script[2048], p[1200];
+        fixture_new(&f);
+        char *bin = fake_toolchain(&f, path_env, sizeof path_env);
+        snprintf(script, sizeof script,
+                 "touch new-file && echo repo=rw; "
+                 "touch '%s/planted' 2>/dev/null && echo tools=rw || echo tools=ro; "
+                 "touch /usr/bin/tbtest-planted 2>/dev/null && echo usr=rw || echo usr=ro; "
+                 "(echo >> /sandbox/harness/shell) 2>/dev/null && echo harness=rw || echo harness=ro; "
+                 "touch /planted 2>/dev/null && echo root=rw || echo root=ro",
+                 bin);
+        tb(&r, &f, ENV(path_env), EXTRA("--", "-c", script));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, "repo=rw\ntools=ro\nusr=ro\nharness=ro\nroot=ro\n");
+        snprintf(p, sizeof p, "%s/new-file", f.repo);
+        ck_assert_int_eq(access(p, F_OK), 0);
+        snprintf(p, sizeof p, "%s/planted", bin);
+        ck_assert_int_ne(access(p, F_OK), 0);
+        ck_assert_int_ne(access("/usr/bin/tbtest-planted", F_OK), 0);
+        proc_result_free(&r);
+        free(bin);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_bound_toolchain_is_on_the_session_path)
+{
+        struct fixture f;
+        struct proc_result r;
+        char path_env[4096];
+        fixture_new(&f);
+        char *bin = fake_toolchain(&f, path_env, sizeof path_env);
+        tb(&r, &f, ENV(path_env), EXTRA("--", "-c", "fake-tool"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, "fake-tool ran\n");
+        proc_result_free(&r);
+        free(bin);
+        fixture_free(&f);
+
+        /* The version-managed toolchains of this machine, where the host has them. */
+        const char *tools[] = { "cargo --version", "rustc --version", "python3 --version", "node --version" };
+        for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+                if (!host_can(tools[i]))
+                        continue;
+                fixture_new(&f);
+                tb(&r, &f, NULL, EXTRA("--", "-c", tools[i]));
+                ck_assert_msg(r.status == 0, "'%s' fails in the sandbox: %s", tools[i], r.err);
+                proc_result_free(&r);
+                fixture_free(&f);
+        }
+}
+END_TEST
+
+START_TEST(a_host_secret_variable_does_not_reach_the_session)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        tb(&r, &f,
+           ENV("OPENAI_API_KEY=sk-tbtest-openai", "AWS_SECRET_ACCESS_KEY=tbtest-aws", "EXTRA_ALLOWED=yes-allowed",
+               "TRIALBOX_ENV_ALLOW=EXTRA_ALLOWED"),
+           EXTRA("--", "-c", "env"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_null(strstr(r.out, "sk-tbtest-openai"));
+        ck_assert_ptr_null(strstr(r.out, "tbtest-aws"));
+        ck_assert_ptr_null(strstr(r.out, "OPENAI_API_KEY"));
+        ck_assert_ptr_nonnull(strstr(r.out, "EXTRA_ALLOWED=yes-allowed"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\nPATH=") ? strstr(r.out, "PATH=") : strstr(r.out, "PATH="));
+        char home[1100];
+        snprintf(home, sizeof home, "HOME=%s/home\n", f.out);
+        ck_assert_ptr_nonnull(strstr(r.out, home));
+        snprintf(home, sizeof home, "XDG_CONFIG_HOME=%s/home/.config\n", f.out);
+        ck_assert_ptr_nonnull(strstr(r.out, home));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_background_child_left_by_the_session_is_gone_after_it_ends)
+{
+        struct fixture f;
+        struct proc_result r;
+        char script[2048], num[64];
+        fixture_new(&f);
+        snprintf(num, sizeof num, "2%d.%ld", (int)getpid() % 100000, (long)time(NULL) % 100000);
+        snprintf(script, sizeof script,
+                 "sleep %s & (sleep %s &) ; setsid sh -c 'sleep %s & ' ; sleep 0.3; m='%.3s''%s'; "
+                 "n=0; for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = sleep ] && "
+                 "grep -q \"$m\" $d/cmdline 2>/dev/null && n=$((n+1)); done; echo running=$n",
+                 num, num, num, num, num + 3);
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(strstr(r.out, "running=3") != NULL, "the session did not start its children: %s", r.out);
+        bool gone = false;
+        for (int i = 0; i < 200 && !gone; i++) {
+                gone = !host_process_with(num);
+                if (!gone)
+                        usleep(10000);
+        }
+        ck_assert_msg(gone, "a child of the session outlived it");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+static pid_t start_trial(const struct fixture *f, const char *script, char *ready, size_t cap)
+{
+        char *argv[64];
+        snprintf(ready, cap, "%s/READY", f->repo);
+        tb_argv(argv, 64, f, EXTRA("--", "-c", script));
+        char outp[1100], errp[1100];
+        snprintf(outp, sizeof outp, "%s/stdout", f->dir);
+        snprintf(errp, sizeof errp, "%s/stderr", f->dir);
+        pid_t pid = spawn_argv(tb_env(NULL), argv, outp, errp);
+        ck_assert_msg(wait_for_file(ready, 20000), "the session never became ready");
+        return pid;
+}
+
+START_TEST(sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal)
+{
+        struct fixture f;
+        char ready[1100], script[512], num[64];
+        fixture_new(&f);
+        snprintf(num, sizeof num, "3%d.%ld", (int)getpid() % 100000, (long)time(NULL) % 100000);
+        snprintf(script, sizeof script, "touch READY; exec sleep %s", num);
+        pid_t pid = start_trial(&f, script, ready, sizeof ready);
+        ck_assert(host_process_with(num));
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "signal", "15");
+        assert_outcome(&f, "exit_code", "null");
+        ck_assert(!host_process_with(num));
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_second_signal_kills_a_session_that_ignores_the_first)
+{
+        struct fixture f;
+        char ready[1100];
+        fixture_new(&f);
+        pid_t pid = start_trial(&f, "trap '' TERM INT; touch READY; while :; do sleep 0.05; done", ready, sizeof ready);
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        usleep(300000);
+        /* Still running: it ignored SIGINT. */
+        ck_assert_int_eq(kill(pid, 0), 0);
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "signal", "9");
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(no_bwrap_is_void_sandbox_unavailable)
+{
+        struct fixture f;
+        struct proc_result r;
+        char marker_file[1100];
+        fixture_new(&f);
+        tb(&r, &f, ENV("PATH=/nonexistent-folder"), EXTRA("--harness-bin", "/bin/true"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "sandbox_unavailable");
+        char *d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "bwrap was not found on the PATH; install bubblewrap"));
+        free(d);
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
+        tb(&r, &f, ENV("TRIALBOX_BWRAP=/nonexistent/bwrap"), EXTRA("--", "-c", "touch RAN"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "sandbox_unavailable");
+        ck_assert_int_ne(access(marker_file, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
+{
+        struct fixture f;
+        struct proc_result r;
+        char marker_file[1100];
+        fixture_new(&f);
+        snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
+        tb(&r, &f, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"), EXTRA("--", "-c", "touch RAN"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "sandbox_unavailable");
+        assert_outcome(&f, "detail", "bwrap: setting up uid map: Permission denied");
+        assert_outcome(&f, "exit_code", "null");
+        ck_assert_int_ne(access(marker_file, F_OK), 0);
+        proc_result_free(&r);
+
+        /* check says so too, with the fix. */
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"),
+                 (char *[]){ TRIALBOX_BIN, "check", NULL });
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.out, "setting up uid map: Permission denied"));
+        ck_assert_ptr_nonnull(strstr(r.out, "kernel.apparmor_restrict_unprivileged_userns=0"));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_commit_inside_a_worktree_trial_succeeds)
+{
+        struct fixture f;
+        struct proc_result r;
+        char script[4096], wt[1100];
+        if (!host_can("command -v git >/dev/null"))
+                return;
+        fixture_new(&f);
+        snprintf(wt, sizeof wt, "%s/wt", f.dir);
+        snprintf(script, sizeof script,
+                 "set -e; cd '%s'; git init -q -b main; git -c user.name=t -c user.email=t@example.com commit -q "
+                 "--allow-empty -m base; git worktree add -q '%s' -b feature",
+                 f.repo, wt);
+        ck_assert(host_can(script));
+        /* The Trial runs in the worktree, whose .git is a file. */
+        struct fixture w = f;
+        snprintf(w.repo, sizeof w.repo, "%s", wt);
+        tb(&r, &w, NULL,
+           EXTRA("--", "-c", "git -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m from-the-trial"));
+        ck_assert_msg(r.status == 0, "commit failed: %s", r.err);
+        snprintf(script, sizeof script, "git -C '%s' log --format=%%s feature | grep -qx from-the-trial", f.repo);
+        ck_assert(host_can(script));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(unsandboxed_mode_keeps_the_real_home)
+{
+        struct fixture f;
+        struct proc_result r;
+        char want[1100], home_dir[1100];
+        fixture_new(&f);
+        tb(&r, &f, ENV("TRIALBOX_NO_SANDBOX=1"), EXTRA("--", "-c", "echo \"$HOME\"; pwd"));
+        ck_assert_int_eq(r.status, 0);
+        snprintf(want, sizeof want, "%s\n%s\n", getenv("HOME"), f.repo);
+        ck_assert_str_eq(r.out, want);
+        assert_outcome(&f, "sandboxed", "false");
+        assert_outcome(&f, "home", getenv("HOME"));
+        snprintf(home_dir, sizeof home_dir, "%s/home", f.out);
+        ck_assert_int_ne(access(home_dir, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(dry_run_prints_the_bwrap_line_and_runs_nothing)
+{
+        struct fixture f;
+        struct proc_result r;
+        char ran[1100];
+        fixture_new(&f);
+        snprintf(ran, sizeof ran, "%s/RAN", f.repo);
+        tb(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "touch RAN"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert(str_has_prefix(r.out, "env -i "));
+        ck_assert_ptr_nonnull(strstr(r.out, "bwrap --unshare-pid --die-with-parent --new-session"));
+        ck_assert_ptr_nonnull(strstr(r.out, "-- /sandbox/harness/shell -c 'touch RAN'"));
+        ck_assert_int_ne(access(ran, F_OK), 0);
+        ck_assert_int_ne(access(f.out, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(an_npm_launcher_and_an_nvm_install_run_as_the_harness)
+{
+        struct fixture f;
+        struct proc_result r;
+        char p[1400];
+        if (!host_can("command -v node >/dev/null"))
+                return;
+        fixture_new(&f);
+        /* npm install agent: node_modules/.bin/agent -> ../agent/bin/agent.js */
+        snprintf(p, sizeof p, "%s/proj/node_modules/agent/bin", f.dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/proj/node_modules/agent/lib", f.dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/proj/node_modules/.bin", f.dir);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/proj/node_modules/agent/bin/agent.js", f.dir);
+        write_text(p, "#!/usr/bin/env node\nconsole.log(require('../lib/main.js'), process.env.FAKE_NVM_NODE || 'plain');\n",
+                   0755);
+        snprintf(p, sizeof p, "%s/proj/node_modules/agent/lib/main.js", f.dir);
+        write_text(p, "module.exports = 'lib-loaded';\n", 0644);
+        snprintf(p, sizeof p, "%s/proj/node_modules/.bin/agent", f.dir);
+        ck_assert_int_eq(symlink("../agent/bin/agent.js", p), 0);
+        tb(&r, &f, NULL, EXTRA("--harness-bin", p));
+        ck_assert_msg(r.status == 0, "npm launcher failed: %s", r.err);
+        ck_assert_str_eq(r.out, "lib-loaded plain\n");
+        proc_result_free(&r);
+
+        /* nvm: the launcher beside its own node, which is not on the PATH. */
+        char v[1200];
+        snprintf(v, sizeof v, "%s/nvm/versions/node/v20.9.0", f.dir);
+        snprintf(p, sizeof p, "%s/bin", v);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "%s/lib", v);
+        mkdir_p(p, 0755);
+        snprintf(p, sizeof p, "/bin/mv '%s/proj/node_modules' '%s/lib/node_modules'", f.dir, v);
+        ck_assert(host_can(p));
+        char *host_node = find_on_path("node", getenv("PATH")), wrapper[1400];
+        snprintf(wrapper, sizeof wrapper, "#!/bin/sh\nFAKE_NVM_NODE=nvm-node exec '%s' \"$@\"\n", host_node);
+        free(host_node);
+        snprintf(p, sizeof p, "%s/bin/node", v);
+        write_text(p, wrapper, 0755);
+        snprintf(p, sizeof p, "%s/bin/agent", v);
+        ck_assert_int_eq(symlink("../lib/node_modules/agent/bin/agent.js", p), 0);
+        char out2[1100];
+        snprintf(out2, sizeof out2, "%s/out2", f.dir);
+        struct fixture g = f;
+        snprintf(g.out, sizeof g.out, "%s", out2);
+        tb(&r, &g, NULL, EXTRA("--harness-bin", p));
+        ck_assert_msg(r.status == 0, "nvm launcher failed: %s", r.err);
+        ck_assert_str_eq(r.out, "lib-loaded nvm-node\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(the_skills_folder_is_visible_read_only_at_its_own_path)
+{
+        struct fixture f;
+        struct proc_result r;
+        char skills[1100], p[1200], script[4096];
+        fixture_new(&f);
+        snprintf(skills, sizeof skills, "%s/skills", f.dir);
+        mkdir_p(skills, 0755);
+        snprintf(p, sizeof p, "%s/SKILL.md", skills);
+        write_text(p, "a skill\n", 0644);
+        snprintf(p, sizeof p, "%s/skills", f.repo);
+        ck_assert_int_eq(symlink(skills, p), 0);
+        snprintf(script, sizeof script,
+                 "cat skills/SKILL.md; touch '%s/planted' 2>/dev/null && echo skills=rw || echo skills=ro", skills);
+        tb(&r, &f, NULL, EXTRA("--skills", skills, "--", "-c", script));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, "a skill\nskills=ro\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(bad_requests_get_one_line_and_status_2_and_write_nothing)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        char inside[1100];
+        snprintf(inside, sizeof inside, "%s/out", f.repo);
+        struct {
+                const char *const *argv;
+                const char *says;
+        } cases[] = {
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--output-dir", f.out), "--repo is required" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", "/nonexistent-repo", "--output-dir", f.out),
+                  "repository '/nonexistent-repo'" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", inside),
+                  "is inside the repository" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "nosuch", "--repo", f.repo, "--output-dir", f.out),
+                  "installed harnesses: shell" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--bogus"),
+                  "unknown option '--bogus'" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "-v", "-q"),
+                  "-v and -q" },
+                { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "stray"),
+                  "session arguments go after '--'" },
+                { EXTRA(TRIALBOX_BIN, "frobnicate"), "unknown command 'frobnicate'" },
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                run_argv(&r, tb_env(NULL), (char *const *)cases[i].argv);
+                ck_assert_msg(r.status == 2, "case %zu: status %d", i, r.status);
+                ck_assert_msg(strstr(r.err, cases[i].says) != NULL, "case %zu: '%s'", i, r.err);
+                ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "case %zu: not one line: %s", i, r.err);
+                ck_assert_int_ne(access(f.out, F_OK), 0);
+                proc_result_free(&r);
+        }
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_missing_harness_binary_is_void_session_unavailable)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        tb(&r, &f, NULL, EXTRA("--harness-bin", "no-such-agent-cli"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        char *d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "'no-such-agent-cli' was not found on the PATH"));
+        free(d);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(check_and_harnesses_report_a_working_sandbox_and_the_shell_harness)
+{
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "check", "--harness", "shell", NULL });
+        ck_assert_msg(r.status == 0, "check failed: %s", r.out);
+        ck_assert_ptr_nonnull(strstr(r.out, "ok   namespaces"));
+        ck_assert_ptr_nonnull(strstr(r.out, "a Trial can start here"));
+        proc_result_free(&r);
+        run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "\"name\":\"shell\""));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"status\":\"ready\""));
+        proc_result_free(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+        Suite *s = suite_create("trial");
+        TCase *tc = tcase_create("trial");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, a_completed_session_writes_its_outcome_and_passes_its_status);
+        tcase_add_test(tc, an_unbound_host_path_is_not_visible);
+        tcase_add_test(tc, host_processes_are_not_visible);
+        tcase_add_test(tc, the_repository_is_writable_and_the_toolchains_are_not);
+        tcase_add_test(tc, a_bound_toolchain_is_on_the_session_path);
+        tcase_add_test(tc, a_host_secret_variable_does_not_reach_the_session);
+        tcase_add_test(tc, a_background_child_left_by_the_session_is_gone_after_it_ends);
+        tcase_add_test(tc, sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal);
+        tcase_add_test(tc, a_second_signal_kills_a_session_that_ignores_the_first);
+        tcase_add_test(tc, no_bwrap_is_void_sandbox_unavailable);
+        tcase_add_test(tc, a_bwrap_that_refuses_is_void_with_its_own_message);
+        tcase_add_test(tc, a_commit_inside_a_worktree_trial_succeeds);
+        tcase_add_test(tc, unsandboxed_mode_keeps_the_real_home);
+        tcase_add_test(tc, dry_run_prints_the_bwrap_line_and_runs_nothing);
+        tcase_add_test(tc, an_npm_launcher_and_an_nvm_install_run_as_the_harness);
+        tcase_add_test(tc, the_skills_folder_is_visible_read_only_at_its_own_path);
+        tcase_add_test(tc, bad_requests_get_one_line_and_status_2_and_write_nothing);
+        tcase_add_test(tc, a_missing_harness_binary_is_void_session_unavailable);
+        tcase_add_test(tc, check_and_harnesses_report_a_working_sandbox_and_the_shell_harness);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

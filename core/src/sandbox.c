@@ -117,6 +117,9 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
                         strv_add(out, op->src);
                 strv_add(out, op->dest);
         }
+        /* Nothing but the binds may be written: not the sandbox's own root. */
+        strv_add(out, "--remount-ro");
+        strv_add(out, "/");
         if (spec->chdir) {
                 strv_add(out, "--chdir");
                 strv_add(out, spec->chdir);

@@ -184,8 +184,15 @@ void strbuf_add_quoted(struct strbuf *sb, const char *s)
 
 char *find_on_path(const char *prog, const char *path_env)
 {
-        if (strchr(prog, '/'))
-                return access(prog, X_OK) == 0 ? realpath(prog, NULL) : NULL;
+        if (strchr(prog, '/')) {
+                struct stat st;
+                if (stat(prog, &st) < 0 || !S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
+                        return NULL;
+                if (prog[0] == '/')
+                        return xstrdup(prog);
+                char cwd[PATH_MAX];
+                return getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, prog) : NULL;
+        }
         if (!path_env)
                 return NULL;
         const char *p = path_env;

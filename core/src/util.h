@@ -85,7 +85,9 @@ void strbuf_add(struct strbuf *sb, const char *s);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append `s` quoted for a POSIX shell (as is when it needs no quoting). */
 void strbuf_add_quoted(struct strbuf *sb, const char *s);
-/* Look `prog` up on `path_env` (a PATH value); returns a malloc'd absolute path or NULL. */
+/* Look `prog` up on `path_env` (a PATH value), or take it as a path when it
+ * has a '/': a malloc'd absolute path (links not resolved) to an executable
+ * regular file, or NULL. */
 char *find_on_path(const char *prog, const char *path_env);
 /* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
 char *path_dirname(const char *path);

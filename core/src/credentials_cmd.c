@@ -1,0 +1,312 @@
+#define _GNU_SOURCE
+#include "credentials.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+
+#define CREDS_EXIT_FAIL 1
+#define CREDS_EXIT_USAGE 2
+
+static const char credentials_usage[] =
+        "usage: trialbox credentials set KEY      (the value is read from stdin)\n"
+        "       trialbox credentials unset KEY\n"
+        "       trialbox credentials list\n"
+        "\n"
+        "Manages the Credentials file (default ~/.config/trialbox/credentials.json, or\n"
+        "$XDG_CONFIG_HOME/trialbox/credentials.json; --credentials FILE to override).\n"
+        "KEY is SECTION.KEY, e.g. claude.setup_token or opencode.api_key: the section\n"
+        "is a Harness's name (a-z, 0-9, _ and -), the key A-Z, a-z, 0-9, _ and -.\n"
+        "\n"
+        "  set KEY     store the value read from stdin (one trailing newline is\n"
+        "              dropped); at a terminal it is asked for, without echo.\n"
+        "              Never give a secret as an argument.\n"
+        "  unset KEY   remove KEY (a section left empty goes too)\n"
+        "  list        print the names (SECTION.KEY), one a line; never the values\n"
+        "\n"
+        "The file is written atomically with mode 0600.\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("trialbox: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputs("; see 'trialbox credentials --help'\n", stderr);
+        va_end(ap);
+        return CREDS_EXIT_USAGE;
+}
+
+/* ---- reading the value ---- */
+
+/* The terminal's settings while echo is off, for the signal handler. */
+static struct termios saved_tty;
+static volatile sig_atomic_t tty_changed;
+static const int tty_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP };
+
+static void restore_tty_and_reraise(int sig)
+{
+        if (tty_changed)
+                tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tty);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+/* Echo off (and a prompt) when stdin is a terminal, so the secret is never on screen. */
+static bool tty_echo_off(const char *name, struct sigaction *old)
+{
+        struct termios t;
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_tty) < 0)
+                return false;
+        struct sigaction sa = { .sa_handler = restore_tty_and_reraise };
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(tty_signals); i++)
+                sigaction(tty_signals[i], &sa, &old[i]);
+        t = saved_tty;
+        t.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
+        t.c_lflag |= ICANON;
+        if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) < 0) {
+                for (size_t i = 0; i < TB_ARRAY_SIZE(tty_signals); i++)
+                        sigaction(tty_signals[i], &old[i], NULL);
+                return false;
+        }
+        tty_changed = 1;
+        fprintf(stderr, "value for %s (not echoed): ", name);
+        fflush(stderr);
+        return true;
+}
+
+static void tty_restore(const struct sigaction *old)
+{
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tty);
+        tty_changed = 0;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(tty_signals); i++)
+                sigaction(tty_signals[i], &old[i], NULL);
+        fputc('\n', stderr);
+}
+
+/* Read the value from stdin into *out (malloc'd, NUL-terminated; the caller
+ * zeroes and frees it), with one trailing "\n" or "\r\n" dropped. Returns 0
+ * or an exit status, having said why. */
+static int read_value(const char *name, char **out, size_t *out_len)
+{
+        struct sigaction old[TB_ARRAY_SIZE(tty_signals)];
+        bool tty = tty_echo_off(name, old);
+        /* One buffer of the largest size, never grown (no stray copies). */
+        size_t cap = CREDENTIALS_MAX_SIZE + 1, n = 0;
+        char *buf = xmalloc(cap + 1);
+        int e = 0;
+
+        while (n < cap) {
+                ssize_t r = read(STDIN_FILENO, buf + n, cap - n);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        e = errno;
+                        break;
+                }
+                if (r == 0)
+                        break;
+                n += (size_t)r;
+                /* At a terminal the value is one line. */
+                if (tty && buf[n - 1] == '\n')
+                        break;
+        }
+        if (tty)
+                tty_restore(old);
+
+        int status = 0;
+        if (e) {
+                fprintf(stderr, "trialbox: cannot read the value from stdin: %s\n", strerror(e));
+                status = CREDS_EXIT_FAIL;
+        } else if (n > CREDENTIALS_MAX_SIZE) {
+                status = usage_error("the value on stdin is larger than 1 MiB");
+        } else {
+                if (n > 0 && buf[n - 1] == '\n') {
+                        n--;
+                        if (n > 0 && buf[n - 1] == '\r')
+                                n--;
+                }
+                if (n == 0)
+                        status = usage_error("the value on stdin is empty; pipe the secret in, e.g. "
+                                             "'trialbox credentials set %s < FILE'",
+                                             name);
+                else if (memchr(buf, '\0', n))
+                        status = usage_error("the value on stdin contains a NUL byte; a credential must be text");
+        }
+        if (status) {
+                explicit_bzero(buf, n < cap ? n : cap);
+                free(buf);
+                return status;
+        }
+        buf[n] = '\0';
+        *out = buf;
+        *out_len = n;
+        return 0;
+}
+
+/* ---- the subcommands ---- */
+
+static int load_or_say(const char *path, struct credentials **c)
+{
+        struct tb_error err = { 0 };
+        if (credentials_load(path, c, &err) < 0) {
+                fprintf(stderr, "trialbox: %s\n", err.msg);
+                return CREDS_EXIT_FAIL;
+        }
+        return 0;
+}
+
+static int save_or_say(const struct credentials *c, const char *path)
+{
+        struct tb_error err = { 0 };
+        if (credentials_save(c, path, &err) < 0) {
+                fprintf(stderr, "trialbox: %s\n", err.msg);
+                return CREDS_EXIT_FAIL;
+        }
+        return 0;
+}
+
+static int cmd_set(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+{
+        _cleanup_credentials_ struct credentials *c = NULL;
+        char *value = NULL;
+        size_t len = 0;
+
+        /* A broken file is reported before anyone types a secret. */
+        int r = load_or_say(path, &c);
+        if (r)
+                return r;
+        r = read_value(dotted, &value, &len);
+        if (r)
+                return r;
+        r = credentials_set(c, section, key, value);
+        explicit_bzero(value, len);
+        free(value);
+        if (r < 0)
+                /* The names were checked already: only the value can be wrong here. */
+                return usage_error("the value on stdin is not UTF-8 text");
+        r = save_or_say(c, path);
+        if (r)
+                return r;
+        if (verbosity >= 1)
+                fprintf(stderr, "trialbox: saved %s in credentials '%s'\n", dotted, path);
+        return 0;
+}
+
+static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+{
+        _cleanup_credentials_ struct credentials *c = NULL;
+
+        int r = load_or_say(path, &c);
+        if (r)
+                return r;
+        if (credentials_unset(c, section, key) == -ENOENT) {
+                fprintf(stderr, "trialbox: %s is not in credentials '%s'; see 'trialbox credentials list'\n", dotted,
+                        path);
+                return CREDS_EXIT_FAIL;
+        }
+        r = save_or_say(c, path);
+        if (r)
+                return r;
+        if (verbosity >= 1)
+                fprintf(stderr, "trialbox: removed %s from credentials '%s'\n", dotted, path);
+        return 0;
+}
+
+static int cmd_list(const char *path)
+{
+        _cleanup_credentials_ struct credentials *c = NULL;
+        _cleanup_(strv_free) struct strv names = { 0 };
+
+        int r = load_or_say(path, &c);
+        if (r)
+                return r;
+        if (credentials_loose_mode(c))
+                credentials_warn_loose(path);
+        credentials_names(c, &names);
+        for (size_t i = 0; i < names.n; i++)
+                puts(names.v[i]);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "trialbox: cannot write the list to stdout: %s\n", strerror(errno));
+                return CREDS_EXIT_FAIL;
+        }
+        return 0;
+}
+
+int credentials_main(int argc, char **argv, const char *path_override, int verbosity)
+{
+        const char *pos[3];
+        size_t npos = 0;
+        bool options_done = false;
+        const char *path = path_override;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                if (!options_done && a[0] == '-' && a[1] != '\0') {
+                        if (strcmp(a, "--") == 0) {
+                                options_done = true;
+                        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+                                fputs(credentials_usage, stdout);
+                                return 0;
+                        } else if (strcmp(a, "--credentials") == 0 || str_has_prefix(a, "--credentials=")) {
+                                const char *v = a[13] == '=' ? a + 14 : (i + 1 < argc ? argv[++i] : NULL);
+                                if (!v || !*v)
+                                        return usage_error("option '--credentials' needs a file");
+                                path = v;
+                        } else {
+                                return usage_error("unknown option '%s'", a);
+                        }
+                        continue;
+                }
+                /* Extra arguments are counted, never quoted back: one may be a
+                 * secret given by mistake. */
+                if (npos < TB_ARRAY_SIZE(pos))
+                        pos[npos] = a;
+                npos++;
+        }
+        if (npos == 0)
+                return usage_error("'credentials' needs a command: set KEY, unset KEY or list");
+
+        const char *cmd = pos[0];
+        bool is_set = strcmp(cmd, "set") == 0, is_unset = strcmp(cmd, "unset") == 0;
+        if (!is_set && !is_unset && strcmp(cmd, "list") != 0)
+                return usage_error("unknown credentials command '%s' (set, unset or list)", cmd);
+        if (!is_set && !is_unset && npos > 1)
+                return usage_error("'list' takes no arguments");
+        if ((is_set || is_unset) && npos < 2)
+                return usage_error("'%s' needs a KEY such as claude.setup_token", cmd);
+        if (is_set && npos > 2)
+                return usage_error("'set' takes only a KEY: the value is read from stdin, never from the "
+                                   "command line");
+        if (is_unset && npos > 2)
+                return usage_error("'unset' takes only a KEY");
+
+        _cleanup_free_ char *section = NULL, *key = NULL;
+        if (is_set || is_unset) {
+                if (credentials_parse_key(pos[1], &section, &key) < 0)
+                        return usage_error("'%s' is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
+                                           "'_' and '-' and a key of A-Z, a-z, 0-9, '_' and '-', e.g. "
+                                           "claude.setup_token",
+                                           pos[1]);
+        }
+
+        _cleanup_free_ char *default_path = NULL;
+        if (!path) {
+                if (credentials_default_path(&default_path) < 0) {
+                        fputs("trialbox: cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is "
+                              "set; give --credentials FILE\n",
+                              stderr);
+                        return CREDS_EXIT_FAIL;
+                }
+                path = default_path;
+        }
+
+        if (is_set)
+                return cmd_set(path, pos[1], section, key, verbosity);
+        if (is_unset)
+                return cmd_unset(path, pos[1], section, key, verbosity);
+        return cmd_list(path);
+}
