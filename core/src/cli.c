@@ -190,7 +190,7 @@ static int cmd_simple(int argc, char **argv, bool is_check)
         };
         const char *cmd = is_check ? "check " : "harnesses ";
         const char *harness = NULL;
-        int c, json = 0, v = 0, q = 0, verbosity;
+        int c, json = 0, v = 0, q = 0, verbosity = 1;
 
         opterr = 0;
         optind = 1;

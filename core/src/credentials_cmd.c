@@ -44,7 +44,8 @@ static int usage_error(const char *fmt, ...)
 /* The terminal's settings while echo is off, for the signal handler. */
 static struct termios saved_tty;
 static volatile sig_atomic_t tty_changed;
-static const int tty_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP };
+/* Not SIGTSTP: stopped, the shell takes the terminal back with its own settings. */
+static const int tty_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void restore_tty_and_reraise(int sig)
 {
@@ -137,7 +138,7 @@ static int read_value(const char *name, char **out, size_t *out_len)
                         status = usage_error("the value on stdin contains a NUL byte; a credential must be text");
         }
         if (status) {
-                explicit_bzero(buf, n < cap ? n : cap);
+                explicit_bzero(buf, n);
                 free(buf);
                 return status;
         }
@@ -192,7 +193,7 @@ static int cmd_set(const char *path, const char *dotted, const char *section, co
         if (r)
                 return r;
         if (verbosity >= 1)
-                fprintf(stderr, "trialbox: saved %s in credentials '%s'\n", dotted, path);
+                fprintf(stderr, "trialbox: saved '%s' in credentials '%s'\n", dotted, path);
         return 0;
 }
 
@@ -204,7 +205,7 @@ static int cmd_unset(const char *path, const char *dotted, const char *section, 
         if (r)
                 return r;
         if (credentials_unset(c, section, key) == -ENOENT) {
-                fprintf(stderr, "trialbox: %s is not in credentials '%s'; see 'trialbox credentials list'\n", dotted,
+                fprintf(stderr, "trialbox: '%s' is not in credentials '%s'; see 'trialbox credentials list'\n", dotted,
                         path);
                 return CREDS_EXIT_FAIL;
         }
@@ -212,7 +213,7 @@ static int cmd_unset(const char *path, const char *dotted, const char *section, 
         if (r)
                 return r;
         if (verbosity >= 1)
-                fprintf(stderr, "trialbox: removed %s from credentials '%s'\n", dotted, path);
+                fprintf(stderr, "trialbox: removed '%s' from credentials '%s'\n", dotted, path);
         return 0;
 }
 

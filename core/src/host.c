@@ -23,6 +23,8 @@ void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...)
 }
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
 {
         if (!level_shown(h->verbosity, level))
                 return;
@@ -62,6 +64,7 @@ static int svc_void_trial(struct tb_host *h, const char *detail)
         return -ECANCELED;
 }
 
+static void svc_note(struct tb_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void svc_note(struct tb_host *h, const char *fmt, ...)
 {
         va_list ap;

@@ -279,117 +279,132 @@ static void trial_build_spec(struct trial *t)
         spec->chdir = xstrdup(t->repo);
 }
 
-int trial_run(const struct trial_options *opt)
+/* Load the plugin, find the binaries, make the output folder. Returns -1
+ * to go on, or the exit status to end with. */
+static int trial_setup(struct trial *t)
 {
-        struct trial t = { .opt = opt, .start_ms = now_ms() };
+        const struct trial_options *opt = t->opt;
         struct tb_error err = { 0 };
-        int status;
 
-        status = trial_validate(&t);
+        int status = trial_validate(t);
         if (status != 0)
-                goto out;
-        if (plugin_load(opt->harness, &t.plugin, &err) < 0) {
-                status = usage_error("%s", err.msg);
-                goto out;
-        }
+                return status;
+        if (plugin_load(opt->harness, &t->plugin, &err) < 0)
+                return usage_error("%s", err.msg);
         if (!opt->dry_run) {
-                int r = mkdir_p(t.output, 0755);
-                if (r < 0) {
-                        status = usage_error("cannot create output folder '%s': %s", t.output, strerror(-r));
-                        goto out;
-                }
+                int r = mkdir_p(t->output, 0755);
+                if (r < 0)
+                        return usage_error("cannot create output folder '%s': %s", t->output, strerror(-r));
         }
-
-        t.outcome = (struct outcome){
+        t->outcome = (struct outcome){
                 .harness = opt->harness,
                 .exit_code = -1,
                 .sandboxed = !opt->no_sandbox,
-                .home = t.home,
+                .home = t->home,
         };
-        t.host = (struct tb_host){
+        t->host = (struct tb_host){
                 .harness = opt->harness,
-                .spec = &t.spec,
+                .spec = &t->spec,
                 .sandboxed = !opt->no_sandbox,
-                .host_home = t.user_home,
-                .session_home = t.home,
+                .host_home = t->user_home,
+                .session_home = t->home,
                 .verbosity = opt->verbosity,
         };
 
-        const char *want = opt->harness_bin ? opt->harness_bin : t.plugin.harness->default_binary;
-        t.bin = find_on_path(want, getenv("PATH"));
-        if (!t.bin) {
+        const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
+        t->bin = find_on_path(want, getenv("PATH"));
+        if (!t->bin) {
                 _cleanup_free_ char *d = xasprintf("the %s binary '%s' was not found%s; install it or pass --harness-bin",
                                                    opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
-                status = trial_void(&t, CAUSE_SESSION_UNAVAILABLE, d);
-                goto out;
+                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
         }
         if (!opt->no_sandbox) {
-                t.bwrap = find_bwrap();
-                if (!t.bwrap) {
-                        status = trial_void(&t, CAUSE_SANDBOX_UNAVAILABLE,
-                                            getenv("TRIALBOX_BWRAP")
-                                                    ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
-                                                    : "bwrap was not found on the PATH; install bubblewrap (apt-get "
-                                                      "install bubblewrap)");
-                        goto out;
+                t->bwrap = find_bwrap();
+                if (!t->bwrap)
+                        return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE,
+                                          getenv("TRIALBOX_BWRAP")
+                                                  ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
+                                                  : "bwrap was not found on the PATH; install bubblewrap (apt-get "
+                                                    "install bubblewrap)");
+        }
+        return -1;
+}
+
+/* Build the spec through the plugin's hooks. Returns -1 to go on, or the exit status. */
+static int trial_prepare(struct trial *t)
+{
+        trial_build_spec(t);
+        int r = host_call(&t->host, t->plugin.preflight);
+        if (r >= 0)
+                r = host_call(&t->host, t->plugin.prepare_login);
+        if (r >= 0)
+                r = host_call(&t->host, t->plugin.env);
+        if (r < 0) {
+                _cleanup_free_ char *d = t->host.voided
+                                                 ? xstrdup(t->host.void_detail)
+                                                 : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
+                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+        }
+        for (char **a = t->opt->session_args; a && *a; a++)
+                strv_add(&t->spec.command, *a);
+        return -1;
+}
+
+/* Run the session and write its Outcome. Returns the exit status. */
+static int trial_execute(struct trial *t)
+{
+        const struct trial_options *opt = t->opt;
+        struct tb_error err = { 0 };
+        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+
+        if (opt->dry_run) {
+                printf("%s\n", line);
+                return 0;
+        }
+        host_logf(opt->verbosity, TB_LOG_INFO, "plugin '%s'", t->plugin.path);
+        host_logf(opt->verbosity, TB_LOG_INFO, "running: %s", line);
+        if (!opt->no_sandbox) {
+                int r = make_fresh_home(t->home);
+                if (r < 0) {
+                        _cleanup_free_ char *d =
+                                xasprintf("cannot create the fresh home '%s': %s", t->home, strerror(-r));
+                        return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
                 }
         }
 
-        trial_build_spec(&t);
-        int r = host_call(&t.host, t.plugin.preflight);
-        if (r >= 0)
-                r = host_call(&t.host, t.plugin.prepare_login);
-        if (r >= 0)
-                r = host_call(&t.host, t.plugin.env);
-        if (r < 0) {
-                _cleanup_free_ char *d = t.host.voided ? xstrdup(t.host.void_detail)
-                                                       : xasprintf("the %s plugin failed: %s", opt->harness, strerror(-r));
-                status = trial_void(&t, CAUSE_SESSION_UNAVAILABLE, d);
-                goto out;
-        }
-        for (char **a = opt->session_args; a && *a; a++)
-                strv_add(&t.spec.command, *a);
-
-        _cleanup_free_ char *line = sandbox_render(&t.spec, t.bwrap);
-        if (opt->dry_run) {
-                printf("%s\n", line);
-                status = 0;
-                goto out;
-        }
-        host_logf(opt->verbosity, TB_LOG_INFO, "plugin '%s'", t.plugin.path);
-        host_logf(opt->verbosity, TB_LOG_INFO, "running: %s", line);
-        if (!opt->no_sandbox && make_fresh_home(t.home) < 0) {
-                _cleanup_free_ char *d = xasprintf("cannot create the fresh home '%s': %s", t.home, strerror(errno));
-                status = trial_void(&t, CAUSE_SESSION_UNAVAILABLE, d);
-                goto out;
-        }
-
         struct strv argv = { 0 }, envp = { 0 };
-        if (t.bwrap)
-                sandbox_argv(&t.spec, t.bwrap, &argv);
+        if (t->bwrap)
+                sandbox_argv(&t->spec, t->bwrap, &argv);
         else
-                for (size_t i = 0; i < t.spec.command.n; i++)
-                        strv_add(&argv, t.spec.command.v[i]);
-        sandbox_envp(&t.spec, &envp);
+                for (size_t i = 0; i < t->spec.command.n; i++)
+                        strv_add(&argv, t->spec.command.v[i]);
+        sandbox_envp(&t->spec, &envp);
         struct supervisor_run run = {
                 .argv = argv.v,
                 .envp = envp.v,
-                .cwd = t.spec.chdir,
-                .bwrap = t.bwrap != NULL,
+                .cwd = t->spec.chdir,
+                .bwrap = t->bwrap != NULL,
         };
         struct session_result res;
-        r = supervisor_run(&run, &res, &err);
+        int r = supervisor_run(&run, &res, &err);
         for (size_t i = 0; i < envp.n; i++)
                 explicit_bzero(envp.v[i], strlen(envp.v[i]));
         strv_free(&argv);
         strv_free(&envp);
-        if (r < 0) {
-                status = trial_void(&t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
-                goto out;
-        }
-        outcome_from_session(&t.outcome, &res);
-        status = trial_finish(&t);
-out:
+        if (r < 0)
+                return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
+        outcome_from_session(&t->outcome, &res);
+        return trial_finish(t);
+}
+
+int trial_run(const struct trial_options *opt)
+{
+        struct trial t = { .opt = opt, .start_ms = now_ms() };
+        int status = trial_setup(&t);
+        if (status < 0)
+                status = trial_prepare(&t);
+        if (status < 0)
+                status = trial_execute(&t);
         trial_free(&t);
         return status;
 }
