@@ -154,9 +154,10 @@ static void check_harness(struct report *rep, const char *name, int verbosity)
         _cleanup_free_ char *bin = rd.binary ? xstrdup(rd.binary)
                                              : xasprintf("'%s' is not on the PATH", p.harness->default_binary);
         verdict(rep, "binary", rd.binary != NULL, bin, rd.binary ? NULL : "install it, or pass --harness-bin to run");
-        for (size_t i = 0; i < rd.n_notes; i++)
-                verdict(rep, "login", true, rd.notes[i], NULL);
-        if (rd.detail && rd.binary)
+        if (rd.login_ok)
+                for (size_t i = 0; i < rd.n_notes; i++)
+                        verdict(rep, "login", true, rd.notes[i], NULL);
+        else
                 verdict(rep, "login", false, rd.detail, NULL);
         readiness_free(&rd);
         plugin_unload(&p);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "credentials.h"
 #include "outcome.h"
 #include "trial.h"
 #include <trialbox/plugin.h>
@@ -19,6 +20,7 @@ static const char usage_text[] =
         "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
         "       trialbox harnesses [--json]\n"
         "       trialbox check [--harness NAME] [--json]\n"
+        "       trialbox credentials [--credentials FILE] set KEY | unset KEY | list\n"
         "       trialbox --help | --version\n"
         "\n"
         "Runs one Trial: a session of an agent CLI (a Harness) on a prepared repository,\n"
@@ -248,6 +250,8 @@ int cli_main(int argc, char **argv)
                 return cmd_simple(argc - 1, argv + 1, false);
         if (strcmp(cmd, "check") == 0)
                 return cmd_simple(argc - 1, argv + 1, true);
+        if (strcmp(cmd, "credentials") == 0)
+                return credentials_main(argc - 1, argv + 1, NULL, 1);
         fprintf(stderr, "trialbox: unknown command '%s'; see 'trialbox --help'\n", cmd);
         return TB_EXIT_USAGE;
 }

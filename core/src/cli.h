@@ -17,7 +17,8 @@ struct plugin;
 struct readiness {
         char *binary;  /* resolved binary, or NULL */
         int ready;
-        char *detail;  /* why not, or NULL */
+        int login_ok;  /* the plugin's preflight passed */
+        char *detail;  /* why not ready (the login's reason first), or NULL */
         char **notes;  /* what the plugin looked for (NULL-terminated, may be NULL) */
         size_t n_notes;
 };

@@ -10,12 +10,12 @@
 #define CREDS_EXIT_USAGE 2
 
 static const char credentials_usage[] =
-        "usage: trialbox credentials set KEY      (the value is read from stdin)\n"
-        "       trialbox credentials unset KEY\n"
-        "       trialbox credentials list\n"
+        "usage: trialbox credentials [--credentials FILE] set KEY   (the value is read from stdin)\n"
+        "       trialbox credentials [--credentials FILE] unset KEY\n"
+        "       trialbox credentials [--credentials FILE] list\n"
         "\n"
-        "Manages the Credentials file (default ~/.config/trialbox/credentials.json, or\n"
-        "$XDG_CONFIG_HOME/trialbox/credentials.json; --credentials FILE to override).\n"
+        "Manages the Credentials file: $XDG_CONFIG_HOME/trialbox/credentials.json, by\n"
+        "default ~/.config/trialbox/credentials.json, or FILE.\n"
         "KEY is SECTION.KEY, e.g. claude.setup_token or opencode.api_key: the section\n"
         "is a Harness's name (a-z, 0-9, _ and -), the key A-Z, a-z, 0-9, _ and -.\n"
         "\n"

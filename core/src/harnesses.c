@@ -25,6 +25,7 @@ void readiness_check(const struct plugin *p, int verbosity, struct readiness *ou
                 .verbosity = verbosity,
         };
         host_call(&host, p->preflight);
+        out->login_ok = !host.voided;
         if (host.voided)
                 out->detail = xstrdup(host.void_detail);
         else if (!out->binary)

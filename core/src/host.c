@@ -1,9 +1,14 @@
 #define _GNU_SOURCE
 #include "host.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "credentials.h"
+#include "trials_home.h"
 
 static bool level_shown(int verbosity, enum tb_log_level level)
 {
@@ -78,6 +83,171 @@ static void svc_note(struct tb_host *h, const char *fmt, ...)
         va_end(ap);
 }
 
+/* A sandbox path for a login: absolute, clean, inside the session home. */
+static bool in_session_home(const struct tb_host *h, const char *p)
+{
+        return p && p[0] == '/' && !strstr(p, "/../") && !strstr(p, "/./") && h->session_home &&
+               path_is_under(p, h->session_home) && strcmp(p, h->session_home) != 0;
+}
+
+static int svc_login_in_place(struct tb_host *h, const char *host_path, const char *sandbox_path)
+{
+        if (!h->sandboxed || h->checking)
+                return 0;
+        if (!in_session_home(h, sandbox_path))
+                return -EINVAL;
+        _cleanup_free_ char *real = realpath(host_path, NULL);
+        struct stat st;
+        if (!real || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+                return -ENOENT;
+        if (!h->dry_run) {
+                /* bwrap needs a file to mount on; create it like mkdir -p would. */
+                _cleanup_free_ char *dir = path_dirname(sandbox_path);
+                int r = mkdir_p(dir, 0700);
+                _cleanup_close_ int fd = r < 0 ? -1 : open(sandbox_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (fd < 0)
+                        return r < 0 ? r : -errno;
+        }
+        sandbox_add(h->spec, SANDBOX_BIND, real, sandbox_path);
+        return 0;
+}
+
+static int svc_login_synced(struct tb_host *h, const char *host_path, const char *sandbox_path)
+{
+        if (!h->sandboxed || h->checking || h->dry_run)
+                return 0;
+        if (!in_session_home(h, sandbox_path))
+                return -EINVAL;
+        struct tb_error err = { 0 };
+        int r = login_sync_add(&h->logins, host_path, sandbox_path, &err);
+        if (r < 0)
+                host_logf(h->verbosity, TB_LOG_INFO, "%s: %s", h->harness, err.msg);
+        return r;
+}
+
+static int svc_bind(struct tb_host *h, const char *host_path, const char *sandbox_path, int writable)
+{
+        if (!h->sandboxed || h->checking)
+                return 0;
+        if (!sandbox_path || sandbox_path[0] != '/')
+                return -EINVAL;
+        _cleanup_free_ char *real = realpath(host_path, NULL);
+        if (!real)
+                return -errno;
+        sandbox_add(h->spec, writable ? SANDBOX_BIND : SANDBOX_RO_BIND, real, sandbox_path);
+        return 0;
+}
+
+static const char *svc_credential(struct tb_host *h, const char *key)
+{
+        if (!key || !credentials_key_name_valid(key))
+                return NULL;
+        if (!h->creds_loaded) {
+                struct tb_error err = { 0 };
+                _cleanup_free_ char *def = NULL;
+                const char *path = h->credentials_path;
+                h->creds_loaded = true;
+                if (!path) {
+                        if (credentials_default_path(&def) < 0)
+                                return NULL;
+                        path = def;
+                }
+                if (credentials_load(path, &h->creds, &err) < 0) {
+                        h->creds = NULL;
+                        if (!h->checking || !h->voided) {
+                                h->voided = true;
+                                snprintf(h->void_detail, sizeof h->void_detail, "%s", err.msg);
+                        }
+                        return NULL;
+                }
+                if (credentials_loose_mode(h->creds) && h->verbosity >= 1)
+                        credentials_warn_loose(path);
+        }
+        /* The section is always this Harness's own: the scope is the core's. */
+        return h->creds ? credentials_get(h->creds, h->harness, key) : NULL;
+}
+
+static int svc_write_home_file(struct tb_host *h, const char *rel, const char *content)
+{
+        if (!h->sandboxed)
+                return -EPERM;
+        if (!rel || !*rel || rel[0] == '/' || strstr(rel, "..") || !content)
+                return -EINVAL;
+        if (h->checking || h->dry_run)
+                return 0;
+        _cleanup_free_ char *path = xasprintf("%s/%s", h->session_home, rel);
+        _cleanup_free_ char *dir = path_dirname(path);
+        int r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        return write_file_atomic_at(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600);
+}
+
+static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
+{
+        if (h->checking || h->dry_run)
+                return 0;
+        if (h->n_locks == TB_ARRAY_SIZE(h->lock_fds))
+                return -ENOSPC;
+        struct tb_error err = { 0 };
+        int fd = -1;
+        int r = trials_home_lock(path, timeout_ms, &fd, &err);
+        if (r < 0)
+                return r;
+        h->lock_fds[h->n_locks++] = fd;
+        return 0;
+}
+
+static int svc_wipe_except(struct tb_host *h, const char *dir, const char *const keep[])
+{
+        if (h->checking || h->dry_run)
+                return 0;
+        struct tb_error err = { 0 };
+        int r = trials_home_wipe(dir, keep, &err);
+        if (r < 0)
+                host_logf(h->verbosity, TB_LOG_WARNING, "%s: %s", h->harness, err.msg);
+        return r;
+}
+
+static int svc_require_file(struct tb_host *h, const char *what, const char *path, const char *how)
+{
+        struct stat st;
+        if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0) {
+                svc_note(h, "%s: '%s' (present)", what, path);
+                return 0;
+        }
+        svc_note(h, "%s: '%s' (missing)", what, path ? path : "");
+        _cleanup_free_ char *d = xasprintf("no %s at '%s'; %s", what, path ? path : "", how);
+        return svc_void_trial(h, d);
+}
+
+static const char *credentials_shown_path(const struct tb_host *h, char **def)
+{
+        if (h->credentials_path)
+                return h->credentials_path;
+        return credentials_default_path(def) == 0 ? *def : "the Credentials";
+}
+
+static const char *svc_require_credential(struct tb_host *h, const char *key, const char *how)
+{
+        const char *v = svc_credential(h, key);
+        if (h->voided) /* the file itself is bad: that is the detail */
+                return NULL;
+        _cleanup_free_ char *def = NULL;
+        const char *file = credentials_shown_path(h, &def);
+        if (v && *v) {
+                svc_note(h, "%s.%s: in '%s' (present)", h->harness, key, file);
+                return v;
+        }
+        svc_note(h, "%s.%s: in '%s' (missing)", h->harness, key, file);
+        _cleanup_free_ char *d = xasprintf("no %s.%s in the Credentials '%s'; %s", h->harness, key, file, how);
+        svc_void_trial(h, d);
+        return NULL;
+}
+
 static const struct tb_host_services services = {
         .size = sizeof(struct tb_host_services),
         .abi_version = TB_PLUGIN_ABI_VERSION,
@@ -89,6 +259,15 @@ static const struct tb_host_services services = {
         .setenv = svc_setenv,
         .void_trial = svc_void_trial,
         .note = svc_note,
+        .login_in_place = svc_login_in_place,
+        .login_synced = svc_login_synced,
+        .bind = svc_bind,
+        .credential = svc_credential,
+        .write_home_file = svc_write_home_file,
+        .lock = svc_lock,
+        .wipe_except = svc_wipe_except,
+        .require_file = svc_require_file,
+        .require_credential = svc_require_credential,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -103,4 +282,13 @@ int host_call(struct tb_host *host, tb_hook_fn hook)
         return r > 0 ? 0 : r;
 }
 
-void host_free(struct tb_host *host) { strv_free(&host->notes); }
+void host_free(struct tb_host *host)
+{
+        strv_free(&host->notes);
+        credentials_free(host->creds);
+        host->creds = NULL;
+        login_set_free(&host->logins);
+        for (size_t i = 0; i < host->n_locks; i++)
+                tb_closep(&host->lock_fds[i]);
+        host->n_locks = 0;
+}

@@ -6,7 +6,10 @@
 
 #include <trialbox/plugin.h>
 
+#include "login.h"
 #include "sandbox.h"
+
+struct credentials;
 
 /* Verbosity: -q 0 (errors), default 1 (warnings, the summary line), -v 2, -vv 3. */
 struct tb_host {
@@ -18,10 +21,21 @@ struct tb_host {
         const char *session_home;
         int verbosity;
 
+        bool dry_run;              /* record binds, touch no file */
+        const char *credentials_path; /* --credentials, or NULL for the default */
+
         bool voided;
         char void_detail[1024];
         struct strv notes;
+
+        /* What the services hold until the Trial ends. */
+        struct credentials *creds;
+        bool creds_loaded;
+        struct login_set logins;
+        int lock_fds[8];
+        size_t n_locks;
 };
+
 
 /* The services table (static, shared by every host context). */
 const struct tb_host_services *host_services(void);

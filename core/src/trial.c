@@ -309,6 +309,8 @@ static int trial_setup(struct trial *t)
                 .host_home = t->user_home,
                 .session_home = t->home,
                 .verbosity = opt->verbosity,
+                .dry_run = opt->dry_run,
+                .credentials_path = opt->credentials,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
@@ -333,6 +335,15 @@ static int trial_setup(struct trial *t)
 /* Build the spec through the plugin's hooks. Returns -1 to go on, or the exit status. */
 static int trial_prepare(struct trial *t)
 {
+        /* The fresh home first: logins and configs are put into it. */
+        if (!t->opt->no_sandbox && !t->opt->dry_run) {
+                int r = make_fresh_home(t->home);
+                if (r < 0) {
+                        _cleanup_free_ char *d =
+                                xasprintf("cannot create the fresh home '%s': %s", t->home, strerror(-r));
+                        return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                }
+        }
         trial_build_spec(t);
         int r = host_call(&t->host, t->plugin.preflight);
         if (r >= 0)
@@ -363,14 +374,6 @@ static int trial_execute(struct trial *t)
         }
         host_logf(opt->verbosity, TB_LOG_INFO, "plugin '%s'", t->plugin.path);
         host_logf(opt->verbosity, TB_LOG_INFO, "running: %s", line);
-        if (!opt->no_sandbox) {
-                int r = make_fresh_home(t->home);
-                if (r < 0) {
-                        _cleanup_free_ char *d =
-                                xasprintf("cannot create the fresh home '%s': %s", t->home, strerror(-r));
-                        return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
-                }
-        }
 
         struct strv argv = { 0 }, envp = { 0 };
         if (t->bwrap)
@@ -379,11 +382,19 @@ static int trial_execute(struct trial *t)
                 for (size_t i = 0; i < t->spec.command.n; i++)
                         strv_add(&argv, t->spec.command.v[i]);
         sandbox_envp(&t->spec, &envp);
+        struct supervisor_watch logins = {
+                .fd = t->host.logins.inotify_fd,
+                .ready = login_sync_ready,
+                .finish = login_sync_finish,
+                .ctx = &t->host.logins,
+        };
         struct supervisor_run run = {
                 .argv = argv.v,
                 .envp = envp.v,
                 .cwd = t->spec.chdir,
                 .bwrap = t->bwrap != NULL,
+                .watches = t->host.logins.watching ? &logins : NULL,
+                .n_watches = t->host.logins.watching ? 1 : 0,
         };
         struct session_result res;
         int r = supervisor_run(&run, &res, &err);

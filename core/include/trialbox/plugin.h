@@ -95,6 +95,57 @@ struct tb_host_services {
          * was looked for and where ("login: /root/.codex/auth.json present").
          * Harmless during a Trial (printed with -v). */
         void (*note)(struct tb_host *host, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+        /* ---- logins ----
+         * `sandbox_path` is where the session finds the login, an absolute
+         * path inside session_home(). Unsandboxed, the session already sees
+         * the host file: these do nothing and succeed. */
+
+        /* Bind the host file read-write at `sandbox_path`: the same inode, so
+         * a lock shared with host processes works. The file must exist. */
+        int (*login_in_place)(struct tb_host *host, const char *host_path, const char *sandbox_path);
+
+        /* Put a private copy (0600) of the host file at `sandbox_path` and
+         * write every change of it back to the host file at once, atomically,
+         * keeping its mode and following a host-side link. For logins the
+         * Harness rewrites by renaming a new file over the old one. */
+        int (*login_synced)(struct tb_host *host, const char *host_path, const char *sandbox_path);
+
+        /* Bind a host file or folder at `sandbox_path` (read-only unless
+         * `writable`). For a folder the Harness renames files inside. */
+        int (*bind)(struct tb_host *host, const char *host_path, const char *sandbox_path, int writable);
+
+        /* The value of `key` in this Harness's own section of the Credentials,
+         * or NULL. Other sections cannot be read ("claude.setup_token" from
+         * another plugin gives NULL). A malformed Credentials file voids the
+         * Trial with the parse error. */
+        const char *(*credential)(struct tb_host *host, const char *key);
+
+        /* Write `content` to `relative_path` inside the fresh home (mode 0600,
+         * folders 0700, atomically). -EPERM when unsandboxed (it would be the
+         * real home). */
+        int (*write_home_file)(struct tb_host *host, const char *relative_path, const char *content);
+
+        /* Take an exclusive lock (flock) on the file `path` (created 0600 if
+         * missing), held until the Trial ends, waiting up to `timeout_ms`.
+         * -ETIMEDOUT when it was not had in time. */
+        int (*lock)(struct tb_host *host, const char *path, long timeout_ms);
+
+        /* Remove everything inside the folder `dir` but the regular files
+         * named in `keep` (NULL-terminated), never following a link. */
+        int (*wipe_except)(struct tb_host *host, const char *dir, const char *const keep[]);
+
+        /* ---- preflight helpers: look, note, void ---- */
+
+        /* Is `path` a readable regular file? Notes "<what>: '<path>' (present)"
+         * and returns 0, or voids the Trial with "no <what> at '<path>'; <how>"
+         * and returns -ECANCELED. */
+        int (*require_file)(struct tb_host *host, const char *what, const char *path, const char *how);
+
+        /* The value of `key` in this Harness's section of the Credentials
+         * (see `credential`), noted as present; or NULL with the Trial voided
+         * "no <section>.<key> in the Credentials '<file>'; <how>". */
+        const char *(*require_credential)(struct tb_host *host, const char *key, const char *how);
 };
 
 /* Does this services table reach member `m`? */

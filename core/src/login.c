@@ -1,0 +1,197 @@
+#define _GNU_SOURCE
+#include "login.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#define LOGIN_MAX_SIZE (1 << 20)
+
+struct login_sync {
+        char *host_real;  /* the host file, links resolved */
+        char *copy_path;  /* the private copy, in the fresh home */
+        char *copy_name;  /* its last component, as inotify reports it */
+        int wd;           /* inotify watch on the copy's folder */
+        char *last;       /* what the host file holds since we last wrote it */
+        size_t last_len;
+};
+
+static void wipe_free(char *p, size_t n)
+{
+        if (p)
+                explicit_bzero(p, n);
+        free(p);
+}
+
+/* Read a login file, not following a link planted in its place. */
+static char *read_login(const char *path, size_t *len, mode_t *mode)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return NULL;
+        if (!S_ISREG(st.st_mode) || st.st_size > LOGIN_MAX_SIZE) {
+                errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+                return NULL;
+        }
+        if (mode)
+                *mode = st.st_mode & 07777;
+        char *buf = xmalloc((size_t)st.st_size + 1);
+        size_t got = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        wipe_free(buf, (size_t)st.st_size + 1);
+                        return NULL;
+                }
+                if (n == 0 || got + (size_t)n > (size_t)st.st_size)
+                        break;
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        *len = got;
+        return buf;
+}
+
+int login_sync_add(struct login_set *set, const char *host_path, const char *copy_path, struct tb_error *err)
+{
+        _cleanup_free_ char *host_real = realpath(host_path, NULL);
+        if (!host_real)
+                return tb_fail(err, -errno, "login '%s': %s", host_path, strerror(errno));
+        size_t len;
+        char *data = read_login(host_real, &len, NULL);
+        if (!data)
+                return tb_fail(err, -errno, "reading login '%s': %s", host_real, strerror(errno));
+
+        _cleanup_free_ char *dir = path_dirname(copy_path);
+        int r = mkdir_p(dir, 0700);
+        if (r < 0) {
+                wipe_free(data, len);
+                return tb_fail(err, r, "making '%s': %s", dir, strerror(-r));
+        }
+        chmod(dir, 0700);
+        _cleanup_close_ int fd = open(copy_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, 0600) < 0) {
+                r = -errno;
+                wipe_free(data, len);
+                unlink(copy_path);
+                return tb_fail(err, r, "writing the private copy '%s': %s", copy_path, strerror(-r));
+        }
+
+        if (!set->watching) {
+                set->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+                set->watching = set->inotify_fd >= 0;
+                if (!set->watching) {
+                        r = -errno;
+                        wipe_free(data, len);
+                        unlink(copy_path);
+                        return tb_fail(err, r, "inotify: %s", strerror(-r));
+                }
+        }
+        int wd = inotify_add_watch(set->inotify_fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO);
+        if (wd < 0) {
+                r = -errno;
+                wipe_free(data, len);
+                unlink(copy_path);
+                return tb_fail(err, r, "watching '%s': %s", dir, strerror(-r));
+        }
+        if (set->n == set->cap) {
+                set->cap = set->cap ? set->cap * 2 : 4;
+                set->v = xrealloc(set->v, set->cap * sizeof *set->v);
+        }
+        const char *slash = strrchr(copy_path, '/');
+        set->v[set->n++] = (struct login_sync){
+                .host_real = steal_pointer(&host_real),
+                .copy_path = xstrdup(copy_path),
+                .copy_name = xstrdup(slash ? slash + 1 : copy_path),
+                .wd = wd,
+                .last = data,
+                .last_len = len,
+        };
+        return 0;
+}
+
+int login_sync_now(struct login_set *set, size_t i)
+{
+        struct login_sync *l = &set->v[i];
+        size_t len;
+        char *data = read_login(l->copy_path, &len, NULL);
+        if (!data) /* gone, or a rename not finished yet: the next event tells */
+                return errno == ENOENT ? 0 : -errno;
+        if (len == l->last_len && memcmp(data, l->last, len) == 0) {
+                wipe_free(data, len);
+                return 0;
+        }
+        /* Keep the host file's own mode; write beside it and rename over it. */
+        struct stat st;
+        mode_t mode = stat(l->host_real, &st) == 0 ? st.st_mode & 07777 : 0600;
+        _cleanup_free_ char *dir = path_dirname(l->host_real);
+        const char *name = strrchr(l->host_real, '/') + 1;
+        _cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r = dirfd < 0 ? -errno : write_file_atomic_at(dirfd, name, data, len, mode);
+        if (r < 0) {
+                wipe_free(data, len);
+                return r;
+        }
+        wipe_free(l->last, l->last_len);
+        l->last = data;
+        l->last_len = len;
+        set->writebacks++;
+        return 0;
+}
+
+void login_sync_ready(void *p)
+{
+        struct login_set *set = p;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool changed[64] = { false };
+        ssize_t n;
+
+        while ((n = read(set->inotify_fd, buf, sizeof buf)) > 0) {
+                for (char *e = buf; e < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *)e;
+                        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++)
+                                if (ev->wd == set->v[i].wd && ev->len && strcmp(ev->name, set->v[i].copy_name) == 0)
+                                        changed[i] = true;
+                        e += sizeof *ev + ev->len;
+                }
+        }
+        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++) {
+                int r = changed[i] ? login_sync_now(set, i) : 0;
+                if (r < 0)
+                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
+                                set->v[i].host_real, strerror(-r));
+        }
+}
+
+void login_sync_finish(void *p)
+{
+        struct login_set *set = p;
+        for (size_t i = 0; i < set->n; i++) {
+                int r = login_sync_now(set, i);
+                if (r < 0)
+                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
+                                set->v[i].host_real, strerror(-r));
+        }
+}
+
+void login_set_free(struct login_set *set)
+{
+        for (size_t i = 0; i < set->n; i++) {
+                struct login_sync *l = &set->v[i];
+                unlink(l->copy_path);
+                free(l->host_real);
+                free(l->copy_path);
+                free(l->copy_name);
+                wipe_free(l->last, l->last_len);
+        }
+        free(set->v);
+        if (set->watching)
+                close(set->inotify_fd);
+        *set = (struct login_set){ 0 };
+}

@@ -1,0 +1,47 @@
+/* Logins: handing a Harness's login file to its session.
+ *
+ *  - in place: the host file bound read-write at the sandbox path (same
+ *    inode, so a lock file shared with host processes keeps working);
+ *  - synced: a private copy (0600, in a 0700 folder of the fresh home) at the
+ *    sandbox path, watched with inotify while the session runs; every change,
+ *    whether written in place or renamed over, is written back to the host
+ *    file at once and atomically (temporary file in its folder, fsync,
+ *    rename, folder fsync), keeping its mode and following a host-side link.
+ *    A last check runs after the session; the private copy is removed when
+ *    the Trial ends.
+ */
+#ifndef TB_LOGIN_H
+#define TB_LOGIN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+struct login_sync;
+
+struct login_set {
+        struct login_sync *v;
+        size_t n, cap;
+        int inotify_fd; /* valid when `watching` */
+        bool watching;
+        unsigned long writebacks; /* how many times a host file was rewritten */
+};
+
+/* Start syncing `host_path` (a file, possibly a link) to the private copy at
+ * `copy_path`, which must not exist yet. Creates the copy's folder (0700)
+ * and the copy (0600). 0 or negative errno, `err` says why. */
+int login_sync_add(struct login_set *set, const char *host_path, const char *copy_path, struct tb_error *err);
+
+/* Read pending inotify events and write changed copies back. */
+void login_sync_ready(void *set);
+/* The last check after the session ended. */
+void login_sync_finish(void *set);
+
+/* Write back one login now if its copy differs from what the host has. 0 or negative errno. */
+int login_sync_now(struct login_set *set, size_t i);
+
+/* Remove the private copies and free everything. */
+void login_set_free(struct login_set *set);
+
+#endif
