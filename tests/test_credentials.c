@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -583,6 +584,10 @@ static struct run run_cmd(const char *in, size_t len, const char *override, cons
                 dup2(pin[0], STDIN_FILENO);
                 dup2(pout[1], STDOUT_FILENO);
                 dup2(perr[1], STDERR_FILENO);
+                /* No exec follows: close the other ends by hand, or stdin never ends. */
+                close(pin[1]);
+                close(pout[0]);
+                close(perr[0]);
                 int status = credentials_main(argc, argv, override, 1);
                 fflush(stdout);
                 fflush(stderr);
@@ -591,8 +596,13 @@ static struct run run_cmd(const char *in, size_t len, const char *override, cons
         close(pin[0]);
         close(pout[1]);
         close(perr[1]);
-        if (len > 0)
-                ck_assert_int_eq(write(pin[1], in, len), (ssize_t)len);
+        /* A child that fails early never reads its stdin: EPIPE, not a dead test. */
+        void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+        if (len > 0) {
+                ssize_t w = write(pin[1], in, len);
+                ck_assert(w == (ssize_t)len || (w < 0 && errno == EPIPE));
+        }
+        signal(SIGPIPE, old_pipe);
         close(pin[1]);
         r.out = read_all(pout[0]);
         r.err = read_all(perr[0]);
@@ -772,7 +782,7 @@ START_TEST(usage_errors_exit_2_with_one_line)
 
         _cleanup_(run_free) struct run help = run_cmd(NULL, 0, path, "--help", NULL, NULL);
         ck_assert_int_eq(help.status, 0);
-        ck_assert(str_has_prefix(help.out, "usage: trialbox credentials set KEY"));
+        ck_assert(str_has_prefix(help.out, "usage: trialbox credentials [--credentials FILE] set KEY"));
 }
 END_TEST
 

@@ -15,88 +15,8 @@
 #include "testutil.h"
 #include "util.h"
 
-struct fixture {
-        char *dir;
-        char repo[1024];
-        char out[1024];
-};
-
-static void fixture_new(struct fixture *f)
-{
-        f->dir = tmpdir_new();
-        snprintf(f->repo, sizeof f->repo, "%s/repo", f->dir);
-        snprintf(f->out, sizeof f->out, "%s/out", f->dir);
-        ck_assert_int_eq(mkdir(f->repo, 0755), 0);
-}
-
-static void fixture_free(struct fixture *f)
-{
-        tmpdir_remove(f->dir);
-        free(f->dir);
-}
-
-/* argv for `trialbox run --harness shell --repo R --output-dir O EXTRA...` */
-static void tb_argv(char **argv, size_t cap, const struct fixture *f, const char *const extra[])
-{
-        size_t n = 0;
-        const char *base[] = { TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f->repo, "--output-dir", f->out };
-        for (size_t i = 0; i < sizeof base / sizeof *base; i++)
-                argv[n++] = (char *)base[i];
-        for (size_t i = 0; extra && extra[i] && n + 1 < cap; i++)
-                argv[n++] = (char *)extra[i];
-        argv[n] = NULL;
-}
-
-/* The environment every run gets, plus `more`. */
-static char **tb_env(char *const more[])
-{
-        static char *env[64];
-        size_t n = 0;
-        env[n++] = "TRIALBOX_PLUGIN_PATH=" PLUGIN_BUILD_DIR;
-        env[n++] = "TRIALBOX_NO_SANDBOX";
-        env[n++] = "TRIALBOX_BWRAP";
-        for (size_t i = 0; more && more[i] && n + 1 < 64; i++)
-                env[n++] = more[i];
-        env[n] = NULL;
-        return env;
-}
-
-static void tb(struct proc_result *r, const struct fixture *f, char *const env[], const char *const extra[])
-{
-        char *argv[64];
-        tb_argv(argv, 64, f, extra);
-        run_argv(r, tb_env(env), argv);
-}
-
-#define EXTRA(...) ((const char *const[]){ __VA_ARGS__, NULL })
-#define ENV(...) ((char *const[]){ __VA_ARGS__, NULL })
-
-static void assert_outcome(const struct fixture *f, const char *field, const char *want)
-{
-        char *v = outcome_field(f->out, field);
-        ck_assert_msg(v != NULL, "outcome.json has no '%s' in %s", field, f->out);
-        ck_assert_msg(strcmp(v, want) == 0, "outcome %s is '%s', not '%s'", field, v, want);
-        free(v);
-}
-
-static char *marker(const char *what)
-{
-        static unsigned n;
-        char *m;
-        if (asprintf(&m, "%s-%d-%u-%ld", what, (int)getpid(), n++, (long)time(NULL)) < 0)
-                abort();
-        return m;
-}
-
-static bool host_can(const char *cmd)
-{
-        char *argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
-        struct proc_result r;
-        run_argv(&r, NULL, argv);
-        bool ok = r.status == 0;
-        proc_result_free(&r);
-        return ok;
-}
+/* Every Trial here is of the `shell` Harness. */
+#define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 
 START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
 {
@@ -321,7 +241,7 @@ static pid_t start_trial(const struct fixture *f, const char *script, char *read
 {
         char *argv[64];
         snprintf(ready, cap, "%s/READY", f->repo);
-        tb_argv(argv, 64, f, EXTRA("--", "-c", script));
+        tb_argv(argv, 64, "shell", f, EXTRA("--", "-c", script));
         char outp[1100], errp[1100];
         snprintf(outp, sizeof outp, "%s/stdout", f->dir);
         snprintf(errp, sizeof errp, "%s/stderr", f->dir);
@@ -580,7 +500,7 @@ START_TEST(bad_requests_get_one_line_and_status_2_and_write_nothing)
                 { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", inside),
                   "is inside the repository" },
                 { EXTRA(TRIALBOX_BIN, "run", "--harness", "nosuch", "--repo", f.repo, "--output-dir", f.out),
-                  "installed harnesses: shell" },
+                  "installed harnesses: agy, claude, codex, grok, muse, opencode, shell" },
                 { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--bogus"),
                   "unknown option '--bogus'" },
                 { EXTRA(TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "-v", "-q"),

@@ -177,3 +177,69 @@ bool wait_for_file(const char *path, int ms)
         }
         return access(path, F_OK) == 0;
 }
+
+void fixture_new(struct fixture *f)
+{
+        f->dir = tmpdir_new();
+        snprintf(f->repo, sizeof f->repo, "%s/repo", f->dir);
+        snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+        if (mkdir(f->repo, 0755) < 0)
+                abort();
+}
+
+void fixture_free(struct fixture *f)
+{
+        tmpdir_remove(f->dir);
+        free(f->dir);
+}
+
+void tb_argv(char **argv, size_t cap, const char *harness, const struct fixture *f, const char *const extra[])
+{
+        size_t n = 0;
+        const char *base[] = { TRIALBOX_BIN, "run", "--harness", harness, "--repo", f->repo, "--output-dir", f->out };
+        for (size_t i = 0; i < sizeof base / sizeof *base; i++)
+                argv[n++] = (char *)base[i];
+        for (size_t i = 0; extra && extra[i] && n + 1 < cap; i++)
+                argv[n++] = (char *)extra[i];
+        argv[n] = NULL;
+}
+
+char **tb_env(char *const more[])
+{
+        static char *env[64];
+        size_t n = 0;
+        env[n++] = "TRIALBOX_PLUGIN_PATH=" PLUGIN_BUILD_DIR;
+        env[n++] = "TRIALBOX_NO_SANDBOX";
+        env[n++] = "TRIALBOX_BWRAP";
+        for (size_t i = 0; more && more[i] && n + 1 < 64; i++)
+                env[n++] = more[i];
+        env[n] = NULL;
+        return env;
+}
+
+void tb_run(struct proc_result *r, const char *harness, const struct fixture *f, char *const env[],
+            const char *const extra[])
+{
+        char *argv[64];
+        tb_argv(argv, 64, harness, f, extra);
+        run_argv(r, tb_env(env), argv);
+}
+
+char *marker(const char *what)
+{
+        static unsigned n;
+        char *m;
+        if (asprintf(&m, "%s-%d-%u-%ld", what, (int)getpid(), n++, (long)time(NULL)) < 0)
+                abort();
+        return m;
+}
+
+bool host_can(const char *cmd)
+{
+        char *argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
+        struct proc_result r;
+        run_argv(&r, NULL, argv);
+        bool ok = r.status == 0;
+        proc_result_free(&r);
+        return ok;
+}

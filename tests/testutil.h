@@ -41,4 +41,39 @@ bool host_process_with(const char *marker);
 /* Wait up to `ms` for `path` to exist. */
 bool wait_for_file(const char *path, int ms);
 
+/* A Trial's folders: DIR/repo (made) and DIR/out (not made). */
+struct fixture {
+        char *dir;
+        char repo[1024];
+        char out[1024];
+};
+void fixture_new(struct fixture *f);
+void fixture_free(struct fixture *f);
+
+/* argv for `trialbox run --harness H --repo R --output-dir O EXTRA...` */
+void tb_argv(char **argv, size_t cap, const char *harness, const struct fixture *f, const char *const extra[]);
+/* The environment every run gets (the build's plugins, no inherited
+ * TRIALBOX_NO_SANDBOX/TRIALBOX_BWRAP), plus `more`. Static storage. */
+char **tb_env(char *const more[]);
+/* Run trialbox for harness H on the fixture and wait. */
+void tb_run(struct proc_result *r, const char *harness, const struct fixture *f, char *const env[],
+            const char *const extra[]);
+
+#define EXTRA(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define ENV(...) ((char *const[]){ __VA_ARGS__, NULL })
+
+/* A string unique to this test run. malloc'd. */
+char *marker(const char *what);
+/* Does `cmd` succeed in /bin/sh on the host? */
+bool host_can(const char *cmd);
+
+/* Assert that OUTPUT/outcome.json's `field` reads `want` (Check). */
+#define assert_outcome(f, field, want)                                                                      \
+        do {                                                                                                \
+                char *v_ = outcome_field((f)->out, (field));                                                \
+                ck_assert_msg(v_ != NULL, "outcome.json has no '%s' in %s", (field), (f)->out);             \
+                ck_assert_msg(strcmp(v_, (want)) == 0, "outcome %s is '%s', not '%s'", (field), v_, (want)); \
+                free(v_);                                                                                   \
+        } while (0)
+
 #endif

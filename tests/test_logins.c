@@ -1,0 +1,475 @@
+/* The six Harnesses' logins, with the real bwrap and fake Harnesses that
+ * behave like the real CLIs: Codex renaming its login, Grok sharing one
+ * Trials home, OpenCode reading its key from a variable. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "util.h"
+
+#define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
+
+static char *path_in(const char *dir, const char *rel)
+{
+        return xasprintf("%s/%s", dir, rel);
+}
+
+static void write_in(const char *dir, const char *rel, const char *text, mode_t mode)
+{
+        _cleanup_free_ char *p = path_in(dir, rel);
+        _cleanup_free_ char *d = path_dirname(p);
+        ck_assert_int_eq(mkdir_p(d, 0700), 0);
+        write_text(p, text, mode);
+}
+
+static void assert_file(const char *path, const char *want)
+{
+        char *got = read_text(path);
+        ck_assert_msg(got != NULL, "'%s' is missing", path);
+        ck_assert_msg(strcmp(got, want) == 0, "'%s' holds '%s', not '%s'", path, got, want);
+        free(got);
+}
+
+static mode_t mode_of(const char *path)
+{
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        return st.st_mode & 07777;
+}
+
+/* The Credentials file of a test, holding every Harness's secrets. */
+static char *all_credentials(const struct fixture *f)
+{
+        char *p = path_in(f->dir, "credentials.json");
+        write_text(p,
+                   "{\"claude\": {\"setup_token\": \"sk-ant-oat-tbtest-claude\"},"
+                   " \"opencode\": {\"api_key\": \"sk-tbtest-opencode\", \"provider\": \"anthropic\"}}",
+                   0600);
+        return p;
+}
+
+/* Run fake-codex in a Trial, checking the host login while it runs. */
+static void codex_rewrites_its_login(bool in_place, bool host_link)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *codex_home = path_in(f.dir, "codex-home");
+        _cleanup_free_ char *auth = path_in(codex_home, "auth.json");
+        _cleanup_free_ char *real = path_in(f.dir, "elsewhere/real-auth.json");
+        mkdir_p(codex_home, 0700);
+        if (host_link) {
+                write_in(f.dir, "elsewhere/real-auth.json", "old-login", 0600);
+                ck_assert_int_eq(symlink(real, auth), 0);
+        } else {
+                write_text(auth, "old-login", 0600);
+        }
+        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", codex_home);
+        char *argv[64];
+        tb_argv(argv, 64, "codex", &f,
+                EXTRA("--harness-bin", FAKE("fake-codex"), "--", in_place ? "--in-place" : "new-login",
+                      in_place ? "new-login" : "refreshed-login", in_place ? "refreshed-login" : NULL));
+        _cleanup_free_ char *outp = path_in(f.dir, "stdout"), *errp = path_in(f.dir, "stderr");
+        pid_t pid = spawn_argv(tb_env(ENV(env_home)), argv, outp, errp);
+
+        const char *target = host_link ? real : auth;
+        _cleanup_free_ char *saved1 = path_in(f.repo, "SAVED-1"), *go1 = path_in(f.repo, "GO-1");
+        _cleanup_free_ char *saved2 = path_in(f.repo, "SAVED-2"), *go2 = path_in(f.repo, "GO-2");
+        ck_assert_msg(wait_for_file(saved1, 20000), "fake-codex never saved: %s", read_text(errp));
+        /* The session is still running: the host file has the login already. */
+        for (int i = 0; i < 200; i++) {
+                char *now = read_text(target);
+                bool done = now && strcmp(now, "new-login") == 0;
+                free(now);
+                if (done)
+                        break;
+                usleep(5000);
+        }
+        ck_assert_int_eq(kill(pid, 0), 0);
+        assert_file(target, "new-login");
+        ck_assert_int_eq(mode_of(target), 0600);
+        write_text(go1, "", 0644);
+        ck_assert(wait_for_file(saved2, 20000));
+        for (int i = 0; i < 200; i++) {
+                char *now = read_text(target);
+                bool done = now && strcmp(now, "refreshed-login") == 0;
+                free(now);
+                if (done)
+                        break;
+                usleep(5000);
+        }
+        assert_file(target, "refreshed-login");
+        write_text(go2, "", 0644);
+        ck_assert_int_eq(wait_status(pid), 0);
+
+        assert_outcome(&f, "outcome", "completed");
+        ck_assert_int_eq(mode_of(target), 0600);
+        if (host_link) { /* still a link, to the same file */
+                struct stat st;
+                ck_assert_int_eq(lstat(auth, &st), 0);
+                ck_assert(S_ISLNK(st.st_mode));
+        }
+        /* Nothing of the private copy is left. */
+        _cleanup_free_ char *copy = path_in(f.out, "home/.codex/auth.json");
+        ck_assert_int_ne(access(copy, F_OK), 0);
+        _cleanup_free_ char *grep = xasprintf("! grep -rq login '%s'", f.out);
+        ck_assert_msg(host_can(grep), "a copy of the login is left in the output folder");
+        fixture_free(&f);
+}
+
+START_TEST(a_login_renamed_in_the_sandbox_reaches_the_host_file_while_the_session_runs)
+{
+        codex_rewrites_its_login(false, false);
+}
+END_TEST
+
+START_TEST(a_login_rewritten_in_place_reaches_the_host_file)
+{
+        codex_rewrites_its_login(true, false);
+}
+END_TEST
+
+START_TEST(a_host_login_that_is_a_link_is_updated_at_its_target)
+{
+        codex_rewrites_its_login(false, true);
+}
+END_TEST
+
+START_TEST(codex_without_a_login_is_void_before_any_session)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s/nowhere", f.dir);
+        _cleanup_free_ char *ran = path_in(f.repo, "SAVED-1");
+        tb_run(&r, "codex", &f, ENV(env_home), EXTRA("--harness-bin", FAKE("fake-codex"), "--", "a", "b"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        char *d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "no Codex login at"));
+        ck_assert_ptr_nonnull(strstr(d, "codex login"));
+        free(d);
+        ck_assert_int_ne(access(ran, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_muse_login_under_an_overridden_config_home_is_found_and_handed_over)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *cfg = path_in(f.dir, "my-config");
+        write_in(cfg, "muse/auth.json", "muse-login", 0600);
+        write_in(cfg, "muse/auth.json.lock", "", 0600);
+        _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
+        _cleanup_free_ char *lock = path_in(cfg, "muse/auth.json.lock");
+        tb_run(&r, "muse", &f, ENV(env_cfg),
+               EXTRA("--harness-bin", "/bin/sh", "--", "-c",
+                     "cat \"$XDG_CONFIG_HOME/muse/auth.json\"; echo; echo \"$MUSE_NO_AUTO_UPDATE\"; "
+                     "echo held-by-session > \"$XDG_CONFIG_HOME/muse/auth.json.lock\""));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "muse-login\n1\n");
+        /* The lock is the host's own file: what the session wrote is there. */
+        assert_file(lock, "held-by-session\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(agy_gets_its_token_file_and_self_update_off_with_true)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *home = path_in(f.dir, "host-home");
+        write_in(home, ".gemini/antigravity-cli/antigravity-oauth-token", "agy-token", 0600);
+        _cleanup_free_ char *env_home = xasprintf("HOME=%s", home);
+        tb_run(&r, "agy", &f, ENV(env_home),
+               EXTRA("--harness-bin", "/bin/sh", "--", "-c",
+                     "cat \"$HOME/.gemini/antigravity-cli/antigravity-oauth-token\"; echo; "
+                     "echo \"$AGY_CLI_DISABLE_AUTO_UPDATE\""));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "agy-token\ntrue\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        tb_run(&r, "agy", &f, ENV("HOME=/nonexistent"), EXTRA("--harness-bin", "/bin/true"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(claude_gets_its_token_as_a_variable_and_is_void_without_one)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *creds = all_credentials(&f);
+        tb_run(&r, "claude", &f, NULL,
+               EXTRA("--credentials", creds, "--harness-bin", "/bin/sh", "--", "-c",
+                     "echo \"$CLAUDE_CODE_OAUTH_TOKEN\" \"$DISABLE_AUTOUPDATER\""));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "sk-ant-oat-tbtest-claude 1\n");
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        _cleanup_free_ char *empty = path_in(f.dir, "empty.json");
+        write_text(empty, "{}", 0600);
+        tb_run(&r, "claude", &f, NULL, EXTRA("--credentials", empty, "--harness-bin", "/bin/true"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        char *d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "no claude.setup_token in the Credentials"));
+        ck_assert_ptr_nonnull(strstr(d, "trialbox credentials set claude.setup_token"));
+        free(d);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(opencode_reads_its_key_from_a_variable_its_config_names)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *creds = all_credentials(&f);
+        _cleanup_free_ char *config = xasprintf("%s/home/.config/opencode/opencode.json", f.out);
+        tb_run(&r, "opencode", &f, NULL,
+               EXTRA("--credentials", creds, "--harness-bin", FAKE("print-env"), "--", config));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_ptr_nonnull(strstr(r.out, "\nANTHROPIC_API_KEY=sk-tbtest-opencode\n"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"apiKey\": \"{env:ANTHROPIC_API_KEY}\""));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"anthropic\""));
+        ck_assert_ptr_nonnull(strstr(r.out, "OPENCODE_DISABLE_AUTOUPDATE=1"));
+        /* The key is on no file of the output folder. */
+        _cleanup_free_ char *grep = xasprintf("! grep -rq sk-tbtest-opencode '%s'", f.out);
+        ck_assert(host_can(grep));
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        _cleanup_free_ char *empty = path_in(f.dir, "empty.json");
+        _cleanup_free_ char *ran = path_in(f.repo, "RAN");
+        write_text(empty, "{\"claude\": {\"setup_token\": \"x\"}}", 0600);
+        tb_run(&r, "opencode", &f, NULL,
+               EXTRA("--credentials", empty, "--harness-bin", "/bin/sh", "--", "-c", "touch RAN"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        ck_assert_int_ne(access(ran, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_codex_session_holds_no_other_harness_secret)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *creds = all_credentials(&f);
+        _cleanup_free_ char *codex_home = path_in(f.dir, "codex-home");
+        write_in(codex_home, "auth.json", "codex-login", 0600);
+        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", codex_home);
+        tb_run(&r, "codex", &f, ENV(env_home, "ANTHROPIC_API_KEY=sk-host-anthropic"),
+               EXTRA("--credentials", creds, "--harness-bin", FAKE("print-env")));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_ptr_null(strstr(r.out, "sk-ant-oat-tbtest-claude"));
+        ck_assert_ptr_null(strstr(r.out, "sk-tbtest-opencode"));
+        ck_assert_ptr_null(strstr(r.out, "sk-host-anthropic"));
+        ck_assert_ptr_null(strstr(r.out, "CLAUDE_CODE_OAUTH_TOKEN"));
+        _cleanup_free_ char *want = xasprintf("CODEX_HOME=%s/home/.codex\n", f.out);
+        ck_assert_ptr_nonnull(strstr(r.out, want));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* A Grok Trials home under a state folder of the test's. */
+static char *grok_state(const struct fixture *f, char **env, bool with_login)
+{
+        char *state = path_in(f->dir, "state");
+        char *home = path_in(state, "trialbox/trials/grok");
+        mkdir_p(home, 0700);
+        if (with_login)
+                write_in(home, "auth.json", "grok-login", 0600);
+        *env = xasprintf("XDG_STATE_HOME=%s", state);
+        free(state);
+        return home;
+}
+
+START_TEST(the_grok_trials_home_holds_only_login_and_lock_when_a_session_starts)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *env = NULL;
+        _cleanup_free_ char *home = grok_state(&f, &env, true);
+        /* Left by an earlier Trial: state, a folder, and links pointing out. */
+        write_in(home, "history.jsonl", "old session", 0600);
+        write_in(home, "cache/deep/x", "old cache", 0600);
+        _cleanup_free_ char *target = path_in(f.dir, "outside-secret");
+        _cleanup_free_ char *target_dir = path_in(f.dir, "outside-dir");
+        write_text(target, "do not touch", 0600);
+        write_in(target_dir, "keep-me", "keep", 0600);
+        _cleanup_free_ char *link = path_in(home, "planted-link");
+        _cleanup_free_ char *dlink = path_in(home, "planted-dir-link");
+        ck_assert_int_eq(symlink(target, link), 0);
+        ck_assert_int_eq(symlink(target_dir, dlink), 0);
+
+        tb_run(&r, "grok", &f, ENV(env),
+               EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "home: .lock auth.json \n");
+        assert_file(target, "do not touch");
+        _cleanup_free_ char *kept = path_in(target_dir, "keep-me");
+        assert_file(kept, "keep");
+        struct stat st;
+        ck_assert_int_ne(lstat(link, &st), 0);
+        ck_assert_int_ne(lstat(dlink, &st), 0);
+        /* What the session left stays until the next Grok Trial wipes it. */
+        _cleanup_free_ char *left = path_in(home, "cache/session");
+        ck_assert_int_eq(access(left, F_OK), 0);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(two_grok_trials_started_together_never_overlap)
+{
+        struct fixture a, b;
+        fixture_new(&a);
+        b = a;
+        b.dir = tmpdir_new();
+        snprintf(b.repo, sizeof b.repo, "%s/repo", b.dir);
+        snprintf(b.out, sizeof b.out, "%s/out", b.dir);
+        mkdir(b.repo, 0755);
+        _cleanup_free_ char *env = NULL;
+        _cleanup_free_ char *home = grok_state(&a, &env, true);
+        char *argv_a[64], *argv_b[64];
+        tb_argv(argv_a, 64, "grok", &a, EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0.4"));
+        tb_argv(argv_b, 64, "grok", &b, EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0.4"));
+        _cleanup_free_ char *oa = path_in(a.dir, "o"), *ob = path_in(b.dir, "o");
+        pid_t pa = spawn_argv(tb_env(ENV(env)), argv_a, oa, oa);
+        pid_t pb = spawn_argv(tb_env(ENV(env)), argv_b, ob, ob);
+        ck_assert_int_eq(wait_status(pa), 0);
+        ck_assert_int_eq(wait_status(pb), 0);
+        _cleanup_free_ char *ta = path_in(a.repo, "times"), *tb_ = path_in(b.repo, "times");
+        char *sa = read_text(ta), *sb = read_text(tb_);
+        ck_assert(sa && sb);
+        long long a0, a1, b0, b1;
+        ck_assert_int_eq(sscanf(sa, "%lld %lld", &a0, &a1), 2);
+        ck_assert_int_eq(sscanf(sb, "%lld %lld", &b0, &b1), 2);
+        ck_assert_msg(a1 <= b0 || b1 <= a0, "the Grok sessions overlapped: [%lld,%lld] [%lld,%lld]", a0, a1, b0, b1);
+        free(sa);
+        free(sb);
+        fixture_free(&b);
+        fixture_free(&a);
+}
+END_TEST
+
+START_TEST(grok_is_void_without_a_login_or_when_its_lock_is_held_too_long)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *env = NULL;
+        _cleanup_free_ char *home = grok_state(&f, &env, false);
+        tb_run(&r, "grok", &f, ENV(env), EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        char *d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "no Grok login in the Trials home"));
+        free(d);
+        proc_result_free(&r);
+        fixture_free(&f);
+
+        fixture_new(&f);
+        free(grok_state(&f, &env, true));
+        _cleanup_free_ char *h2 = path_in(f.dir, "state/trialbox/trials/grok");
+        _cleanup_free_ char *lock = path_in(h2, ".lock");
+        int fd = open(lock, O_RDWR | O_CREAT, 0600);
+        ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+        _cleanup_free_ char *ran = path_in(f.repo, "times");
+        tb_run(&r, "grok", &f, ENV(env, "TRIALBOX_GROK_WAIT=0.3"),
+               EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
+        ck_assert_int_eq(r.status, 125);
+        assert_outcome(&f, "cause", "session_unavailable");
+        d = outcome_field(f.out, "detail");
+        ck_assert_ptr_nonnull(strstr(d, "stayed busy for 0.3 s"));
+        free(d);
+        ck_assert_int_ne(access(ran, F_OK), 0);
+        close(fd);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(check_says_where_each_login_was_looked_for_and_how_to_provide_it)
+{
+        struct proc_result r;
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *creds = all_credentials(&f);
+        _cleanup_free_ char *env_creds = xasprintf("XDG_CONFIG_HOME=%s/cfg", f.dir);
+        _cleanup_free_ char *cfgdir = path_in(f.dir, "cfg/trialbox");
+        mkdir_p(cfgdir, 0700);
+        _cleanup_free_ char *mv = xasprintf("cp '%s' '%s/credentials.json'", creds, cfgdir);
+        ck_assert(host_can(mv));
+        run_argv(&r, tb_env(ENV(env_creds, "HOME=/nonexistent")), (char *[]){ TRIALBOX_BIN, "check", "--harness", "codex", NULL });
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.out, "FAIL login"));
+        ck_assert_ptr_nonnull(strstr(r.out, "no Codex login at '/nonexistent/.codex/auth.json'; run 'codex login'"));
+        proc_result_free(&r);
+        run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "claude.setup_token: in '"));
+        ck_assert_ptr_nonnull(strstr(r.out, "(present)"));
+        ck_assert_ptr_null(strstr(r.out, "sk-ant-oat-tbtest-claude"));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+        Suite *s = suite_create("logins");
+        TCase *tc = tcase_create("logins");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, a_login_renamed_in_the_sandbox_reaches_the_host_file_while_the_session_runs);
+        tcase_add_test(tc, a_login_rewritten_in_place_reaches_the_host_file);
+        tcase_add_test(tc, a_host_login_that_is_a_link_is_updated_at_its_target);
+        tcase_add_test(tc, codex_without_a_login_is_void_before_any_session);
+        tcase_add_test(tc, a_muse_login_under_an_overridden_config_home_is_found_and_handed_over);
+        tcase_add_test(tc, agy_gets_its_token_file_and_self_update_off_with_true);
+        tcase_add_test(tc, claude_gets_its_token_as_a_variable_and_is_void_without_one);
+        tcase_add_test(tc, opencode_reads_its_key_from_a_variable_its_config_names);
+        tcase_add_test(tc, a_codex_session_holds_no_other_harness_secret);
+        tcase_add_test(tc, the_grok_trials_home_holds_only_login_and_lock_when_a_session_starts);
+        tcase_add_test(tc, two_grok_trials_started_together_never_overlap);
+        tcase_add_test(tc, grok_is_void_without_a_login_or_when_its_lock_is_held_too_long);
+        tcase_add_test(tc, check_says_where_each_login_was_looked_for_and_how_to_provide_it);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_ENV);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
