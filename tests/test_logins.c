@@ -357,7 +357,7 @@ START_TEST(two_grok_trials_started_together_never_overlap)
         snprintf(b.out, sizeof b.out, "%s/out", b.dir);
         mkdir(b.repo, 0755);
         _cleanup_free_ char *env = NULL;
-        _cleanup_free_ char *home = grok_state(&a, &env, true);
+        free(grok_state(&a, &env, true));
         char *argv_a[64], *argv_b[64];
         tb_argv(argv_a, 64, "grok", &a, EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0.4"));
         tb_argv(argv_b, 64, "grok", &b, EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0.4"));
@@ -386,7 +386,7 @@ START_TEST(grok_is_void_without_a_login_or_when_its_lock_is_held_too_long)
         struct proc_result r;
         fixture_new(&f);
         _cleanup_free_ char *env = NULL;
-        _cleanup_free_ char *home = grok_state(&f, &env, false);
+        free(grok_state(&f, &env, false));
         tb_run(&r, "grok", &f, ENV(env), EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "cause", "session_unavailable");
@@ -397,6 +397,7 @@ START_TEST(grok_is_void_without_a_login_or_when_its_lock_is_held_too_long)
         fixture_free(&f);
 
         fixture_new(&f);
+        free(env);
         free(grok_state(&f, &env, true));
         _cleanup_free_ char *h2 = path_in(f.dir, "state/trialbox/trials/grok");
         _cleanup_free_ char *lock = path_in(h2, ".lock");
