@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "plugin_loader.h"
 
+#include "manifest.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -48,10 +50,51 @@ static int check_owner_mode(const struct stat *st, const char *what, const char 
         return 0;
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+        size_t a = strlen(s), b = strlen(suffix);
+        return a > b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* A manifest is trusted like a plugin: the same owner and mode rules. */
+static int load_manifest(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
+{
+        struct stat st;
+        _cleanup_free_ char *dir = path_dirname(path);
+        if (stat(dir, &st) < 0)
+                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
+        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        if (r < 0)
+                return r;
+        if (stat(path, &st) < 0)
+                return tb_fail(err, -errno, "manifest '%s': %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return tb_fail(err, -EINVAL, "manifest '%s' is not a regular file; remove it", path);
+        r = check_owner_mode(&st, "manifest", path, err);
+        if (r < 0)
+                return r;
+        struct manifest *m;
+        r = manifest_load(path, expected_name, &m, err);
+        if (r < 0)
+                return r;
+        const struct tb_harness *h = manifest_harness(m);
+        *out = (struct plugin){
+                .manifest = m,
+                .harness = h,
+                .path = xstrdup(path),
+                .preflight = h->preflight,
+                .prepare_login = h->prepare_login,
+                .env = h->env,
+        };
+        return 0;
+}
+
 int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
 {
         struct stat st;
         *out = (struct plugin){ 0 };
+        if (has_suffix(path, ".json"))
+                return load_manifest(path, expected_name, out, err);
 
         _cleanup_free_ char *dir = path_dirname(path);
         if (stat(dir, &st) < 0)
@@ -140,14 +183,9 @@ void plugin_unload(struct plugin *p)
 {
         if (p->dl)
                 dlclose(p->dl);
+        manifest_free(p->manifest);
         free(p->path);
         *p = (struct plugin){ 0 };
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-        size_t a = strlen(s), b = strlen(suffix);
-        return a > b && strcmp(s + a - b, suffix) == 0;
 }
 
 void plugin_list(struct plugin_entry **out, size_t *n)
@@ -162,8 +200,9 @@ void plugin_list(struct plugin_entry **out, size_t *n)
                 int k = scandir(dirs.v[i], &names, NULL, alphasort);
                 for (int j = 0; j < k; j++) {
                         const char *f = names[j]->d_name;
-                        if (f[0] != '.' && has_suffix(f, ".so")) {
-                                _cleanup_free_ char *name = strndup(f, strlen(f) - 3);
+                        bool so = has_suffix(f, ".so"), json = has_suffix(f, ".json");
+                        if (f[0] != '.' && (so || json)) {
+                                _cleanup_free_ char *name = strndup(f, strlen(f) - (so ? 3 : 5));
                                 bool shadowed = false;
                                 for (size_t m = 0; m < count; m++)
                                         shadowed = shadowed || strcmp(v[m].name, name) == 0;
@@ -197,10 +236,17 @@ int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
         struct strv dirs = { 0 };
         plugin_search_path(&dirs);
         for (size_t i = 0; i < dirs.n; i++) {
-                _cleanup_free_ char *path = xasprintf("%s/%s.so", dirs.v[i], name);
-                if (access(path, F_OK) == 0) {
+                _cleanup_free_ char *so = xasprintf("%s/%s.so", dirs.v[i], name);
+                _cleanup_free_ char *json = xasprintf("%s/%s.json", dirs.v[i], name);
+                bool has_so = access(so, F_OK) == 0, has_json = access(json, F_OK) == 0;
+                if (has_so && has_json) {
                         strv_free(&dirs);
-                        return plugin_load_file(path, name, out, err);
+                        return tb_fail(err, -EEXIST, "both '%s' and '%s' define harness '%s'; remove one", so, json,
+                                       name);
+                }
+                if (has_so || has_json) {
+                        strv_free(&dirs);
+                        return plugin_load_file(has_so ? so : json, name, out, err);
                 }
         }
 

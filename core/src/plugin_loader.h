@@ -1,5 +1,6 @@
-/* The plugin loader: finds NAME.so in the plugin path, checks it before and
- * after dlopen, and hands back the Harness vtable. */
+/* The plugin loader: finds NAME.so (a compiled plugin) or NAME.json (a
+ * manifest) in the plugin path, checks it, and hands back the Harness vtable:
+ * the plugin's own, or one built from the manifest with libffi closures. */
 #ifndef TB_PLUGIN_LOADER_H
 #define TB_PLUGIN_LOADER_H
 
@@ -7,8 +8,11 @@
 
 #include "util.h"
 
+struct manifest;
+
 struct plugin {
-        void *dl;                      /* dlopen handle, NULL once unloaded */
+        void *dl;                      /* dlopen handle (a .so), or NULL */
+        struct manifest *manifest;     /* the parsed manifest (a .json), or NULL */
         const struct tb_harness *harness;
         char *path;                    /* the file it was loaded from */
         /* The hooks the plugin's size reaches; NULL when absent. */
@@ -22,12 +26,13 @@ void plugin_search_path(struct strv *out);
 /* Is `name` a possible Harness name ([a-z0-9][a-z0-9_-]*, at most 64)? */
 bool plugin_name_valid(const char *name);
 
-/* Load the plugin for Harness `name` from the first folder of the search path
- * that has `name`.so. -ENOENT (message lists the installed Harnesses) when no
- * folder has it; any other refusal names the file and what is wrong. */
+/* Load the Harness `name` from the first folder of the search path that has
+ * `name`.so or `name`.json (both in one folder is refused). -ENOENT (message
+ * lists the installed Harnesses) when no folder has it; any other refusal
+ * names the file and what is wrong. */
 int plugin_load(const char *name, struct plugin *out, struct tb_error *err);
 
-/* Load and check one file, whose Harness must be called `expected_name`. */
+/* Load and check one file (.so or .json), whose Harness must be called `expected_name`. */
 int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err);
 
 void plugin_unload(struct plugin *p);
@@ -39,7 +44,7 @@ struct plugin_entry {
         bool shadowed; /* an earlier folder has the same name */
 };
 
-/* Every NAME.so in the search path, in search order. */
+/* Every NAME.so and NAME.json in the search path, in search order. */
 void plugin_list(struct plugin_entry **out, size_t *n);
 void plugin_list_free(struct plugin_entry *v, size_t n);
 
