@@ -336,6 +336,14 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         ck_assert_int_eq(r.status, 1);
         ck_assert_ptr_nonnull(strstr(r.out, "setting up uid map: Permission denied"));
         ck_assert_ptr_nonnull(strstr(r.out, "kernel.apparmor_restrict_unprivileged_userns=0"));
+        ck_assert_ptr_nonnull(strstr(r.out, "/etc/apparmor.d/bwrap"));
+        ck_assert_ptr_nonnull(strstr(r.out, "FAIL namespaces"));
+        proc_result_free(&r);
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"),
+                 (char *[]){ TRIALBOX_BIN, "check", "--json", NULL });
+        ck_assert_int_eq(r.status, 1);
+        ck_assert(str_has_prefix(r.out, "{\"ready\":false,\"checks\":["));
+        ck_assert_ptr_nonnull(strstr(r.out, "{\"check\":\"namespaces\",\"ok\":false,\"verdict\":\"fail\""));
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -543,6 +551,9 @@ START_TEST(check_and_harnesses_report_a_working_sandbox_and_the_shell_harness)
         run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "check", "--harness", "shell", NULL });
         ck_assert_msg(r.status == 0, "check failed: %s", r.out);
         ck_assert_ptr_nonnull(strstr(r.out, "ok   namespaces"));
+        ck_assert_ptr_nonnull(strstr(r.out, "ok   userns"));
+        ck_assert_ptr_nonnull(strstr(r.out, "ok   plugins"));
+        ck_assert_ptr_nonnull(strstr(r.out, "ok   plugin       " PLUGIN_BUILD_DIR "/shell.so"));
         ck_assert_ptr_nonnull(strstr(r.out, "a Trial can start here"));
         proc_result_free(&r);
         run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });

@@ -4,9 +4,11 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "credentials.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "sandbox.h"
@@ -51,14 +53,21 @@ static int run_capture(char **argv, char *out, size_t cap)
         return status;
 }
 
+/* Ubuntu 24.04 and later restrict unprivileged user namespaces through
+ * AppArmor: the two ways bwrap users lift it, the sysctl and the profile. */
+#define APPARMOR_FIX                                                                                              \
+        "unprivileged user namespaces are restricted here (Ubuntu 24.04+, AppArmor). Either: 'sudo sysctl -w "      \
+        "kernel.apparmor_restrict_unprivileged_userns=0' (persist it: echo "                                       \
+        "'kernel.apparmor_restrict_unprivileged_userns=0' | sudo tee /etc/sysctl.d/60-bwrap-userns.conf); or "      \
+        "give bwrap its own AppArmor profile: printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile bwrap " \
+        "/usr/bin/bwrap flags=(unconfined) {\\n  userns,\\n}\\n' | sudo tee /etc/apparmor.d/bwrap && sudo "        \
+        "apparmor_parser -r /etc/apparmor.d/bwrap"
+
 /* The fix for a bwrap that cannot create its namespaces, from its message. */
 static const char *namespace_fix(const char *msg)
 {
         if (strstr(msg, "uid map") || strstr(msg, "setting up uid") || strstr(msg, "Permission denied"))
-                return "unprivileged user namespaces are restricted here (Ubuntu 24.04 and later: AppArmor): either "
-                       "run 'sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0' (persist it in "
-                       "/etc/sysctl.d/), or give bwrap an AppArmor profile with 'userns,' in "
-                       "/etc/apparmor.d/bwrap and run 'sudo apparmor_parser -r /etc/apparmor.d/bwrap'";
+                return APPARMOR_FIX;
         if (strstr(msg, "No permissions to creat"))
                 return "the kernel forbids unprivileged user namespaces: run 'sudo sysctl -w "
                        "kernel.unprivileged_userns_clone=1', or install bwrap setuid root";
@@ -76,22 +85,109 @@ struct report {
         int failed;
 };
 
-static void verdict(struct report *rep, const char *what, bool ok, const char *detail, const char *fix)
+enum { WARN = 2 };
+
+/* One line: what was checked, its verdict (ok, FAIL, or warn when `ok` is
+ * WARN: worth fixing, but a Trial can start), and the fix. */
+static void verdict(struct report *rep, const char *what, int ok, const char *detail, const char *fix)
 {
         if (!ok)
                 rep->failed = 1;
         if (rep->arr) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "check", json_object_new_string(what));
-                json_object_object_add(o, "ok", json_object_new_boolean(ok));
+                json_object_object_add(o, "ok", json_object_new_boolean(ok != 0));
+                json_object_object_add(o, "verdict", json_object_new_string(ok == WARN ? "warn" : ok ? "ok" : "fail"));
                 json_object_object_add(o, "detail", json_object_new_string(detail));
                 json_object_object_add(o, "fix", fix ? json_object_new_string(fix) : NULL);
                 json_object_array_add(rep->arr, o);
                 return;
         }
-        printf("%-4s %-12s %s\n", ok ? "ok" : "FAIL", what, detail);
+        printf("%-4s %-12s %s\n", ok == WARN ? "warn" : ok ? "ok" : "FAIL", what, detail);
         if (fix)
                 printf("     %-12s fix: %s\n", "", fix);
+}
+
+/* A sysctl's value, or -1 when this kernel has none. */
+static long read_sysctl(const char *path)
+{
+        _cleanup_free_ char *v = read_file(path, 64, NULL);
+        return v ? strtol(v, NULL, 10) : -1;
+}
+
+/* What decides whether an unprivileged bwrap gets its user namespace. The
+ * probe that follows is the verdict; these lines say why. */
+static void check_userns_sysctls(struct report *rep, const char *bwrap)
+{
+        struct stat st;
+        bool setuid_bwrap = stat(bwrap, &st) == 0 && (st.st_mode & S_ISUID) && st.st_uid == 0;
+        bool needs_userns = getuid() != 0 && !setuid_bwrap;
+        long max = read_sysctl("/proc/sys/user/max_user_namespaces");
+        long clone = read_sysctl("/proc/sys/kernel/unprivileged_userns_clone");
+        long apparmor = read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+        _cleanup_free_ char *d = xasprintf("user.max_user_namespaces=%ld%s%s%s%s; %s", max,
+                                           clone >= 0 ? ", kernel.unprivileged_userns_clone=" : "",
+                                           clone >= 0 ? (clone ? "1" : "0") : "",
+                                           apparmor >= 0 ? ", kernel.apparmor_restrict_unprivileged_userns=" : "",
+                                           apparmor >= 0 ? (apparmor ? "1" : "0") : "",
+                                           needs_userns ? "bwrap needs a user namespace (not root, not setuid)"
+                                                        : "bwrap needs no user namespace here");
+        if (needs_userns && max == 0)
+                verdict(rep, "userns", false, d, "run 'sudo sysctl -w user.max_user_namespaces=15000'");
+        else if (needs_userns && clone == 0)
+                verdict(rep, "userns", false, d, "run 'sudo sysctl -w kernel.unprivileged_userns_clone=1'");
+        else if (needs_userns && apparmor == 1)
+                verdict(rep, "userns", WARN, d, APPARMOR_FIX);
+        else
+                verdict(rep, "userns", true, d, NULL);
+}
+
+static void check_plugins(struct report *rep)
+{
+        struct plugin_entry *v;
+        size_t n, usable = 0;
+        plugin_list(&v, &n);
+        for (size_t i = 0; i < n; i++)
+                usable += !v[i].shadowed;
+        plugin_list_free(v, n);
+        struct strv dirs = { 0 };
+        plugin_search_path(&dirs);
+        struct strbuf where = { 0 };
+        for (size_t i = 0; i < dirs.n; i++)
+                strbuf_addf(&where, "%s'%s'", i ? ", " : "", dirs.v[i]);
+        _cleanup_free_ char *d = xasprintf("%zu harnesses in %s", usable, where.s);
+        verdict(rep, "plugins", usable > 0, d,
+                usable ? NULL : "install a trialbox-plugin-NAME package, or set TRIALBOX_PLUGIN_PATH");
+        free(where.s);
+        strv_free(&dirs);
+}
+
+static void check_credentials(struct report *rep, const char *path_override)
+{
+        _cleanup_free_ char *def = NULL;
+        const char *path = path_override;
+        if (!path && credentials_default_path(&def) < 0) {
+                verdict(rep, "credentials", WARN, "no home folder to look in", "set HOME");
+                return;
+        }
+        path = path ? path : def;
+        struct credentials *c = NULL;
+        struct tb_error err = { 0 };
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+                _cleanup_free_ char *d = xasprintf("'%s' absent (no Harness key stored)", path);
+                verdict(rep, "credentials", true, d, NULL);
+        } else if (credentials_load(path, &c, &err) < 0) {
+                verdict(rep, "credentials", WARN, err.msg, NULL);
+        } else if (credentials_loose_mode(c)) {
+                _cleanup_free_ char *d = xasprintf("'%s' is readable by others", path);
+                _cleanup_free_ char *fix = xasprintf("chmod 600 '%s'", path);
+                verdict(rep, "credentials", WARN, d, fix);
+        } else {
+                _cleanup_free_ char *d = xasprintf("'%s' (mode 0600)", path);
+                verdict(rep, "credentials", true, d, NULL);
+        }
+        credentials_free(c);
 }
 
 static void check_sandbox(struct report *rep)
@@ -111,6 +207,7 @@ static void check_sandbox(struct report *rep)
         out[strcspn(out, "\n")] = '\0';
         _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, st == 0 && out[0] ? out : "version unknown");
         verdict(rep, "bwrap", true, d, NULL);
+        check_userns_sysctls(rep, bwrap);
 
         /* The probe: the very namespaces and mounts a Trial uses. */
         struct sandbox_spec spec = { 0 };
@@ -167,6 +264,8 @@ int check_main(const char *harness, int json, int verbosity)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
         check_sandbox(&rep);
+        check_plugins(&rep);
+        check_credentials(&rep, NULL);
         if (harness)
                 check_harness(&rep, harness, verbosity);
         if (rep.arr) {

@@ -1,0 +1,40 @@
+# bash completion for trialbox
+_trialbox_harnesses()
+{
+        trialbox harnesses 2>/dev/null | awk '{print $1}'
+}
+
+_trialbox()
+{
+        local cur prev cmd
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD-1]}
+        cmd=${COMP_WORDS[1]}
+        if [ "$COMP_CWORD" -eq 1 ]; then
+                COMPREPLY=($(compgen -W "run harnesses check credentials --help --version" -- "$cur"))
+                return
+        fi
+        case "$prev" in
+        --harness)
+                COMPREPLY=($(compgen -W "$(_trialbox_harnesses)" -- "$cur"))
+                return ;;
+        --repo|--output-dir|--skills)
+                COMPREPLY=($(compgen -d -- "$cur"))
+                return ;;
+        --harness-bin|--credentials)
+                COMPREPLY=($(compgen -f -- "$cur"))
+                return ;;
+        esac
+        case "$cmd" in
+        run)
+                COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
+                        --no-sandbox --dry-run --json -v -q --help --" -- "$cur")) ;;
+        harnesses)
+                COMPREPLY=($(compgen -W "--json -v --help" -- "$cur")) ;;
+        check)
+                COMPREPLY=($(compgen -W "--harness --json -v --help" -- "$cur")) ;;
+        credentials)
+                COMPREPLY=($(compgen -W "set unset list --credentials --help" -- "$cur")) ;;
+        esac
+}
+complete -F _trialbox trialbox
