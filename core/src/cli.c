@@ -84,7 +84,7 @@ static int no_sandbox_from_env(bool *out)
         return TB_EXIT_USAGE;
 }
 
-static int cmd_run(int argc, char **argv)
+int cli_parse_run(int argc, char **argv, struct trial_options *out)
 {
         static const struct option longopts[] = {
                 { "harness", required_argument, NULL, OPT_HARNESS },
@@ -103,10 +103,12 @@ static int cmd_run(int argc, char **argv)
         };
         struct trial_options opt = { 0 };
         int c, v = 0, q = 0;
+
+        *out = opt;
         const char **slot;
 
         opterr = 0;
-        optind = 1;
+        optind = 0; /* a full reset: the parser may run more than once */
         while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
                 slot = NULL;
                 switch (c) {
@@ -145,7 +147,7 @@ static int cmd_run(int argc, char **argv)
                         break;
                 case 'h':
                         fputs(usage_text, stdout);
-                        return 0;
+                        return 1;
                 case ':':
                         return usage_error("run ", "option '%s' needs a value", bad_option(argv, optind));
                 default:
@@ -176,7 +178,17 @@ static int cmd_run(int argc, char **argv)
         if (r != 0)
                 return r;
         opt.session_args = argv + optind;
-        return trial_run(&opt);
+        *out = opt;
+        return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+        struct trial_options opt;
+        int r = cli_parse_run(argc, argv, &opt);
+        if (r == 1)
+                return 0;
+        return r != 0 ? r : trial_run(&opt);
 }
 
 /* `harnesses` and `check` share their small option set. */
@@ -195,7 +207,7 @@ static int cmd_simple(int argc, char **argv, bool is_check)
         int c, json = 0, v = 0, q = 0, verbosity = 1;
 
         opterr = 0;
-        optind = 1;
+        optind = 0;
         while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
                 switch (c) {
                 case OPT_HARNESS:

@@ -7,6 +7,12 @@
 /* trialbox's main: returns the exit status. */
 int cli_main(int argc, char **argv);
 
+/* Parse `run`'s arguments (argv[0] is "run") into `out` (pointing into argv).
+ * Returns 0 to run the Trial, 1 when --help was printed, or TB_EXIT_USAGE
+ * after printing the one-line error. Runs nothing. */
+struct trial_options;
+int cli_parse_run(int argc, char **argv, struct trial_options *out);
+
 /* `trialbox check` and `trialbox harnesses` (check.c, harnesses.c). */
 int check_main(const char *harness, int json, int verbosity);
 int harnesses_main(int json, int verbosity);
