@@ -37,13 +37,19 @@ static int run_capture(char **argv, char *out, size_t cap)
                 _exit(127);
         }
         close(p[1]);
+        /* Keep the first cap-1 bytes; read the rest to the end all the same. */
         size_t len = 0;
-        ssize_t n;
-        char sink[512];
-        while ((n = read(p[0], len + 1 < cap ? out + len : sink, len + 1 < cap ? cap - 1 - len : sizeof sink)) > 0 ||
-               (n < 0 && errno == EINTR))
-                if (n > 0 && len + 1 < cap)
-                        len += (size_t)n;
+        for (;;) {
+                char buf[512];
+                ssize_t n = read(p[0], buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
+                memcpy(out + len, buf, take);
+                len += take;
+        }
         out[len] = '\0';
         close(p[0]);
         int status;

@@ -105,12 +105,11 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
         int c, v = 0, q = 0;
 
         *out = opt;
-        const char **slot;
 
         opterr = 0;
         optind = 0; /* a full reset: the parser may run more than once */
         while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
-                slot = NULL;
+                const char **slot = NULL;
                 switch (c) {
                 case OPT_HARNESS:
                         slot = &opt.harness;

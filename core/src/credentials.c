@@ -416,8 +416,8 @@ static int from_json(struct credentials *c, struct json_object *root, const char
         return 0;
 }
 
-static int parse_credentials(const char *buf, size_t len, const char *path, struct credentials *c,
-                             struct tb_error *err)
+/* Parse `len` bytes of `text` (no terminator needed) into the empty `c`. */
+static int parse_into(const char *text, size_t len, const char *path, struct credentials *c, struct tb_error *err)
 {
         struct json_tokener *tok = json_tokener_new();
         if (!tok)
@@ -425,7 +425,7 @@ static int parse_credentials(const char *buf, size_t len, const char *path, stru
         /* Trailing data is checked below, to say so plainly. */
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
                                             JSON_TOKENER_VALIDATE_UTF8);
-        struct json_object *root = json_tokener_parse_ex(tok, buf, (int)len);
+        struct json_object *root = json_tokener_parse_ex(tok, text, (int)len);
         enum json_tokener_error jerr = json_tokener_get_error(tok);
         size_t end = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
@@ -438,14 +438,17 @@ static int parse_credentials(const char *buf, size_t len, const char *path, stru
                         jerr = json_tokener_error_parse_eof;
                         end = len;
                 }
-                text_position(buf, end, &line, &col);
+                text_position(text, end, &line, &col);
                 r = tb_fail(err, -EINVAL, "credentials '%s': invalid JSON at line %lu, column %lu: %s; fix or remove the file",
                             path, line, col, json_tokener_error_desc(jerr));
                 goto out;
         }
-        size_t rest = end + strspn(buf + end, " \t\r\n");
+        /* Bounded by `len`, not by a terminator; a NUL byte is data, not whitespace. */
+        size_t rest = end;
+        while (rest < len && (text[rest] == ' ' || text[rest] == '\t' || text[rest] == '\r' || text[rest] == '\n'))
+                rest++;
         if (rest < len) {
-                text_position(buf, rest, &line, &col);
+                text_position(text, rest, &line, &col);
                 r = tb_fail(err, -EINVAL,
                             "credentials '%s': invalid JSON at line %lu, column %lu: unexpected data after the "
                             "top-level object; fix or remove the file",
@@ -461,6 +464,20 @@ out:
         return r;
 }
 
+int credentials_parse(const char *text, size_t len, const char *path, struct credentials **out,
+                      struct tb_error *err)
+{
+        /* Also keeps `len` within json-c's int. */
+        if (len > CREDENTIALS_MAX_SIZE)
+                return tb_fail(err, -EFBIG, "credentials '%s' is larger than 1 MiB; fix or remove the file", path);
+        _cleanup_credentials_ struct credentials *c = credentials_new();
+        int r = parse_into(text, len, path, c, err);
+        if (r < 0)
+                return r;
+        *out = steal_pointer(&c);
+        return 0;
+}
+
 int credentials_load(const char *path, struct credentials **out, struct tb_error *err)
 {
         char *buf = NULL;
@@ -470,17 +487,17 @@ int credentials_load(const char *path, struct credentials **out, struct tb_error
         int r = read_secret_file(path, &buf, &len, &st, err);
         if (r < 0)
                 return r;
-        struct credentials *c = credentials_new();
-        if (r == 0) {
-                r = parse_credentials(buf, len, path, c, err);
-                explicit_bzero(buf, len);
-                free(buf);
-                if (r < 0) {
-                        credentials_free(c);
-                        return r;
-                }
-                c->loose = (st.st_mode & 077) != 0;
+        if (r == 1) {
+                *out = credentials_new();
+                return 0;
         }
+        struct credentials *c = NULL;
+        r = credentials_parse(buf, len, path, &c, err);
+        explicit_bzero(buf, len);
+        free(buf);
+        if (r < 0)
+                return r;
+        c->loose = (st.st_mode & 077) != 0;
         *out = c;
         return 0;
 }

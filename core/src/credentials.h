@@ -49,6 +49,21 @@ struct credentials *credentials_new(void);
  * credentials_loose_mode(). */
 int credentials_load(const char *path, struct credentials **out, struct tb_error *err);
 
+/* Parse the `len` bytes at `text` (a Credentials file's contents; no NUL
+ * terminator needed, and a NUL byte is data, never an end) into new
+ * Credentials in *out (free with credentials_free()); `path` only names the
+ * file in messages. credentials_load() reads the file and calls this. The
+ * result owns copies of the values: `text` is not kept, and the caller
+ * zeroes its own copy of the secrets. credentials_loose_mode() is false for
+ * the result. Errors (negative errno, *out untouched, `err` filled with one
+ * line naming `path`, never a value):
+ *   -EINVAL  every content error listed for credentials_load(), empty text
+ *            included ("unexpected end of data");
+ *   -EFBIG   `len` is over CREDENTIALS_MAX_SIZE;
+ *   -ENOMEM  json-c could not allocate its parser. */
+int credentials_parse(const char *text, size_t len, const char *path, struct credentials **out,
+                      struct tb_error *err);
+
 /* Was the loaded file's mode open to group or others (mode & 077)? The
  * caller warns with credentials_warn_loose(). False for a missing file. */
 bool credentials_loose_mode(const struct credentials *c);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MANIFEST_MAX_SIZE (256 * 1024)
+#define MANIFEST_MAX_SIZE (256UL * 1024)
 
 struct manifest_login {
         char *host, *sandbox; /* "~/..." or absolute */
@@ -219,7 +219,8 @@ static int build_vtable(struct manifest *m, struct tb_error *err, const char *pa
 
 static int bad(struct tb_error *err, const char *path, const char *field, const char *what)
 {
-        return tb_fail(err, -EINVAL, "manifest '%s': field '%s' %s; fix the manifest", path, field, what);
+        tb_fail(err, -EINVAL, "manifest '%s': field '%s' %s; fix the manifest", path, field, what);
+        return -EINVAL;
 }
 
 static bool is_portable_name(const char *s, const char *extra)

@@ -172,7 +172,10 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                 exec_errno = 0;
 
         int forwarded = 0, wstatus = 0;
-        bool reaped = false, status_open = run->bwrap, err_open = run->bwrap, killed = false;
+        bool reaped = false, killed = false;
+        /* bwrap's status and stderr pipes, read until their end. */
+        bool status_open = run->bwrap;
+        bool err_open = status_open;
         long long kill_at = -1;
 
         while (!reaped || status_open || err_open) {

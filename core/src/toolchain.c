@@ -117,6 +117,8 @@ static bool reached_through_link(const struct sandbox_spec *spec, const char *sr
 /* Bind the folders shortest first, skipping any already visible as itself. */
 static void ro_dirs_apply(struct ro_dirs *d, struct sandbox_spec *spec)
 {
+        if (d->n == 0)
+                return;
         qsort(d->v, d->n, sizeof *d->v, ro_dir_cmp);
         for (size_t i = 0; i < d->n; i++) {
                 if (!sandbox_covers(spec, d->v[i].dest) && !reached_through_link(spec, d->v[i].src, d->v[i].dest))
@@ -296,9 +298,11 @@ char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const c
         if (nm) {
                 /* The whole tree from the outermost node_modules: the package
                  * and the dependencies npm put beside it. */
-                _cleanup_free_ char *tree = strndup(real, (size_t)(nm - real) + strlen("/node_modules"));
+                char *tree = xstrdup(real);
+                tree[(size_t)(nm - real) + strlen("/node_modules")] = '\0';
                 if (!sandbox_covers(spec, tree))
                         sandbox_add(spec, SANDBOX_RO_BIND, tree, tree);
+                free(tree);
                 sandbox_add(spec, SANDBOX_SYMLINK, real, dest);
         } else {
                 sandbox_add(spec, SANDBOX_RO_BIND, real, dest);

@@ -29,7 +29,7 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
                         return tb_fail(err, -errno, "lock '%s': %s", path, strerror(errno));
                 if (now_ms() >= deadline)
                         return tb_fail(err, -ETIMEDOUT, "lock '%s' is held by another Trial", path);
-                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                struct timespec ts = { 0, 20L * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
 }

@@ -221,18 +221,20 @@ char *path_dirname(const char *path)
 
 int mkdir_p(const char *path, mode_t mode)
 {
-        _cleanup_free_ char *copy = xstrdup(path);
-        for (char *p = copy + 1; *p; p++) {
+        char *copy = xstrdup(path);
+        int r = 0;
+        for (char *p = copy + 1; *p && r == 0; p++) {
                 if (*p != '/')
                         continue;
                 *p = '\0';
                 if (mkdir(copy, mode) < 0 && errno != EEXIST)
-                        return -errno;
+                        r = -errno;
                 *p = '/';
         }
-        if (mkdir(copy, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+        if (r == 0 && mkdir(copy, mode) < 0 && errno != EEXIST)
+                r = -errno;
+        free(copy);
+        return r;
 }
 
 int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
@@ -245,7 +247,7 @@ int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t l
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 snprintf(tmp, sizeof tmp, ".%.200s.tmp-%d-%lx", name, (int)getpid(),
-                         (unsigned long)(ts.tv_nsec ^ (attempt * 2654435761u)));
+                         (unsigned long)ts.tv_nsec ^ ((unsigned long)attempt * 2654435761UL));
                 fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
                 if (fd < 0 && (errno != EEXIST || attempt > 16))
                         return -errno;

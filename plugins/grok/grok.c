@@ -53,7 +53,7 @@ static long grok_wait_ms(const struct tb_host_services *svc, struct tb_host *hos
 
 static int grok_prepare_login(const struct tb_host_services *svc, struct tb_host *host)
 {
-        char home[4096], lock[4200], detail[8400];
+        char home[4096], lock[4200];
         static const char *const keep[] = { GROK_LOGIN, GROK_LOCK, NULL };
         grok_home(svc, host, home, sizeof home);
         snprintf(lock, sizeof lock, "%s/" GROK_LOCK, home);
@@ -61,6 +61,7 @@ static int grok_prepare_login(const struct tb_host_services *svc, struct tb_host
         long wait = grok_wait_ms(svc, host);
         int r = svc->lock(host, lock, wait);
         if (r == -ETIMEDOUT) {
+                char detail[8400];
                 snprintf(detail, sizeof detail,
                          "the Grok Trials home '%s' stayed busy for %.1f s (another Grok Trial holds its lock); "
                          "run Grok Trials one at a time or raise TRIALBOX_GROK_WAIT",

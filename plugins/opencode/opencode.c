@@ -17,10 +17,10 @@ static int opencode_provider(const struct tb_host_services *svc, struct tb_host 
                              char *var, size_t n)
 {
         const char *p = svc->credential(host, "provider");
-        char detail[512];
         *provider = p && *p ? p : "anthropic";
         size_t len = strlen(*provider);
         if (len == 0 || len > 64 || strspn(*provider, "abcdefghijklmnopqrstuvwxyz0123456789-_") != len) {
+                char detail[512];
                 snprintf(detail, sizeof detail,
                          "opencode.provider in the Credentials is not a provider id (lowercase letters, digits, '-', "
                          "'_'); fix it with 'trialbox credentials set opencode.provider'");
