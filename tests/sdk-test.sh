@@ -40,7 +40,8 @@ $clean_env cmake --install "$w/ex-cmake" >/dev/null
 [ -f "$prefix/lib/trialbox/plugins/hello-harness.so" ] || fail "the plugin was not installed into the plugin folder"
 $clean_env "$prefix/bin/trialbox" harnesses | grep -q '^hello-harness  *ready' || fail "harnesses does not list hello-harness as ready"
 mkdir "$w/repo"
-out=$($clean_env "$prefix/bin/trialbox" run -q --harness hello-harness --repo "$w/repo" --output-dir "$w/out" \
+# No environment at all: no PATH, no HOME, no TRIALBOX_PLUGIN_PATH.
+out=$(env -i "$prefix/bin/trialbox" run -q --harness hello-harness --repo "$w/repo" --output-dir "$w/out" \
         -- -c 'echo "$HELLO_GREETING"; pwd')
 [ "$out" = "hello from hello-harness
 $w/repo" ] || fail "the Trial printed: $out"

@@ -200,7 +200,7 @@ static void check_sandbox(struct report *rep)
 {
         const char *over = getenv("TRIALBOX_BWRAP");
         _cleanup_free_ char *bwrap = over && *over ? (access(over, X_OK) == 0 ? xstrdup(over) : NULL)
-                                                   : find_on_path("bwrap", getenv("PATH"));
+                                                   : find_on_path("bwrap", host_path());
         if (!bwrap) {
                 verdict(rep, "bwrap", false, over && *over ? "TRIALBOX_BWRAP does not name an executable" : "bwrap is not on the PATH",
                         "install bubblewrap: sudo apt-get install bubblewrap");

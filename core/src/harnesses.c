@@ -15,7 +15,7 @@ void readiness_check(const struct plugin *p, int verbosity, struct readiness *ou
         home = xstrdup(env_home ? env_home : "/");
 
         *out = (struct readiness){ 0 };
-        out->binary = find_on_path(h->default_binary, getenv("PATH"));
+        out->binary = find_on_path(h->default_binary, host_path());
         struct tb_host host = {
                 .harness = h->name,
                 .sandboxed = 1,

@@ -98,8 +98,10 @@ static int svc_login_in_place(struct tb_host *h, const char *host_path, const ch
                 return -EINVAL;
         _cleanup_free_ char *real = realpath(host_path, NULL);
         struct stat st;
-        if (!real || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+        if (!real || stat(real, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(h->fail_detail, sizeof h->fail_detail, "login '%s' is not a file", host_path);
                 return -ENOENT;
+        }
         if (!h->dry_run) {
                 /* bwrap needs a file to mount on; create it like mkdir -p would. */
                 _cleanup_free_ char *dir = path_dirname(sandbox_path);
@@ -121,7 +123,7 @@ static int svc_login_synced(struct tb_host *h, const char *host_path, const char
         struct tb_error err = { 0 };
         int r = login_sync_add(&h->logins, host_path, sandbox_path, &err);
         if (r < 0)
-                host_logf(h->verbosity, TB_LOG_INFO, "%s: %s", h->harness, err.msg);
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
         return r;
 }
 
@@ -195,8 +197,10 @@ static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
         struct tb_error err = { 0 };
         int fd = -1;
         int r = trials_home_lock(path, timeout_ms, &fd, &err);
-        if (r < 0)
+        if (r < 0) {
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
                 return r;
+        }
         h->lock_fds[h->n_locks++] = fd;
         return 0;
 }
@@ -208,7 +212,7 @@ static int svc_wipe_except(struct tb_host *h, const char *dir, const char *const
         struct tb_error err = { 0 };
         int r = trials_home_wipe(dir, keep, &err);
         if (r < 0)
-                host_logf(h->verbosity, TB_LOG_WARNING, "%s: %s", h->harness, err.msg);
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
         return r;
 }
 

@@ -26,6 +26,7 @@ struct tb_host {
 
         bool voided;
         char void_detail[1024];
+        char fail_detail[1024];    /* why a service failed, for the Outcome */
         struct strv notes;
 
         /* What the services hold until the Trial ends. */

@@ -39,6 +39,7 @@ static void add_allowed(struct sandbox_spec *spec, const char *list)
 
 void trial_add_allowed_env(struct sandbox_spec *spec, bool sandboxed)
 {
+        sandbox_setenv(spec, "PATH", host_path(), false);
         add_allowed(spec, TRIAL_ENV_ALLOW);
         /* Unsandboxed, the session shares the real home and its layout. */
         if (!sandboxed)
@@ -130,7 +131,7 @@ static char *find_bwrap(void)
         const char *over = getenv("TRIALBOX_BWRAP");
         if (over && *over)
                 return access(over, X_OK) == 0 ? xstrdup(over) : NULL;
-        return find_on_path("bwrap", getenv("PATH"));
+        return find_on_path("bwrap", host_path());
 }
 
 /* Everything a Trial holds, freed in one place. */
@@ -253,7 +254,7 @@ static void trial_build_spec(struct trial *t)
                 return;
         }
         struct toolchain_host th = {
-                .path = getenv("PATH"),
+                .path = host_path(),
                 .home = t->user_home,
                 .tools = getenv("TRIALBOX_TOOLCHAINS"),
                 .cargo_home = getenv("CARGO_HOME"),
@@ -314,7 +315,7 @@ static int trial_setup(struct trial *t)
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
-        t->bin = find_on_path(want, getenv("PATH"));
+        t->bin = find_on_path(want, host_path());
         if (!t->bin) {
                 _cleanup_free_ char *d = xasprintf("the %s binary '%s' was not found%s; install it or pass --harness-bin",
                                                    opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
@@ -351,9 +352,11 @@ static int trial_prepare(struct trial *t)
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
         if (r < 0) {
-                _cleanup_free_ char *d = t->host.voided
-                                                 ? xstrdup(t->host.void_detail)
-                                                 : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
+                _cleanup_free_ char *d =
+                        t->host.voided         ? xstrdup(t->host.void_detail)
+                        : t->host.fail_detail[0] ? xasprintf("the %s login could not be handed over: %s",
+                                                             t->opt->harness, t->host.fail_detail)
+                                               : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
                 return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
         }
         for (char **a = t->opt->session_args; a && *a; a++)

@@ -211,6 +211,12 @@ char *find_on_path(const char *prog, const char *path_env)
         return NULL;
 }
 
+const char *host_path(void)
+{
+        const char *p = getenv("PATH");
+        return p && *p ? p : TB_DEFAULT_PATH;
+}
+
 char *path_dirname(const char *path)
 {
         const char *slash = strrchr(path, '/');

@@ -89,6 +89,11 @@ void strbuf_add_quoted(struct strbuf *sb, const char *s);
  * has a '/': a malloc'd absolute path (links not resolved) to an executable
  * regular file, or NULL. */
 char *find_on_path(const char *prog, const char *path_env);
+/* The host PATH, or the usual default when it is unset or empty (as execvp
+ * does): trialbox must work from an empty environment. */
+#define TB_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const char *host_path(void);
+
 /* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
 char *path_dirname(const char *path);
 /* mkdir -p with `mode` for the folders it makes. 0 or negative errno. */
