@@ -108,8 +108,15 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
 {
         strv_add(out, bwrap);
         strv_add(out, "--unshare-pid");
+        /* The host's SysV shared memory and semaphores stay out of reach;
+         * the network stays the host's, by design. */
+        strv_add(out, "--unshare-ipc");
         strv_add(out, "--die-with-parent");
         strv_add(out, "--new-session");
+        /* bwrap run by root keeps every capability unless told otherwise
+         * (a user namespace drops them anyway): none, always. */
+        strv_add(out, "--cap-drop");
+        strv_add(out, "ALL");
         for (size_t i = 0; i < spec->n_ops; i++) {
                 const struct sandbox_op *op = &spec->ops[i];
                 strv_add(out, op_flag[op->kind]);

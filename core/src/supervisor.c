@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include "supervisor.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
@@ -97,6 +99,23 @@ static void on_stderr(char *l, void *ud)
                 snprintf(s->bwrap_msg, sizeof s->bwrap_msg, "%s", l);
 }
 
+/* Mark every fd from `from` on close-on-exec, but `keep` (itself cloexec). */
+static void close_inherited_fds(int from, int keep)
+{
+        if (close_range((unsigned)from, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+                return;
+        /* Older kernels: walk the open fds. */
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                int fd = atoi(e->d_name);
+                if (fd >= from && fd != keep && fd != dirfd(d))
+                        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+        if (d)
+                closedir(d);
+}
+
 /* In the child: put the fds where the program expects them and exec it. */
 static void __attribute__((noreturn))
 exec_child(const struct supervisor_run *run, const sigset_t *old, int status_w, int err_w, int exec_err_w)
@@ -119,6 +138,9 @@ exec_child(const struct supervisor_run *run, const sigset_t *old, int status_w, 
                 if (run->cwd && chdir(run->cwd) < 0)
                         goto fail;
         }
+        /* Only what the program needs crosses: no fd trialbox inherited
+         * from whoever started it (bwrap would pass it on to the session). */
+        close_inherited_fds(run->bwrap ? SANDBOX_STATUS_FD + 1 : STDERR_FILENO + 1, exec_err_w);
         execve(run->argv[0], run->argv, run->envp);
 fail:
         e = errno;
