@@ -45,6 +45,10 @@ START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_com
         ck_assert_int_ge(find_arg(&a, "--unshare-pid"), 1);
         ck_assert_int_ge(find_arg(&a, "--die-with-parent"), 1);
         ck_assert_int_ge(find_arg(&a, "--new-session"), 1);
+        ck_assert_int_ge(find_arg(&a, "--unshare-ipc"), 1);
+        int cap = find_arg(&a, "--cap-drop");
+        ck_assert_int_ge(cap, 1);
+        ck_assert_str_eq(a.v[cap + 1], "ALL");
         int usr = find_triple(&a, "--ro-bind", "/usr", "/usr");
         int repo = find_triple(&a, "--bind", "/work/repo", "/work/repo");
         ck_assert_int_gt(usr, 0);
@@ -148,6 +152,7 @@ START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_
         ck_assert_int_gt(find_triple(&a, "--ro-bind", "/usr", "/usr"), 0);
         ck_assert_int_gt(find_triple(&a, "--ro-bind", "/etc", "/etc"), 0);
         ck_assert_int_gt(find_triple(&a, "--ro-bind", target, target), 0);
+        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), find_arg(&a, "--proc"));
         ck_assert_int_lt(find_triple(&a, "--bind", "/usr", "/usr"), 0);
         ck_assert_int_gt(find_arg(&a, "--proc"), 0);
         ck_assert_int_gt(find_arg(&a, "--dev"), 0);
