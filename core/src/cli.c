@@ -47,18 +47,31 @@ static int usage_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        fputs("trialbox: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "; see 'trialbox %s--help'\n", cmd);
+        _cleanup_free_ char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
         va_end(ap);
+        fprintf(stderr, "trialbox: %s; see 'trialbox %s--help'\n", msg ? str_printable(msg) : "usage error", cmd);
         return TB_EXIT_USAGE;
 }
 
 /* The option the parser stopped at, as the user wrote it. */
 static const char *bad_option(char **argv, int optind_now)
 {
-        const char *a = argv[optind_now - 1];
+        const char *a = optind_now > 0 ? argv[optind_now - 1] : NULL;
         return a ? a : "?";
+}
+
+/* "--name" (or "-c") of the option whose value is `val`. */
+static const char *option_name(const struct option *longopts, int val, char *buf, size_t n)
+{
+        for (const struct option *o = longopts; o->name; o++)
+                if (o->val == val) {
+                        snprintf(buf, n, "--%s", o->name);
+                        return buf;
+                }
+        snprintf(buf, n, "-%c", val > 0 && val < 128 ? val : '?');
+        return buf;
 }
 
 enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON };
@@ -103,12 +116,13 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
         };
         struct trial_options opt = { 0 };
         int c, v = 0, q = 0;
+        char name[64];
 
         *out = opt;
 
         opterr = 0;
         optind = 0; /* a full reset: the parser may run more than once */
-        while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:vqh", longopts, NULL)) != -1) {
                 const char **slot = NULL;
                 switch (c) {
                 case OPT_HARNESS:
@@ -148,7 +162,8 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                         fputs(usage_text, stdout);
                         return 1;
                 case ':':
-                        return usage_error("run ", "option '%s' needs a value", bad_option(argv, optind));
+                        return usage_error("run ", "option '%s' needs a value",
+                                           option_name(longopts, optopt, name, sizeof name));
                 default:
                         if (optopt && optopt < 256)
                                 return usage_error("run ", "unknown option '-%c'", optopt);
@@ -156,10 +171,11 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 }
                 if (slot) {
                         if (*slot)
-                                return usage_error("run ", "option '%s' given twice", bad_option(argv, optind));
+                                return usage_error("run ", "option '%s' given twice",
+                                                   option_name(longopts, c, name, sizeof name));
                         if (!optarg[0])
                                 return usage_error("run ", "option '%s' needs a non-empty value",
-                                                   bad_option(argv, optind - 1));
+                                                   option_name(longopts, c, name, sizeof name));
                         *slot = optarg;
                 }
         }
@@ -204,10 +220,11 @@ static int cmd_simple(int argc, char **argv, bool is_check)
         const char *cmd = is_check ? "check " : "harnesses ";
         const char *harness = NULL;
         int c, json = 0, v = 0, q = 0, verbosity = 1;
+        char name[64];
 
         opterr = 0;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:vqh", longopts, NULL)) != -1) {
                 switch (c) {
                 case OPT_HARNESS:
                         if (!is_check)
@@ -227,7 +244,8 @@ static int cmd_simple(int argc, char **argv, bool is_check)
                         fputs(usage_text, stdout);
                         return 0;
                 case ':':
-                        return usage_error(cmd, "option '%s' needs a value", bad_option(argv, optind));
+                        return usage_error(cmd, "option '%s' needs a value",
+                                           option_name(longopts, optopt, name, sizeof name));
                 default:
                         return usage_error(cmd, "unknown option '%s'", bad_option(argv, optind));
                 }

@@ -15,15 +15,28 @@ static bool level_shown(int verbosity, enum tb_log_level level)
         return (int)level <= verbosity;
 }
 
-void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...)
+static void vlog(int verbosity, int min, const char *prefix, const char *fmt, va_list ap)
 {
-        if (!level_shown(verbosity, level))
+        if (verbosity < min)
                 return;
-        va_list ap;
-        va_start(ap, fmt);
         _cleanup_free_ char *msg = NULL;
         if (vasprintf(&msg, fmt, ap) >= 0)
-                fprintf(stderr, "trialbox: %s%s\n", level == TB_LOG_WARNING ? "warning: " : "", msg);
+                fprintf(stderr, "trialbox: %s%s\n", prefix, str_printable(msg));
+}
+
+void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog(verbosity, (int)level, level == TB_LOG_WARNING ? "warning: " : "", fmt, ap);
+        va_end(ap);
+}
+
+void host_notice(int verbosity, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog(verbosity, 1, "", fmt, ap);
         va_end(ap);
 }
 
@@ -37,7 +50,8 @@ static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt,
         va_start(ap, fmt);
         _cleanup_free_ char *msg = NULL;
         if (vasprintf(&msg, fmt, ap) >= 0)
-                fprintf(stderr, "trialbox: %s: %s%s\n", h->harness, level == TB_LOG_WARNING ? "warning: " : "", msg);
+                fprintf(stderr, "trialbox: %s: %s%s\n", h->harness, level == TB_LOG_WARNING ? "warning: " : "",
+                        str_printable(msg));
         va_end(ap);
 }
 

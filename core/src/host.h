@@ -47,7 +47,10 @@ int host_call(struct tb_host *host, tb_hook_fn hook);
 
 void host_free(struct tb_host *host);
 
-/* Print a message of trialbox's own at `level` (prefixed "trialbox: "). */
+/* Print a message of trialbox's own at `level` (prefixed "trialbox: ", a
+ * warning also "warning: "; control characters shown as '?'). */
 void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* trialbox's one-line summary: shown unless -q. */
+void host_notice(int verbosity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

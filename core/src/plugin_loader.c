@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,27 @@ static int check_owner_mode(const struct stat *st, const char *what, const char 
                 return tb_fail(err, -EPERM, "%s '%s' is writable by others (mode %04o); run: chmod go-w '%s'", what,
                                path, (unsigned)(st->st_mode & 07777), path);
         return 0;
+}
+
+/* Does every part of the ELF file the dynamic loader maps lie inside the
+ * file? A truncated library passes the magic check, and dlopen would map
+ * pages past its end and die of SIGBUS touching them. */
+static bool elf_fits(int fd, off_t size)
+{
+        Elf64_Ehdr eh;
+        if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+            eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > (Elf64_Off)size ||
+            (Elf64_Off)size - eh.e_phoff < (Elf64_Off)eh.e_phnum * sizeof(Elf64_Phdr))
+                return false;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+                Elf64_Phdr ph;
+                if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+                        return false;
+                if (ph.p_type == PT_LOAD &&
+                    (ph.p_offset > (Elf64_Off)size || ph.p_filesz > (Elf64_Off)size - ph.p_offset))
+                        return false;
+        }
+        return true;
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -120,6 +142,10 @@ int plugin_load_file(const char *path, const char *expected_name, struct plugin 
                 return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library (no ELF header); remove it",
                                path);
 
+        if (!elf_fits(fd, st.st_size))
+                return tb_fail(err, -ENOEXEC,
+                               "plugin '%s' is not a loadable library (truncated or not a 64-bit ELF); reinstall it",
+                               path);
         char fdpath[64];
         snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
         void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);

@@ -19,10 +19,11 @@ static int usage_error(const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        fputs("trialbox: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        _cleanup_free_ char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
         va_end(ap);
+        fprintf(stderr, "trialbox: %s\n", msg ? str_printable(msg) : "usage error");
         return TB_EXIT_USAGE;
 }
 
@@ -58,18 +59,38 @@ static char *real_home(void)
         return xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
 }
 
-/* An absolute, clean path for a folder that may not exist yet. */
-static char *absolute(const char *p)
+/* `p` made absolute against the working folder, links not resolved. */
+static char *make_absolute(const char *p)
+{
+        char cwd[PATH_MAX];
+        if (p[0] == '/')
+                return xstrdup(p);
+        return xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", p);
+}
+
+/* The real path `p` will have: its existing part resolved (links followed),
+ * the parts that do not exist yet appended. NULL with errno EINVAL for a "."
+ * or ".." among those. */
+static char *resolve_new_path(const char *p)
 {
         char *r = realpath(p, NULL);
         if (r)
                 return r;
-        if (p[0] == '/')
-                return xstrdup(p);
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-                return xstrdup(p);
-        return xasprintf("%s/%s", cwd, p);
+        _cleanup_free_ char *abs = make_absolute(p);
+        size_t n = strlen(abs);
+        while (n > 1 && abs[n - 1] == '/')
+                abs[--n] = '\0';
+        char *slash = strrchr(abs, '/');
+        const char *last = slash + 1;
+        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
+                errno = EINVAL;
+                return NULL;
+        }
+        _cleanup_free_ char *parent = slash == abs ? xstrdup("/") : strndup(abs, (size_t)(slash - abs));
+        _cleanup_free_ char *parent_real = resolve_new_path(parent);
+        if (!parent_real)
+                return NULL;
+        return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
 }
 
 /* A git worktree's .git is a file naming its private git dir, whose
@@ -194,7 +215,10 @@ static int trial_validate(struct trial *t)
         } else if (errno != ENOENT) {
                 return usage_error("output folder '%s': %s", opt->output_dir, strerror(errno));
         }
-        t->output = absolute(opt->output_dir);
+        t->output = resolve_new_path(opt->output_dir);
+        if (!t->output)
+                return usage_error("output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
+                                   opt->output_dir);
         if (path_is_under(t->output, t->repo))
                 return usage_error("output folder '%s' is inside the repository '%s', where the session could read "
                                    "its home; choose a folder outside it",
@@ -227,9 +251,9 @@ static int trial_finish(struct trial *t)
         if (o->kind == OUTCOME_VOID)
                 host_logf(t->opt->verbosity, TB_LOG_ERROR, "%s: void (%s): %s", o->harness,
                           outcome_cause_name(o->cause), o->detail);
-        else if (t->opt->verbosity >= 1)
-                fprintf(stderr, "trialbox: %s: %s: %s, in %lld ms; see %s/outcome.json\n", o->harness,
-                        outcome_kind_name(o->kind), o->detail, o->duration_ms, t->output);
+        else
+                host_notice(t->opt->verbosity, "%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness,
+                          outcome_kind_name(o->kind), o->detail, o->duration_ms, t->output);
         return outcome_exit_status(o);
 }
 
@@ -267,7 +291,7 @@ static void trial_build_spec(struct trial *t)
         _cleanup_free_ char *run_path = toolchain_add_harness(spec, t->opt->harness, t->bin, &th);
         if (t->skills) {
                 sandbox_add(spec, SANDBOX_RO_BIND, t->skills, t->skills);
-                _cleanup_free_ char *given = absolute(t->opt->skills);
+                _cleanup_free_ char *given = make_absolute(t->opt->skills);
                 if (strcmp(given, t->skills) != 0)
                         sandbox_add(spec, SANDBOX_RO_BIND, t->skills, given);
         }

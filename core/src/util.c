@@ -132,6 +132,14 @@ void strv_free(struct strv *s)
         s->n = s->cap = 0;
 }
 
+char *str_printable(char *s)
+{
+        for (unsigned char *p = (unsigned char *)s; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        *p = '?';
+        return s;
+}
+
 bool str_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 bool path_is_under(const char *path, const char *dir)

@@ -75,6 +75,10 @@ void strv_free(struct strv *s);
 bool str_has_prefix(const char *s, const char *prefix);
 /* Is `path` equal to `dir` or inside it? Both must be absolute and clean. */
 bool path_is_under(const char *path, const char *dir);
+/* Replace control characters in `s` (in place) with '?', so a message that
+ * quotes user input stays one line and sends the terminal nothing. Returns s. */
+char *str_printable(char *s);
+
 /* A growable string (git's strbuf, reduced). Zero-initialise; `s` is
  * NUL-terminated once anything was added; free(sb.s) when done. */
 struct strbuf {
