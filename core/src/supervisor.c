@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 
+#include "keeper.h"
 #include "sandbox.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
@@ -116,12 +117,12 @@ static void close_inherited_fds(int from, int keep)
                 closedir(d);
 }
 
-/* In the child: put the fds where the program expects them and exec it. */
-static void __attribute__((noreturn))
-exec_child(const struct supervisor_run *run, const sigset_t *old, int status_w, int err_w, int exec_err_w)
+/* In the child: put the fds where the program expects them and exec it
+ * (bwrap: through its keeper). */
+static void __attribute__((noreturn)) exec_child(const struct supervisor_run *run, const sigset_t *old,
+                                                 pid_t trialbox, int status_w, int err_w, int exec_err_w)
 {
         int e;
-        sigprocmask(SIG_SETMASK, old, NULL);
         if (run->bwrap) {
                 if (dup2(err_w, STDERR_FILENO) < 0)
                         goto fail;
@@ -131,16 +132,17 @@ exec_child(const struct supervisor_run *run, const sigset_t *old, int status_w, 
                 } else if (dup2(status_w, SANDBOX_STATUS_FD) < 0) {
                         goto fail;
                 }
-        } else {
-                /* Its own process group, so a forwarded signal reaches its children too. */
-                if (setpgid(0, 0) < 0)
-                        goto fail;
-                if (run->cwd && chdir(run->cwd) < 0)
-                        goto fail;
+                /* Only what bwrap needs crosses: no fd trialbox inherited
+                 * from whoever started it (bwrap passes them all on). */
+                keeper_run(run->argv, run->envp, trialbox, old, exec_err_w);
         }
-        /* Only what the program needs crosses: no fd trialbox inherited
-         * from whoever started it (bwrap would pass it on to the session). */
-        close_inherited_fds(run->bwrap ? SANDBOX_STATUS_FD + 1 : STDERR_FILENO + 1, exec_err_w);
+        sigprocmask(SIG_SETMASK, old, NULL);
+        /* Its own process group, so a forwarded signal reaches its children too. */
+        if (setpgid(0, 0) < 0)
+                goto fail;
+        if (run->cwd && chdir(run->cwd) < 0)
+                goto fail;
+        close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
         execve(run->argv[0], run->argv, run->envp);
 fail:
         e = errno;
@@ -173,13 +175,14 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                 goto out;
         }
 
+        pid_t self = getpid();
         pid_t pid = fork();
         if (pid < 0) {
                 r = tb_fail(err, -errno, "fork: %s", strerror(errno));
                 goto out;
         }
         if (pid == 0)
-                exec_child(run, &old, status_p[1], err_p[1], exec_p[1]);
+                exec_child(run, &old, self, status_p[1], err_p[1], exec_p[1]);
 
         tb_closep(&status_p[1]);
         tb_closep(&err_p[1]);
@@ -230,7 +233,7 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                         else if (s.child_pid > 0)
                                 kill((pid_t)s.child_pid, SIGKILL); /* its pid 1: the namespace dies with it */
                         else
-                                kill(pid, SIGKILL);
+                                kill(pid, KEEPER_KILL_ALL);
                 }
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -254,7 +257,7 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                                 else if (s.child_pid > 0)
                                         kill(-(pid_t)s.child_pid, sig); /* the session's process group */
                                 else
-                                        kill(pid, sig); /* still setting up: stop bwrap itself */
+                                        kill(pid, sig); /* still setting up: the keeper stops bwrap */
                         }
                 }
                 if (status_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))

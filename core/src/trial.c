@@ -319,7 +319,8 @@ static int trial_setup(struct trial *t)
         if (!opt->dry_run) {
                 int r = mkdir_p(t->output, 0755);
                 if (r < 0)
-                        return usage_error("cannot create output folder '%s': %s", t->output, strerror(-r));
+                        return usage_error("cannot create output folder '%s': %s; choose a writable folder", t->output,
+                                           strerror(-r));
         }
         t->outcome = (struct outcome){
                 .harness = opt->harness,

@@ -1,0 +1,155 @@
+#define _GNU_SOURCE
+#include "keeper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <linux/close_range.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/* SIGKILL every direct child; returns how many were found. */
+static int kill_children(void)
+{
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int found = 0;
+        if (fd >= 0) {
+                ssize_t n = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                buf[n > 0 ? n : 0] = '\0';
+                for (char *p = buf, *end; *p; p = end) {
+                        long pid = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+                                found++;
+                }
+                return found;
+        }
+        /* No children file: look for our children in /proc. */
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                int pid = atoi(e->d_name);
+                if (pid <= 0)
+                        continue;
+                snprintf(path, sizeof path, "/proc/%d/stat", pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                buf[n > 0 ? n : 0] = '\0';
+                const char *paren = strrchr(buf, ')');
+                int ppid = 0;
+                if (paren && sscanf(paren + 1, " %*c %d", &ppid) == 1 && ppid == getpid() && kill(pid, SIGKILL) == 0)
+                        found++;
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
+{
+        /* Hold nothing of trialbox's but bwrap's stdio, its status fd and the
+         * exec-error pipe (moved to the fd after them): not the Grok lock,
+         * not the login watch, not trialbox's signalfd. */
+        const int err_fd = SANDBOX_STATUS_FD + 1;
+        if (exec_err_w != err_fd && dup2(exec_err_w, err_fd) < 0)
+                _exit(127);
+        fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+        exec_err_w = err_fd;
+        if (close_range((unsigned)err_fd + 1, ~0U, 0) < 0) {
+                for (int fd = err_fd + 1; fd < 1024; fd++)
+                        close(fd);
+        }
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGUSR1);
+        sigaddset(&mask, SIGUSR2);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* Learn of trialbox's death, even if it came before this line. */
+        if (prctl(PR_SET_PDEATHSIG, SIGUSR2) < 0 || getppid() != trialbox)
+                _exit(127);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+        pid_t bwrap = fork();
+        if (bwrap == 0) {
+                sigprocmask(SIG_SETMASK, old, NULL);
+                /* bwrap dies with its keeper: a second line of defence. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execve(argv[0], argv, envp);
+                int e = errno;
+                if (write(exec_err_w, &e, sizeof e) < 0) {
+                }
+                _exit(127);
+        }
+        /* The keeper holds none of bwrap's pipes but stderr. */
+        close(exec_err_w);
+        close(SANDBOX_STATUS_FD);
+        if (bwrap < 0 || sfd < 0) {
+                if (bwrap > 0)
+                        kill(bwrap, SIGKILL);
+                _exit(127);
+        }
+
+        int status = 0;
+        bool bwrap_done = false, killing = false;
+        for (;;) {
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si) {
+                        if (errno == EINTR)
+                                continue;
+                        killing = true;
+                } else if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
+                        killing = true;
+                } else if (si.ssi_signo != SIGCHLD && !bwrap_done) {
+                        kill(bwrap, (int)si.ssi_signo);
+                }
+                if (killing)
+                        kill_children();
+                /* Reap what ended; anything left once bwrap is gone is an
+                 * orphan of the sandbox: kill it too. */
+                for (;;) {
+                        int st;
+                        pid_t p = waitpid(-1, &st, WNOHANG);
+                        if (p == bwrap) {
+                                status = st;
+                                bwrap_done = true;
+                        }
+                        if (p <= 0) {
+                                if (p < 0 && errno == ECHILD && bwrap_done) {
+                                        if (WIFSIGNALED(status)) {
+                                                signal(WTERMSIG(status), SIG_DFL);
+                                                sigset_t all;
+                                                sigfillset(&all);
+                                                sigprocmask(SIG_UNBLOCK, &all, NULL);
+                                                raise(WTERMSIG(status));
+                                        }
+                                        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+                                }
+                                break;
+                        }
+                }
+                if (bwrap_done && !killing) {
+                        killing = true;
+                        kill_children();
+                }
+        }
+}

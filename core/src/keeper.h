@@ -1,0 +1,28 @@
+/* The keeper: a small process between trialbox and bwrap, so that nothing of
+ * a sandbox outlives trialbox, even when trialbox is killed with SIGKILL.
+ *
+ * bwrap's --die-with-parent is racy: the sandbox's first process sets its
+ * parent-death signal only during setup, so a bwrap killed at the wrong
+ * moment leaves a sandbox running under init, unwatched (bubblewrap #633).
+ * The keeper is a child subreaper with a parent-death signal of its own: it
+ * starts bwrap, and whatever of the sandbox is orphaned comes to it. When
+ * trialbox dies (SIGUSR2, its parent-death signal) or asks (SIGUSR1), or when
+ * bwrap has exited, it kills every process left under it. It forwards
+ * SIGINT, SIGTERM and SIGHUP to bwrap, and ends with bwrap's own status. */
+#ifndef TB_KEEPER_H
+#define TB_KEEPER_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* Ask a keeper to kill everything under it. */
+#define KEEPER_KILL_ALL SIGUSR1
+
+/* Run in the forked child of `trialbox` (whose signal mask `old` to restore
+ * for bwrap), with stdin, stdout, stderr and SANDBOX_STATUS_FD set up for
+ * bwrap: start argv with envp and keep it. On a failed exec, the errno goes
+ * to `exec_err_w`. Never returns. */
+void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
+        __attribute__((noreturn));
+
+#endif
