@@ -16,6 +16,8 @@ static bool level_shown(int verbosity, enum tb_log_level level)
 }
 
 static void vlog(int verbosity, int min, const char *prefix, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
+static void vlog(int verbosity, int min, const char *prefix, const char *fmt, va_list ap)
 {
         if (verbosity < min)
                 return;
