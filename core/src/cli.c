@@ -165,6 +165,9 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                         return usage_error("run ", "option '%s' needs a value",
                                            option_name(longopts, optopt, name, sizeof name));
                 default:
+                        if (optopt >= OPT_HARNESS)
+                                return usage_error("run ", "option '%s' takes no value",
+                                                   option_name(longopts, optopt, name, sizeof name));
                         if (optopt && optopt < 256)
                                 return usage_error("run ", "unknown option '-%c'", optopt);
                         return usage_error("run ", "unknown option '%s'", bad_option(argv, optind));

@@ -287,6 +287,8 @@ static int parse_kv(json_object *o, const char *key, bool env_names, struct kv *
                 snprintf(field, sizeof field, "%s.%.200s", key, k);
                 if (!json_object_is_type(val, json_type_string))
                         return bad(err, path, field, "must be a string");
+                if (strlen(json_object_get_string(val)) != (size_t)json_object_get_string_len(val))
+                        return bad(err, path, field, "must not contain a NUL character");
                 if (env_names ? !(is_portable_name(k, env_chars) && !(k[0] >= '0' && k[0] <= '9'))
                               : (k[0] == '/' || strstr(k, "..") || !*k))
                         return bad(err, path, field,
@@ -406,7 +408,7 @@ int manifest_parse(const char *text, size_t len, const char *path, const char *e
                                jerr == json_tokener_continue ? "unexpected end of data" : json_tokener_error_desc(jerr));
         }
         for (size_t i = end; i < len; i++)
-                if (!strchr(" \t\r\n", text[i])) {
+                if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\n') {
                         json_object_put(root);
                         return tb_fail(err, -EINVAL, "manifest '%s': text after the JSON object; fix the manifest", path);
                 }

@@ -61,6 +61,10 @@ static bool elf_fits(int fd, off_t size)
             eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > (Elf64_Off)size ||
             (Elf64_Off)size - eh.e_phoff < (Elf64_Off)eh.e_phnum * sizeof(Elf64_Phdr))
                 return false;
+        /* The section headers come last in a whole file: cut, it is truncated. */
+        if (eh.e_shoff != 0 && (eh.e_shoff > (Elf64_Off)size ||
+                                (Elf64_Off)size - eh.e_shoff < (Elf64_Off)eh.e_shnum * eh.e_shentsize))
+                return false;
         for (unsigned i = 0; i < eh.e_phnum; i++) {
                 Elf64_Phdr ph;
                 if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
