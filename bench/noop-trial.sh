@@ -16,6 +16,7 @@
 #              same Trial with fsync(2) made a no-op (LD_PRELOAD), which shows
 #              what writing outcome.json durably costs.
 RUNS=${RUNS:-50} # a no-op Trial takes ~15 ms: 50 runs are cheap and steady the medians
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
 need_trialbox

@@ -166,8 +166,9 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                                            option_name(longopts, optopt, name, sizeof name));
                 default:
                         if (optopt >= OPT_HARNESS)
-                                return usage_error("run ", "option '%s' takes no value",
-                                                   option_name(longopts, optopt, name, sizeof name));
+                                return usage_error("run ", "option '%s' takes no value: '%s'",
+                                                   option_name(longopts, optopt, name, sizeof name),
+                                                   bad_option(argv, optind));
                         if (optopt && optopt < 256)
                                 return usage_error("run ", "unknown option '-%c'", optopt);
                         return usage_error("run ", "unknown option '%s'", bad_option(argv, optind));
