@@ -235,6 +235,11 @@ char *path_dirname(const char *path)
 
 int mkdir_p(const char *path, mode_t mode)
 {
+        /* Mostly only the last folder is missing: try it first. */
+        if (mkdir(path, mode) == 0 || errno == EEXIST)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
         char *copy = xstrdup(path);
         int r = 0;
         for (char *p = copy + 1; *p && r == 0; p++) {
@@ -252,6 +257,11 @@ int mkdir_p(const char *path, mode_t mode)
 }
 
 int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
+{
+        return write_file_atomic_at_flags(dirfd, name, data, len, mode, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
+}
+
+int write_file_atomic_at_flags(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int flags)
 {
         char tmp[NAME_MAX + 1];
         _cleanup_close_ int fd = -1;
@@ -278,11 +288,11 @@ int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t l
                 }
                 off += (size_t)w;
         }
-        if (fsync(fd) < 0)
+        if ((flags & WRITE_SYNC_FILE) && fdatasync(fd) < 0)
                 goto fail;
         if (renameat(dirfd, tmp, dirfd, name) < 0)
                 goto fail;
-        if (fsync(dirfd) < 0 && errno != EINVAL)
+        if ((flags & WRITE_SYNC_DIR) && fsync(dirfd) < 0 && errno != EINVAL)
                 return -errno;
         return 0;
 fail:

@@ -105,8 +105,17 @@ int mkdir_p(const char *path, mode_t mode);
 
 /* Write `len` bytes to `dirfd`/`name` atomically: a temporary file made with
  * O_EXCL in that folder, written, fsynced, renamed over `name`, and the
- * folder fsynced. The file gets `mode`. 0 or negative errno. */
+ * folder fsynced (systemd's write_string_file_atomic_at): for secrets, which
+ * must survive a crash whole. The file gets `mode`. 0 or negative errno. */
 int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+
+enum {
+        WRITE_SYNC_FILE = 1 << 0, /* fdatasync the data before the rename: never a partial file after a crash */
+        WRITE_SYNC_DIR = 1 << 1,  /* fsync the folder after it: the new name itself survives a crash */
+};
+/* The same with the syncs chosen (`flags`, WRITE_*): readers always see the
+ * old file or the new one whole, whatever the flags. */
+int write_file_atomic_at_flags(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int flags);
 
 /* Read a whole small file (up to `max` bytes). malloc'd, NUL-terminated, or NULL with errno set. */
 char *read_file(const char *path, size_t max, size_t *len_out);
