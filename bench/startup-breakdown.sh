@@ -2,7 +2,7 @@
 # Where a no-op Trial's time goes beyond the bare bwrap command's: the
 # syscalls only trialbox makes, timed by strace -T over many no-op Trials
 # (the trialbox process only, not bwrap: -f is not used), per Trial:
-#   - writing outcome.json durably: fsync of the file, fsync of its folder;
+#   - writing outcome.json durably: fdatasync of the file (its folder is not synced);
 #   - making the output folder and the fresh home (mkdir);
 #   - fork (clone) of trialbox before it execs bwrap;
 # and how many syscalls the trialbox process makes in all (strace -c).
@@ -54,7 +54,7 @@ cl=$(col_median 5)
 total=$(awk '$NF == "total" { print $(NF - 2) }' "$W/count")
 statlike=$(awk '$NF == "newfstatat" || $NF == "readlink" || $NF == "stat" || $NF == "lstat" || $NF == "access" { s += $4 } END { print s + 0 }' "$W/count")
 
-row "start-up breakdown" "fsync of outcome.json: the file + its folder, median per Trial" \
+row "start-up breakdown" "sync of outcome.json: fdatasync of the file + fsync of its folder (none now), median per Trial" \
         "$(awk -v a="$fsf" -v b="$fsd" 'BEGIN { printf "%.2f ms (%.2f + %.2f)", a + b, a, b }')" "" ""
 row "start-up breakdown" "mkdir of the output folder and the fresh home ($nmk calls), median per Trial" "$mk ms" "" ""
 row "start-up breakdown" "fork of trialbox before it execs bwrap, median" "$cl ms" "" ""
