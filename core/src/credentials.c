@@ -108,7 +108,7 @@ static char *printable_name(const char *name)
                 unsigned char ch = (unsigned char)name[i];
                 out[i] = ch >= 0x20 && ch < 0x7f && ch != '\'' ? (char)ch : '?';
         }
-        strcpy(out + n, name[n] ? "..." : "");
+        memcpy(out + n, name[n] ? "..." : "", name[n] ? 4 : 1);
         return out;
 }
 
@@ -292,11 +292,15 @@ static int read_secret_file(const char *path, char **buf, size_t *len, struct st
                                        "replace it with the file itself or give --credentials FILE",
                                        path);
                 int e = errno;
+                if (e <= 0)
+                        e = EIO;
                 return tb_fail(err, -e, "cannot open credentials '%s': %s; check the path and its permissions",
                                path, strerror(e));
         }
         if (fstat(fd, st) < 0) {
                 int e = errno;
+                if (e <= 0)
+                        e = EIO;
                 return tb_fail(err, -e, "cannot stat credentials '%s': %s", path, strerror(e));
         }
         if (S_ISDIR(st->st_mode))
@@ -317,6 +321,8 @@ static int read_secret_file(const char *path, char **buf, size_t *len, struct st
                         if (errno == EINTR)
                                 continue;
                         int e = errno;
+                        if (e <= 0)
+                                e = EIO;
                         explicit_bzero(b, n);
                         free(b);
                         return tb_fail(err, -e, "cannot read credentials '%s': %s", path, strerror(e));
@@ -491,6 +497,8 @@ int credentials_load(const char *path, struct credentials **out, struct tb_error
                 *out = credentials_new();
                 return 0;
         }
+        if (!buf) /* not reached: read_secret_file sets it on success (for the analyser) */
+                return -EIO;
         struct credentials *c = NULL;
         r = credentials_parse(buf, len, path, &c, err);
         explicit_bzero(buf, len);
@@ -523,7 +531,6 @@ static void emit_json_string(struct outbuf *o, const char *s)
 {
         emit(o, "\"", 1);
         for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                char esc[8];
                 switch (*p) {
                 case '"':
                         emit(o, "\\\"", 2);
@@ -548,6 +555,7 @@ static void emit_json_string(struct outbuf *o, const char *s)
                         break;
                 default:
                         if (*p < 0x20 || *p == 0x7f) {
+                                char esc[8];
                                 snprintf(esc, sizeof esc, "\\u%04x", *p);
                                 emit(o, esc, 6);
                         } else {

@@ -18,7 +18,7 @@
 #include "util.h"
 
 /* The largest Credentials file (and value) accepted: 1 MiB. */
-#define CREDENTIALS_MAX_SIZE (1024 * 1024)
+#define CREDENTIALS_MAX_SIZE (1024L * 1024)
 
 /* Loaded Credentials: opaque; sections and keys keep the file's order. */
 struct credentials;

@@ -89,10 +89,7 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-        /* vfork: the child only makes system calls until it execs, and the
-         * keeper's pages are not copied for it (this is on every Trial's
-         * start-up path). */
-        pid_t bwrap = vfork();
+        pid_t bwrap = fork();
         if (bwrap == 0) {
                 sigprocmask(SIG_SETMASK, old, NULL);
                 /* bwrap dies with its keeper: a second line of defence. */

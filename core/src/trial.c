@@ -86,8 +86,10 @@ static char *resolve_new_path(const char *p)
                 errno = EINVAL;
                 return NULL;
         }
-        _cleanup_free_ char *parent = slash == abs ? xstrdup("/") : strndup(abs, (size_t)(slash - abs));
-        _cleanup_free_ char *parent_real = resolve_new_path(parent);
+        /* Resolve the parent, then put the last part back on it. */
+        *slash = '\0';
+        _cleanup_free_ char *parent_real = resolve_new_path(slash == abs ? "/" : abs);
+        *slash = '/';
         if (!parent_real)
                 return NULL;
         return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);

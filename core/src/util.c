@@ -9,16 +9,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
-int tb_fail(struct tb_error *err, int code, const char *fmt, ...)
+void tb_fail_set(struct tb_error *err, int code, const char *fmt, ...)
 {
         if (err) {
+                int saved = errno;
                 va_list ap;
                 va_start(ap, fmt);
                 vsnprintf(err->msg, sizeof err->msg, fmt, ap);
                 va_end(ap);
                 err->code = code;
+                errno = saved;
         }
-        return code;
 }
 
 int tb_wrap(struct tb_error *err, const char *fmt, ...)

@@ -48,8 +48,15 @@ struct tb_error {
         char msg[1024];  /* one line, lowercase, says what is wrong and what to do */
 };
 
-/* Set err (if not NULL) and return `code` (a negative errno). */
-int tb_fail(struct tb_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Set err (if not NULL) and return `code` (a negative errno). A macro so
+ * that callers (and static analysers) see the value returned is `code`. */
+void tb_fail_set(struct tb_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define tb_fail(err, code, ...)                                  \
+        __extension__({                                          \
+                int tb_code_ = (code);                           \
+                tb_fail_set((err), tb_code_, __VA_ARGS__);       \
+                tb_code_;                                        \
+        })
 /* Prefix err's message with context: "loading plugin 'x': <old>". Returns err->code. */
 int tb_wrap(struct tb_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
