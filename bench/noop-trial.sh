@@ -100,7 +100,7 @@ if [ -n "$eatmydata" ]; then
         nf=$(hf_median "$W/h.csv" trialbox-no-fsync)
         row start-up "diagnostic: no-op Trial with fsync a no-op (libeatmydata), median (ratio)" \
                 "$nf ms ($(ratio "$nf" "$bare")×)" "" ""
-        echo "note: start-up: with fsync made a no-op a no-op Trial is $(ratio "$nf" "$bare")× the bare bwrap command; what is left of the gap is the fdatasync of outcome.json before its rename, kept on purpose: after a crash outcome.json is whole or absent, never empty (secrets and logins also sync their folder)."
+        echo "note: start-up: with fsync made a no-op a no-op Trial is $(ratio "$nf" "$bare")× the bare bwrap command, against $r× with it: the difference is the fdatasync of outcome.json before its rename, kept on purpose (after a crash outcome.json is whole or absent, never empty). The rest of the gap is trialbox's own process (see own work) and its supervision of bwrap: the keeper's fork, the status and stderr pipes, writing the Outcome; the bare line pays an exec of env(1) that trialbox does not."
 fi
 if [ -n "$firejail_cmd" ] && [ -z "${firejail_fail:-}" ]; then
         f=$(hf_median "$W/h.csv" firejail)
