@@ -164,27 +164,6 @@ static size_t reap_leftovers(const char *marker, int ms)
         return n;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        struct stat st;
-        if (fstat(fd, &st) < 0) {
-                close(fd);
-                return NULL;
-        }
-        size_t cap = (size_t)st.st_size + 1, got = 0;
-        char *buf = xmalloc(cap + 1);
-        ssize_t k;
-        while ((k = read(fd, buf + got, cap - got)) > 0)
-                got += (size_t)k;
-        close(fd);
-        buf[got] = '\0';
-        *len = got;
-        return buf;
-}
-
 /* Is stderr exactly one line? */
 static bool one_line(const char *s)
 {
@@ -363,7 +342,7 @@ static char *login_version(unsigned long n, size_t size)
 static long login_version_of(const char *path, size_t size, char *why, size_t cap)
 {
         size_t len = 0;
-        _cleanup_free_ char *text = read_all(path, &len);
+        _cleanup_free_ char *text = read_all(path, &len, true);
         if (!text) {
                 snprintf(why, cap, "cannot read it: %s", strerror(errno));
                 return -1;
@@ -675,7 +654,7 @@ static void host_login_new(struct host_login *l, const struct fixture *f, size_t
 static void host_login_check(const struct host_login *l, const char *when)
 {
         size_t len = 0;
-        _cleanup_free_ char *now = read_all(l->path, &len);
+        _cleanup_free_ char *now = read_all(l->path, &len, true);
         struct stat st;
         ck_assert_msg(now != NULL, "%s: the host login is gone", when);
         ck_assert_msg(len == strlen(l->content) && memcmp(now, l->content, len) == 0, "%s: the host login changed",
@@ -842,11 +821,4 @@ static Suite *suite(void)
         return s;
 }
 
-int main(void)
-{
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_ENV);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(suite()); }

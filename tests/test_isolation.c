@@ -192,25 +192,6 @@ static void sleep_number(char *buf, size_t n)
         snprintf(buf, n, "9%d%ld.%u", (int)getpid() % 100000, (long)time(NULL) % 100000, k++);
 }
 
-/* A whole file (NULs kept) into a buffer; its length in *len. malloc'd or NULL. */
-static char *read_all(const char *path, size_t *len)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        size_t cap = 4096, got = 0;
-        char *buf = xmalloc(cap);
-        ssize_t k;
-        while ((k = read(fd, buf + got, cap - got)) > 0) {
-                got += (size_t)k;
-                if (got == cap)
-                        buf = xrealloc(buf, cap *= 2);
-        }
-        close(fd);
-        *len = got;
-        return buf;
-}
-
 /* Host processes named `comm` whose whole command line holds `needle`:
  * their pids (up to `cap`) and how many. */
 static size_t host_procs(const char *comm, const char *needle, pid_t *pids, size_t cap)
@@ -228,7 +209,7 @@ static size_t host_procs(const char *comm, const char *needle, pid_t *pids, size
                 if (!c || strncmp(c, comm, strlen(comm)) != 0 || c[strlen(comm)] != '\n')
                         continue;
                 snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
-                _cleanup_free_ char *cmd = read_all(p, &len);
+                _cleanup_free_ char *cmd = read_all(p, &len, true);
                 if (!cmd || !memmem(cmd, len, needle, strlen(needle)))
                         continue;
                 if (found < cap)
@@ -1678,11 +1659,4 @@ static Suite *suite(void)
         return s;
 }
 
-int main(void)
-{
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_ENV);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(suite()); }

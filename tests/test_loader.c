@@ -217,11 +217,4 @@ static Suite *suite(void)
         return s;
 }
 
-int main(void)
-{
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_ENV);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(suite()); }

@@ -148,24 +148,6 @@ static const char *secret_in(const struct world *w, const char *buf, size_t len)
                 ck_assert_msg(s_ == NULL, "a secret (%s) is in %s:\n%s", s_, (where), t_);                 \
         } while (0)
 
-static char *read_all(const char *path, size_t *len)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return NULL;
-        size_t cap = 4096, got = 0;
-        char *buf = xmalloc(cap);
-        ssize_t k;
-        while ((k = read(fd, buf + got, cap - got)) > 0) {
-                got += (size_t)k;
-                if (got == cap)
-                        buf = xrealloc(buf, cap *= 2);
-        }
-        close(fd);
-        *len = got;
-        return buf;
-}
-
 /* Every file under `dir` (links not followed): the first one holding a
  * secret, malloc'd, or NULL. Counts the files read in *files. */
 static char *file_with_secret(const struct world *w, const char *dir, size_t *files)
@@ -184,7 +166,7 @@ static char *file_with_secret(const struct world *w, const char *dir, size_t *fi
                         found = file_with_secret(w, p, files);
                 } else if (S_ISREG(st.st_mode)) {
                         size_t len;
-                        _cleanup_free_ char *buf = read_all(p, &len);
+                        _cleanup_free_ char *buf = read_all(p, &len, false);
                         (*files)++;
                         if (buf && secret_in(w, buf, len))
                                 found = xstrdup(p);
@@ -223,7 +205,7 @@ static bool scan_cmdlines(const struct world *w, const char *marker_text)
                 char p[300];
                 size_t len;
                 snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
-                _cleanup_free_ char *cmd = read_all(p, &len);
+                _cleanup_free_ char *cmd = read_all(p, &len, false);
                 if (!cmd)
                         continue;
                 const char *s = secret_in(w, cmd, len);
@@ -329,7 +311,7 @@ static void secrets_never_leak(const char *harness)
                         /* trialbox's own environment holds none either. */
                         _cleanup_free_ char *envp = xasprintf("/proc/%d/environ", (int)tb);
                         size_t len;
-                        _cleanup_free_ char *env = read_all(envp, &len);
+                        _cleanup_free_ char *env = read_all(envp, &len, false);
                         ck_assert_msg(env && !secret_in(&w, env, len), "trialbox's environment holds a secret");
                 }
                 if (waitpid(tb, &wst, WNOHANG) == tb) {
@@ -725,11 +707,4 @@ static Suite *suite(void)
         return s;
 }
 
-int main(void)
-{
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_ENV);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(suite()); }

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <check.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -37,6 +39,34 @@ void write_text(const char *path, const char *text, mode_t mode)
                 abort();
         fchmod(fd, mode);
         close(fd);
+}
+
+char *read_all(const char *path, size_t *len, bool follow_links)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
+        if (fd < 0)
+                return NULL;
+        size_t cap = 4096, got = 0;
+        char *buf = malloc(cap + 1);
+        ssize_t k;
+        while ((k = read(fd, buf + got, cap - got)) > 0) {
+                got += (size_t)k;
+                if (got == cap)
+                        buf = realloc(buf, (cap *= 2) + 1);
+        }
+        close(fd);
+        buf[got] = '\0';
+        *len = got;
+        return buf;
+}
+
+int run_suite(Suite *s)
+{
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_ENV);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 char *read_text(const char *path)

@@ -19,6 +19,14 @@ void tmpdir_remove(const char *dir);
 
 /* Write a file (creating it with `mode`). */
 void write_text(const char *path, const char *text, mode_t mode);
+/* A whole file, NULs kept (and one more after it), its length in *len; with !follow_links a link is
+ * not read through (NULL). malloc'd, or NULL. */
+char *read_all(const char *path, size_t *len, bool follow_links);
+
+/* Run a Check suite (CK_ENV verbosity, fork mode): a test binary's main. */
+typedef struct Suite Suite;
+int run_suite(Suite *s);
+
 /* Read a whole file, or NULL. malloc'd. */
 char *read_text(const char *path);
 
