@@ -48,6 +48,52 @@ void readiness_free(struct readiness *r)
         *r = (struct readiness){ 0 };
 }
 
+/* The endpoints the plugin declares (its `endpoints` hook, asked the way
+ * `check` asks preflight: changing nothing), into `host`. */
+static void endpoints_check(const struct plugin *p, int verbosity, struct tb_host *host)
+{
+        const char *env_home = getenv("HOME");
+        *host = (struct tb_host){
+                .harness = p->harness->name,
+                .sandboxed = 1,
+                .checking = true,
+                .host_home = env_home ? env_home : "/",
+                .session_home = env_home ? env_home : "/",
+                .verbosity = verbosity,
+        };
+        host_call(host, p->endpoints);
+}
+
+static void endpoints_json(const struct plugin *p, const struct tb_host *host, json_object *o)
+{
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(host, &n);
+        json_object *arr = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                json_object *one = json_object_new_object();
+                json_object_object_add(one, "host", json_object_new_string(e[i].pattern));
+                json_object_object_add(one, "required", json_object_new_boolean(e[i].required));
+                json_object_array_add(arr, one);
+        }
+        json_object_object_add(o, "endpoints", arr);
+        json_object_object_add(o, "needs_userns", json_object_new_boolean(plugin_needs_userns(p)));
+}
+
+static void endpoints_print(const struct plugin *p, const struct tb_host *host)
+{
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(host, &n);
+        if (n == 0)
+                printf("%-10s           endpoints: none declared\n",
+                       "");
+        for (size_t i = 0; i < n; i++)
+                printf("%-10s           endpoint: %s (%s)\n", "", e[i].pattern, e[i].required ? "required" : "optional");
+        for (size_t i = 0; i < host->notes.n; i++)
+                printf("%-10s           %s\n", "", host->notes.v[i]);
+        if (plugin_needs_userns(p))
+                printf("%-10s           runs its own sandbox: keeps nested user namespaces\n", "");
+}
+
 int harnesses_main(int json, int verbosity)
 {
         struct plugin_entry *v;
@@ -86,7 +132,9 @@ int harnesses_main(int json, int verbosity)
                         continue;
                 }
                 struct readiness rd;
+                struct tb_host eh;
                 readiness_check(&p, verbosity, &rd);
+                endpoints_check(&p, verbosity, &eh);
                 uint32_t abi = p.harness->abi_version;
                 if (o) {
                         json_object_object_add(o, "status", json_object_new_string(rd.ready ? "ready" : "not_ready"));
@@ -101,6 +149,7 @@ int harnesses_main(int json, int verbosity)
                         for (size_t k = 0; k < rd.n_notes; k++)
                                 json_object_array_add(notes, json_object_new_string(rd.notes[k]));
                         json_object_object_add(o, "notes", notes);
+                        endpoints_json(&p, &eh, o);
                         json_object_array_add(arr, o);
                 } else {
                         printf("%-10s %-9s %s (ABI %u.%u): %s\n", v[i].name, rd.ready ? "ready" : "not-ready", v[i].path,
@@ -110,7 +159,10 @@ int harnesses_main(int json, int verbosity)
                                 printf("%-10s           %s\n", "", rd.detail);
                         for (size_t k = 0; k < rd.n_notes && verbosity >= 2; k++)
                                 printf("%-10s           %s\n", "", rd.notes[k]);
+                        if (verbosity >= 2)
+                                endpoints_print(&p, &eh);
                 }
+                host_free(&eh);
                 readiness_free(&rd);
                 plugin_unload(&p);
         }

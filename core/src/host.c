@@ -269,6 +269,128 @@ static const char *svc_require_credential(struct tb_host *h, const char *key, co
         return NULL;
 }
 
+/* Does the relative path `p` have a ".." component? */
+static bool has_dotdot(const char *p)
+{
+        for (const char *c = p; (c = strstr(c, "..")) != NULL; c += 2)
+                if ((c == p || c[-1] == '/') && (c[2] == '\0' || c[2] == '/'))
+                        return true;
+        return false;
+}
+
+static char *strip_trailing_slashes(char *p)
+{
+        for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--)
+                p[n - 1] = '\0';
+        return p;
+}
+
+static const char *svc_home_dir_from_env(struct tb_host *h, const char *var, const char *under_home)
+{
+        if (!under_home || under_home[0] == '/' || has_dotdot(under_home))
+                return NULL;
+        const char *v = var ? svc_host_getenv(h, var) : NULL;
+        const char *home = h->host_home && h->host_home[0] ? h->host_home : "/";
+        char *dir;
+        if (v && v[0] == '/')
+                dir = xstrdup(v);
+        else if (!under_home[0])
+                dir = xstrdup(home);
+        else
+                dir = xasprintf("%s%s%s", home, home[strlen(home) - 1] == '/' ? "" : "/", under_home);
+        strv_add_take(&h->handed, strip_trailing_slashes(dir));
+        return dir;
+}
+
+/* One DNS label: 1 to 63 letters, digits and '-', not at either end. */
+static bool label_valid(const char *s, size_t n)
+{
+        return n >= 1 && n <= 63 && s[0] != '-' && s[n - 1] != '-' &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") >= n;
+}
+
+/* "name", "name." or "*.name.tld": labels, at least two after a "*.". */
+static bool endpoint_name_valid(const char *s, size_t n)
+{
+        size_t labels = 0;
+        bool wild = n >= 2 && s[0] == '*' && s[1] == '.';
+        if (wild) {
+                s += 2;
+                n -= 2;
+        }
+        if (n > 0 && s[n - 1] == '.')
+                n--;
+        if (n == 0 || n > 253)
+                return false;
+        for (size_t i = 0; i <= n;) {
+                const char *dot = memchr(s + i, '.', n - i);
+                size_t len = dot ? (size_t)(dot - (s + i)) : n - i;
+                if (!label_valid(s + i, len))
+                        return false;
+                labels++;
+                i += len + 1;
+        }
+        return !wild || labels >= 2;
+}
+
+static bool endpoint_port_valid(const char *p)
+{
+        size_t n = strlen(p);
+        if (n == 0 || n > 5 || strspn(p, "0123456789") != n || p[0] == '0')
+                return false;
+        return strtol(p, NULL, 10) <= 65535;
+}
+
+/* The endpoint as stored (lowercase, the name's trailing dot dropped), or
+ * NULL when it is not "host[:port]". */
+static char *endpoint_normal(const char *e)
+{
+        size_t n = e ? strlen(e) : 0, host_len;
+        const char *port = NULL;
+        if (n == 0 || n > 300)
+                return NULL;
+        if (e[0] == '[') {
+                const char *close = strchr(e, ']');
+                host_len = close ? (size_t)(close - e) + 1 : 0;
+                if (!close || host_len < 3 || strspn(e + 1, "0123456789abcdefABCDEF:.") != host_len - 2 ||
+                    !memchr(e + 1, ':', host_len - 2) || (close[1] && close[1] != ':'))
+                        return NULL;
+        } else {
+                const char *colon = strchr(e, ':');
+                host_len = colon ? (size_t)(colon - e) : n;
+                if (!endpoint_name_valid(e, host_len))
+                        return NULL;
+        }
+        if (e[host_len] == ':')
+                port = e + host_len + 1;
+        if (port && !endpoint_port_valid(port))
+                return NULL;
+        size_t keep = host_len - (e[0] != '[' && e[host_len - 1] == '.');
+        char *out = xasprintf("%.*s%s%s", (int)keep, e, port ? ":" : "", port ? port : "");
+        for (char *c = out; *c; c++)
+                if (*c >= 'A' && *c <= 'Z')
+                        *c = (char)(*c - 'A' + 'a');
+        return out;
+}
+
+static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned how)
+{
+        if (how != TB_ENDPOINT_REQUIRED && how != TB_ENDPOINT_OPTIONAL)
+                return -EINVAL;
+        char *pattern = endpoint_normal(endpoint);
+        if (!pattern)
+                return -EINVAL;
+        for (size_t i = 0; i < h->n_endpoints; i++)
+                if (strcmp(h->endpoints[i].pattern, pattern) == 0) {
+                        h->endpoints[i].required = h->endpoints[i].required || how == TB_ENDPOINT_REQUIRED;
+                        free(pattern);
+                        return 0;
+                }
+        h->endpoints = xrealloc(h->endpoints, (h->n_endpoints + 1) * sizeof *h->endpoints);
+        h->endpoints[h->n_endpoints++] = (struct host_endpoint){ pattern, how == TB_ENDPOINT_REQUIRED };
+        return 0;
+}
+
 static const struct tb_host_services services = {
         .size = sizeof(struct tb_host_services),
         .abi_version = TB_PLUGIN_ABI_VERSION,
@@ -289,6 +411,8 @@ static const struct tb_host_services services = {
         .wipe_except = svc_wipe_except,
         .require_file = svc_require_file,
         .require_credential = svc_require_credential,
+        .home_dir_from_env = svc_home_dir_from_env,
+        .add_endpoint = svc_add_endpoint,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -303,8 +427,20 @@ int host_call(struct tb_host *host, tb_hook_fn hook)
         return r > 0 ? 0 : r;
 }
 
+const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n)
+{
+        *n = host->n_endpoints;
+        return host->endpoints;
+}
+
 void host_free(struct tb_host *host)
 {
+        strv_free(&host->handed);
+        for (size_t i = 0; i < host->n_endpoints; i++)
+                free(host->endpoints[i].pattern);
+        free(host->endpoints);
+        host->endpoints = NULL;
+        host->n_endpoints = 0;
         strv_free(&host->notes);
         credentials_free(host->creds);
         host->creds = NULL;

@@ -11,6 +11,12 @@
 
 struct credentials;
 
+/* A network endpoint a Harness declared with add_endpoint. */
+struct host_endpoint {
+        char *pattern; /* "api.openai.com:443", "*.example.com", "[::1]:80": lowercase, no trailing dot */
+        bool required; /* else optional (telemetry, update checks) */
+};
+
 /* Verbosity: -q 0 (errors), default 1 (warnings, the summary line), -v 2, -vv 3. */
 struct tb_host {
         const char *harness;
@@ -35,6 +41,11 @@ struct tb_host {
         struct login_set logins;
         int lock_fds[8];
         size_t n_locks;
+        struct strv handed;        /* strings the services returned (home_dir_from_env) */
+
+        /* What the `endpoints` hook declared, in order, each pattern once. */
+        struct host_endpoint *endpoints;
+        size_t n_endpoints;
 };
 
 
@@ -44,6 +55,10 @@ const struct tb_host_services *host_services(void);
 /* Call one hook of a plugin with `host`; a hook that voids returns
  * -ECANCELED. Hooks the plugin does not have succeed. */
 int host_call(struct tb_host *host, tb_hook_fn hook);
+
+/* The endpoints declared so far (by host_call(host, plugin->endpoints)),
+ * owned by `host`: valid until host_free. */
+const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n);
 
 void host_free(struct tb_host *host);
 

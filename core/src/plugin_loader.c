@@ -82,6 +82,24 @@ static bool has_suffix(const char *s, const char *suffix)
         return a > b && strcmp(s + a - b, suffix) == 0;
 }
 
+/* What the core reads of a Harness: each hook and member only when the
+ * plugin's size reaches it (a plugin built against an older minor has a
+ * smaller struct; one built against a newer minor has more we ignore). */
+#define REACHES(h, m) ((h)->size >= offsetof(struct tb_harness, m) + sizeof((h)->m))
+static void plugin_take_harness(struct plugin *out, const struct tb_harness *h, const char *path)
+{
+        out->harness = h;
+        out->path = xstrdup(path);
+        out->preflight = REACHES(h, preflight) ? h->preflight : NULL;
+        out->prepare_login = REACHES(h, prepare_login) ? h->prepare_login : NULL;
+        out->env = REACHES(h, env) ? h->env : NULL;
+        out->flags = REACHES(h, flags) ? h->flags : 0;
+        out->endpoints = REACHES(h, endpoints) ? h->endpoints : NULL;
+}
+#undef REACHES
+
+bool plugin_needs_userns(const struct plugin *p) { return (p->flags & TB_HARNESS_NEEDS_USERNS) != 0; }
+
 /* A manifest is trusted like a plugin: the same owner and mode rules. */
 static int load_manifest(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
 {
@@ -103,34 +121,50 @@ static int load_manifest(const char *path, const char *expected_name, struct plu
         r = manifest_load(path, expected_name, &m, err);
         if (r < 0)
                 return r;
-        const struct tb_harness *h = manifest_harness(m);
-        *out = (struct plugin){
-                .manifest = m,
-                .harness = h,
-                .path = xstrdup(path),
-                .preflight = h->preflight,
-                .prepare_login = h->prepare_login,
-                .env = h->env,
-        };
+        out->manifest = m;
+        plugin_take_harness(out, manifest_harness(m), path);
         return 0;
 }
 
-int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
+static void dlclosep(void **dl)
+{
+        if (*dl)
+                dlclose(*dl);
+}
+
+/* Is the struct a plugin exports one this core can use? Any minor of our
+ * major is: the size decides what is read (plugin_take_harness). */
+static int check_harness(const struct tb_harness *h, const char *path, const char *expected_name,
+                         struct tb_error *err)
+{
+        uint32_t major = TB_PLUGIN_ABI_MAJOR_OF(h->abi_version), minor = TB_PLUGIN_ABI_MINOR_OF(h->abi_version);
+        if (major != TB_PLUGIN_ABI_MAJOR)
+                return tb_fail(err, -EPROTO,
+                               "plugin '%s' speaks plugin ABI %u.%u, this trialbox speaks %u.%u; rebuild the plugin "
+                               "against this trialbox",
+                               path, major, minor, TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
+        if (h->size < offsetof(struct tb_harness, preflight))
+                return tb_fail(err, -EPROTO, "plugin '%s' declares a size of %u bytes, too small for any harness",
+                               path, h->size);
+        if (!h->name || strcmp(h->name, expected_name) != 0)
+                return tb_fail(err, -EINVAL, "plugin '%s' calls itself '%s', not '%s'; rename the file or fix its name",
+                               path, h->name ? h->name : "(null)", expected_name);
+        if (!h->default_binary || !h->default_binary[0])
+                return tb_fail(err, -EINVAL, "plugin '%s' has no default binary; fix the plugin", path);
+        return 0;
+}
+
+/* Open the file once, check it, and hand the dynamic loader that
+ * descriptor, not the path again: the very file checked is the one loaded. */
+static int open_library(const char *path, int *out_fd, struct tb_error *err)
 {
         struct stat st;
-        *out = (struct plugin){ 0 };
-        if (has_suffix(path, ".json"))
-                return load_manifest(path, expected_name, out, err);
-
         _cleanup_free_ char *dir = path_dirname(path);
         if (stat(dir, &st) < 0)
                 return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
         int r = check_owner_mode(&st, "plugin folder", dir, err);
         if (r < 0)
                 return r;
-
-        /* Check the very file we then load: open it once, check it, and hand
-         * the dynamic loader that descriptor, not the path again. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return tb_fail(err, -errno, "plugin '%s': %s", path, strerror(errno));
@@ -145,14 +179,27 @@ int plugin_load_file(const char *path, const char *expected_name, struct plugin 
         if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, "\177ELF", 4) != 0)
                 return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library (no ELF header); remove it",
                                path);
-
         if (!elf_fits(fd, st.st_size))
                 return tb_fail(err, -ENOEXEC,
                                "plugin '%s' is not a loadable library (truncated or not a 64-bit ELF); reinstall it",
                                path);
+        *out_fd = tb_steal_fd(&fd);
+        return 0;
+}
+
+int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
+{
+        *out = (struct plugin){ 0 };
+        if (has_suffix(path, ".json"))
+                return load_manifest(path, expected_name, out, err);
+
+        _cleanup_close_ int fd = -1;
+        int r = open_library(path, &fd, err);
+        if (r < 0)
+                return r;
         char fdpath[64];
         snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-        void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
+        _cleanup_(dlclosep) void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
         if (!dl) {
                 const char *why = dlerror();
                 return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library: %s; rebuild or remove it", path,
@@ -160,52 +207,15 @@ int plugin_load_file(const char *path, const char *expected_name, struct plugin 
         }
         dlerror();
         const struct tb_harness *h = dlsym(dl, TB_PLUGIN_SYMBOL);
-        if (!h) {
-                dlclose(dl);
+        if (!h)
                 return tb_fail(err, -ENOENT, "plugin '%s' does not export the symbol '%s'; is it a trialbox plugin?",
                                path, TB_PLUGIN_SYMBOL);
-        }
-        uint32_t major = TB_PLUGIN_ABI_MAJOR_OF(h->abi_version), minor = TB_PLUGIN_ABI_MINOR_OF(h->abi_version);
-        if (major != TB_PLUGIN_ABI_MAJOR) {
-                dlclose(dl);
-                return tb_fail(err, -EPROTO,
-                               "plugin '%s' speaks plugin ABI %u.%u, this trialbox speaks %u.%u; rebuild the plugin "
-                               "against this trialbox",
-                               path, major, minor, TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
-        }
-        if (minor > TB_PLUGIN_ABI_MINOR) {
-                dlclose(dl);
-                return tb_fail(err, -EPROTO,
-                               "plugin '%s' needs plugin ABI %u.%u, newer than this trialbox's %u.%u; upgrade "
-                               "trialbox",
-                               path, major, minor, TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
-        }
-        if (h->size < offsetof(struct tb_harness, preflight)) {
-                dlclose(dl);
-                return tb_fail(err, -EPROTO, "plugin '%s' declares a size of %u bytes, too small for any harness",
-                               path, h->size);
-        }
-        if (!h->name || strcmp(h->name, expected_name) != 0) {
-                /* The message reads the plugin's own string: before dlclose. */
-                tb_fail(err, -EINVAL, "plugin '%s' calls itself '%s', not '%s'; rename the file or fix its name", path,
-                        h->name ? h->name : "(null)", expected_name);
-                dlclose(dl);
-                return -EINVAL;
-        }
-        if (!h->default_binary || !h->default_binary[0]) {
-                dlclose(dl);
-                return tb_fail(err, -EINVAL, "plugin '%s' has no default binary; fix the plugin", path);
-        }
-#define HOOK(f) (h->size >= offsetof(struct tb_harness, f) + sizeof(h->f) ? h->f : NULL)
-        *out = (struct plugin){
-                .dl = dl,
-                .harness = h,
-                .path = xstrdup(path),
-                .preflight = HOOK(preflight),
-                .prepare_login = HOOK(prepare_login),
-                .env = HOOK(env),
-        };
-#undef HOOK
+        /* Its messages read the plugin's own strings: checked before dlclose. */
+        r = check_harness(h, path, expected_name, err);
+        if (r < 0)
+                return r;
+        plugin_take_harness(out, h, path);
+        out->dl = steal_pointer(&dl);
         return 0;
 }
 

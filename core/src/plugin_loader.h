@@ -16,8 +16,14 @@ struct plugin {
         const struct tb_harness *harness;
         char *path;                    /* the file it was loaded from */
         /* The hooks the plugin's size reaches; NULL when absent. */
-        tb_hook_fn preflight, prepare_login, env;
+        tb_hook_fn preflight, prepare_login, env, endpoints;
+        /* TB_HARNESS_* bits; 0 when the plugin's size does not reach them. */
+        uint32_t flags;
 };
+
+/* Does the Harness run its own sandbox and need nested user namespaces
+ * (TB_HARNESS_NEEDS_USERNS)? False for a plugin older than ABI 1.1. */
+bool plugin_needs_userns(const struct plugin *p);
 
 /* The folders searched, in order: TRIALBOX_PLUGIN_PATH (colon-separated),
  * then the compiled-in install folder. */

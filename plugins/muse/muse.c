@@ -3,23 +3,23 @@
  * XDG_CONFIG_HOME is the folder holding muse/, not one level deeper. The
  * login is synced (safe for a rename); the lock is bound in place, so host
  * Muse processes and the session lock the same inode. */
+#include <errno.h>
 #include <stdio.h>
 #include <trialbox/plugin.h>
 #include <unistd.h>
 
-static void muse_dir(const struct tb_host_services *svc, struct tb_host *host, char *buf, size_t n)
+static int muse_dir(const struct tb_host_services *svc, struct tb_host *host, char *buf, size_t n)
 {
-        const char *xdg = svc->host_getenv(host, "XDG_CONFIG_HOME");
-        if (xdg && xdg[0] == '/')
-                snprintf(buf, n, "%s/muse", xdg);
-        else
-                snprintf(buf, n, "%s/.config/muse", svc->host_home(host));
+        const char *xdg = svc->home_dir_from_env(host, "XDG_CONFIG_HOME", ".config");
+        return xdg && snprintf(buf, n, "%s/muse", xdg) < (int)n ? 0 : -ENAMETOOLONG;
 }
 
 static int muse_preflight(const struct tb_host_services *svc, struct tb_host *host)
 {
         char dir[4096], login[4200];
-        muse_dir(svc, host, dir, sizeof dir);
+        int r = muse_dir(svc, host, dir, sizeof dir);
+        if (r < 0)
+                return r;
         snprintf(login, sizeof login, "%s/auth.json", dir);
         return svc->require_file(host, "Muse login", login,
                                  "run 'muse login' on the host (XDG_CONFIG_HOME is honoured)");
@@ -28,10 +28,12 @@ static int muse_preflight(const struct tb_host_services *svc, struct tb_host *ho
 static int muse_prepare_login(const struct tb_host_services *svc, struct tb_host *host)
 {
         char dir[4096], from[4200], to[4200];
-        muse_dir(svc, host, dir, sizeof dir);
+        int r = muse_dir(svc, host, dir, sizeof dir);
+        if (r < 0)
+                return r;
         snprintf(from, sizeof from, "%s/auth.json", dir);
         snprintf(to, sizeof to, "%s/.config/muse/auth.json", svc->session_home(host));
-        int r = svc->login_synced(host, from, to);
+        r = svc->login_synced(host, from, to);
         if (r < 0)
                 return r;
         snprintf(from, sizeof from, "%s/auth.json.lock", dir);

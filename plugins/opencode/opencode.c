@@ -64,5 +64,48 @@ static int opencode_env(const struct tb_host_services *svc, struct tb_host *host
         return svc->write_home_file(host, ".config/opencode/opencode.json", config);
 }
 
+/* The API host of the providers whose host is fixed; a provider not listed
+ * (a self-hosted or regional one) needs --allow-host. */
+static const struct {
+        const char *provider, *endpoint;
+} provider_hosts[] = {
+        { "anthropic", "api.anthropic.com:443" },
+        { "openai", "api.openai.com:443" },
+        { "google", "generativelanguage.googleapis.com:443" },
+        { "openrouter", "openrouter.ai:443" },
+        { "groq", "api.groq.com:443" },
+        { "mistral", "api.mistral.ai:443" },
+        { "deepseek", "api.deepseek.com:443" },
+        { "xai", "api.x.ai:443" },
+};
+
+/* Seen from OpenCode 1.18.33 through a logging proxy: its provider's API and
+ * its model list are needed; the npm registry and GitHub are its update
+ * checks, which it does without. */
+static int opencode_endpoints(const struct tb_host_services *svc, struct tb_host *host)
+{
+        const char *provider, *api = NULL;
+        char var[96];
+        int r = opencode_provider(svc, host, &provider, var, sizeof var);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sizeof provider_hosts / sizeof provider_hosts[0]; i++)
+                if (strcmp(provider_hosts[i].provider, provider) == 0)
+                        api = provider_hosts[i].endpoint;
+        if (api)
+                r = svc->add_endpoint(host, api, TB_ENDPOINT_REQUIRED);
+        else
+                svc->note(host, "endpoints: the API host of provider '%s' is not known; allow it with --allow-host",
+                          provider);
+        if (r == 0)
+                r = svc->add_endpoint(host, "models.opencode.ai:443", TB_ENDPOINT_REQUIRED);
+        if (r == 0)
+                r = svc->add_endpoint(host, "registry.npmjs.org:443", TB_ENDPOINT_OPTIONAL);
+        if (r == 0)
+                r = svc->add_endpoint(host, "github.com:443", TB_ENDPOINT_OPTIONAL);
+        return r;
+}
+
 TB_HARNESS_DEFINE(.name = "opencode", .summary = "OpenCode (key: opencode.api_key from the Credentials, by variable)",
-                  .default_binary = "opencode", .preflight = opencode_preflight, .env = opencode_env);
+                  .default_binary = "opencode", .preflight = opencode_preflight, .env = opencode_env,
+                  .endpoints = opencode_endpoints);

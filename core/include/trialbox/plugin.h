@@ -9,20 +9,34 @@
  *   prepare_login  hand the login over (bind it, sync it, lock a Trials home)
  *   env            set the Harness's environment (self-update off, ...)
  *
+ * and, outside that order, `endpoints` (1.1): the network hosts the Harness
+ * needs, asked for by `trialbox harnesses` and by the network modes.
+ *
  * A plugin never builds a command line and never touches bwrap: it describes
  * what it needs through the host services below, and the core turns that into
  * the one sandbox invocation. Plugins need no library of the core's: every
  * service arrives as a function pointer in `struct tb_host_services`, with an
  * explicit context pointer, `struct tb_host *`, passed back on every call.
  *
- * Compatibility rules:
+ * Compatibility rules (sudo's): the ABI is versioned by major, minor and size.
  *  - `abi_version` is (major << 16) | minor. The core refuses a plugin whose
- *    major differs from its own, or whose minor is newer than its own.
- *  - `size` is sizeof(struct tb_harness) as the plugin was compiled. Fields are
- *    only ever added at the end; a hook past the plugin's `size` is absent.
- *  - `struct tb_host_services` only grows at its end; a plugin must check
- *    `services->size` before calling a member added after ABI 1.0 (use
- *    TB_HOST_HAS()).
+ *    major differs from its own, and loads a plugin of the same major and ANY
+ *    minor, older or newer than its own.
+ *  - `size` is sizeof(struct tb_harness) as the plugin was compiled. Members
+ *    are only ever added at the end, each with a minor bump; the core reads a
+ *    hook or member only when the plugin's `size` reaches it, so a plugin built
+ *    against an older minor simply has no newer hooks (absent, not called)
+ *    and no newer members (zero).
+ *  - `struct tb_host_services` only grows at its end, each addition with a
+ *    minor bump. A plugin built against a newer minor than the core it runs
+ *    in (newer than the `abi_version` of the table it is handed) must check
+ *    TB_HOST_HAS() before calling a service newer than that core. (A 1.0 core
+ *    refuses every newer minor, so the services of 1.1 need no check.)
+ *
+ * What each minor added:
+ *   1.0  the hooks preflight, prepare_login, env; the services log ... require_credential.
+ *   1.1  the members flags and endpoints (hook); the services home_dir_from_env,
+ *        add_endpoint.
  *
  * Hooks return 0 on success or a negative errno value. A hook that decides the
  * session must not start calls `svc->void_trial()` and returns its result.
@@ -38,7 +52,7 @@ extern "C" {
 #endif
 
 #define TB_PLUGIN_ABI_MAJOR 1
-#define TB_PLUGIN_ABI_MINOR 0
+#define TB_PLUGIN_ABI_MINOR 1
 #define TB_PLUGIN_ABI_VERSION ((uint32_t)((TB_PLUGIN_ABI_MAJOR << 16) | TB_PLUGIN_ABI_MINOR))
 #define TB_PLUGIN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TB_PLUGIN_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -51,6 +65,14 @@ struct tb_host;
 
 /* Log levels for tb_host_services.log. */
 enum tb_log_level { TB_LOG_ERROR = 0, TB_LOG_WARNING = 1, TB_LOG_INFO = 2, TB_LOG_DEBUG = 3 };
+
+/* How a Harness needs an endpoint, for tb_host_services.add_endpoint (1.1):
+ * exactly one of the two. */
+#define TB_ENDPOINT_REQUIRED 0x1u /* the Harness does not work without it (its API, its login refresh) */
+#define TB_ENDPOINT_OPTIONAL 0x2u /* it tries it and copes without (telemetry, update checks) */
+
+/* Bits of tb_harness.flags (1.1). The core ignores bits it does not know. */
+#define TB_HARNESS_NEEDS_USERNS 0x1u /* it runs its own sandbox: keep nested user namespaces */
 
 /* The services the core offers a plugin. Every member takes the context
  * pointer it was handed with the table. Strings passed in are copied by the
@@ -146,6 +168,24 @@ struct tb_host_services {
          * (see `credential`), noted as present; or NULL with the Trial voided
          * "no <section>.<key> in the Credentials '<file>'; <how>". */
         const char *(*require_credential)(struct tb_host *host, const char *key, const char *how);
+
+        /* ---- added in ABI 1.1 ---- */
+
+        /* A host folder a Harness keeps its state in: the value of the host
+         * variable `var` when it is an absolute path (trailing '/' dropped),
+         * else host_home()/`under_home` ("" for the home itself). For
+         * CODEX_HOME (".codex"), XDG_CONFIG_HOME (".config"), ... The string
+         * belongs to the core and lives until the Trial ends. NULL when
+         * `under_home` is NULL, absolute or has a ".." component. */
+        const char *(*home_dir_from_env)(struct tb_host *host, const char *var, const char *under_home);
+
+        /* Declare a network endpoint the Harness needs, from the `endpoints`
+         * hook: "host:port" or "host" (any port); host a name (case does not
+         * matter, a trailing dot is dropped), "*.name" for its strict
+         * subdomains, an IPv4 literal or a bracketed IPv6 literal. `how` is
+         * TB_ENDPOINT_REQUIRED or TB_ENDPOINT_OPTIONAL. Declared twice, the
+         * required one wins. -EINVAL on a bad endpoint or `how`. */
+        int (*add_endpoint)(struct tb_host *host, const char *endpoint, unsigned how);
 };
 
 /* Does this services table reach member `m`? */
@@ -168,11 +208,20 @@ struct tb_harness {
         tb_hook_fn prepare_login;
         /* Set the Harness's own environment. */
         tb_hook_fn env;
+
+        /* ---- added in ABI 1.1 ---- */
+
+        /* TB_HARNESS_* bits. */
+        uint32_t flags;
+        /* Declare the Harness's network endpoints with svc->add_endpoint (it
+         * may decide from the Credentials, e.g. a provider). Changes nothing
+         * else; also called by `trialbox harnesses`. */
+        tb_hook_fn endpoints;
 };
 
 /* Declare the exported struct with the right version and size:
  *   TB_HARNESS_DEFINE(.name = "x", .summary = "...", .default_binary = "x",
- *                     .preflight = x_preflight);                          */
+ *                     .preflight = x_preflight, .endpoints = x_endpoints);  */
 #define TB_HARNESS_DEFINE(...)                                                                    \
         __attribute__((visibility("default"))) const struct tb_harness trialbox_harness = {       \
                 .abi_version = TB_PLUGIN_ABI_VERSION, .size = sizeof(struct tb_harness), __VA_ARGS__ \
