@@ -373,6 +373,12 @@ static char *endpoint_normal(const char *e)
         return out;
 }
 
+bool host_endpoint_valid(const char *endpoint)
+{
+        _cleanup_free_ char *p = endpoint_normal(endpoint);
+        return p != NULL;
+}
+
 static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned how)
 {
         if (how != TB_ENDPOINT_REQUIRED && how != TB_ENDPOINT_OPTIONAL)

@@ -56,6 +56,9 @@ const struct tb_host_services *host_services(void);
  * -ECANCELED. Hooks the plugin does not have succeed. */
 int host_call(struct tb_host *host, tb_hook_fn hook);
 
+/* Is `endpoint` one add_endpoint accepts ("host[:port]", see plugin.h)? */
+bool host_endpoint_valid(const char *endpoint);
+
 /* The endpoints declared so far (by host_call(host, plugin->endpoints)),
  * owned by `host`: valid until host_free. */
 const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n);

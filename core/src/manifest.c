@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "manifest.h"
 
+#include "host.h"
+
 #include <ffi.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -19,11 +21,16 @@ struct manifest_credential {
         bool required;
 };
 
+struct manifest_endpoint {
+        char *host;
+        bool required;
+};
+
 struct kv {
         char *name, *value;
 };
 
-enum { HOOK_PREFLIGHT, HOOK_PREPARE_LOGIN, HOOK_ENV, HOOK_COUNT };
+enum { HOOK_PREFLIGHT, HOOK_PREPARE_LOGIN, HOOK_ENV, HOOK_ENDPOINTS, HOOK_COUNT };
 
 struct manifest {
         char *name, *summary, *default_binary, *how;
@@ -33,6 +40,8 @@ struct manifest {
         size_t n_logins;
         struct manifest_credential *creds;
         size_t n_creds;
+        struct manifest_endpoint *endpoints;
+        size_t n_endpoints;
         bool require_any;
 
         /* The vtable and the closures behind its hooks. */
@@ -73,6 +82,9 @@ void manifest_free(struct manifest *m)
                 free(m->creds[i].env);
         }
         free(m->creds);
+        for (size_t i = 0; i < m->n_endpoints; i++)
+                free(m->endpoints[i].host);
+        free(m->endpoints);
         free(m);
 }
 
@@ -166,8 +178,20 @@ static int manifest_env(const struct manifest *m, const struct tb_host_services 
         return 0;
 }
 
+static int manifest_endpoints(const struct manifest *m, const struct tb_host_services *svc, struct tb_host *host)
+{
+        for (size_t i = 0; i < m->n_endpoints; i++) {
+                int r = svc->add_endpoint(host, m->endpoints[i].host,
+                                          m->endpoints[i].required ? TB_ENDPOINT_REQUIRED : TB_ENDPOINT_OPTIONAL);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 typedef int (*manifest_hook)(const struct manifest *, const struct tb_host_services *, struct tb_host *);
-static const manifest_hook hooks[HOOK_COUNT] = { manifest_preflight, manifest_prepare_login, manifest_env };
+static const manifest_hook hooks[HOOK_COUNT] = { manifest_preflight, manifest_prepare_login, manifest_env,
+                                                 manifest_endpoints };
 
 /* One trampoline per hook kind: libffi hands it the call's arguments and the
  * closure's user data, the manifest. */
@@ -182,8 +206,9 @@ static const manifest_hook hooks[HOOK_COUNT] = { manifest_preflight, manifest_pr
 TRAMPOLINE(0)
 TRAMPOLINE(1)
 TRAMPOLINE(2)
+TRAMPOLINE(3)
 static void (*const trampolines[HOOK_COUNT])(ffi_cif *, void *, void **, void *) = { trampoline_0, trampoline_1,
-                                                                                      trampoline_2 };
+                                                                                      trampoline_2, trampoline_3 };
 
 static int build_vtable(struct manifest *m, struct tb_error *err, const char *path)
 {
@@ -211,6 +236,7 @@ static int build_vtable(struct manifest *m, struct tb_error *err, const char *pa
                 .preflight = code[HOOK_PREFLIGHT],
                 .prepare_login = code[HOOK_PREPARE_LOGIN],
                 .env = code[HOOK_ENV],
+                .endpoints = m->n_endpoints ? code[HOOK_ENDPOINTS] : NULL,
         };
         return 0;
 }
@@ -377,8 +403,37 @@ static int parse_credentials(json_object *o, struct manifest *m, const char *pat
         return 0;
 }
 
+static int parse_endpoints(json_object *o, struct manifest *m, const char *path, struct tb_error *err)
+{
+        json_object *arr;
+        if (!json_object_object_get_ex(o, "endpoints", &arr) || !arr)
+                return 0;
+        if (!json_object_is_type(arr, json_type_array))
+                return bad(err, path, "endpoints", "must be an array");
+        size_t n = json_object_array_length(arr);
+        m->endpoints = xcalloc(n + 1, sizeof *m->endpoints);
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(arr, i);
+                struct manifest_endpoint *me = &m->endpoints[m->n_endpoints++];
+                char field[64];
+                snprintf(field, sizeof field, "endpoints[%zu]", i);
+                if (!json_object_is_type(e, json_type_object))
+                        return bad(err, path, field, "must be an object");
+                snprintf(field, sizeof field, "endpoints[%zu].host", i);
+                int r = get_string(e, "host", field, true, &me->host, path, err);
+                if (r == 0 && !host_endpoint_valid(me->host))
+                        r = bad(err, path, field, "must be host[:port] (a name, *.name, or an IP literal)");
+                snprintf(field, sizeof field, "endpoints[%zu].required", i);
+                if (r == 0)
+                        r = get_bool(e, "required", field, &me->required, path, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static const char *const known_fields[] = { "name", "summary", "default_binary", "env", "home_files",
-                                            "logins", "credentials", "require_any", "how" };
+                                            "logins", "credentials", "require_any", "how", "endpoints" };
 
 int manifest_parse(const char *text, size_t len, const char *path, const char *expected_name,
                    struct manifest **out, struct tb_error *err)
@@ -454,6 +509,8 @@ int manifest_parse(const char *text, size_t len, const char *path, const char *e
                 r = parse_logins(root, m, path, err);
         if (r == 0)
                 r = parse_credentials(root, m, path, err);
+        if (r == 0)
+                r = parse_endpoints(root, m, path, err);
         if (r == 0)
                 r = get_bool(root, "require_any", "require_any", &m->require_any, path, err);
         json_object_put(root);

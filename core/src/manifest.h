@@ -16,6 +16,8 @@
  *                 "required": false}],
  *     "credentials": [{"key": "api_key", "env": "GEMINI_API_KEY", "required": false}],
  *     "require_any": true,                    void unless some login or key is present
+ *     "endpoints": [{"host": "api.example.com:443", "required": true}],
+ *                                             the network hosts it needs (ABI 1.1)
  *     "how": "one sentence: how to provide the login or key"
  *   }
  * What voids a Trial: a required login or key that is missing; with
