@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "plugin_loader.h"
+#include "sandbox.h"
 #include "testutil.h"
 
 static char path_buf[4096];
@@ -39,6 +41,9 @@ START_TEST(a_good_plugin_loads_with_its_hooks)
         ck_assert_str_eq(p.harness->default_binary, "/bin/true");
         ck_assert_ptr_nonnull(p.preflight);
         ck_assert_ptr_null(p.prepare_login);
+        ck_assert_ptr_nonnull(p.env);
+        ck_assert_ptr_nonnull(p.endpoints);
+        ck_assert(plugin_needs_userns(&p));
         plugin_unload(&p);
 }
 END_TEST
@@ -50,19 +55,100 @@ START_TEST(a_plugin_of_another_abi_major_is_refused_naming_both_versions)
         ck_assert_int_eq(plugin_load_file(fake("fp_major", "major"), "major", &p, &err), -EPROTO);
         ck_assert_ptr_nonnull(strstr(err.msg, "major.so"));
         ck_assert_ptr_nonnull(strstr(err.msg, "ABI 2.0"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "speaks 1.0"));
+        char speaks[64];
+        snprintf(speaks, sizeof speaks, "speaks %d.%d", TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
+        ck_assert_ptr_nonnull(strstr(err.msg, speaks));
         ck_assert_ptr_null(p.dl);
 }
 END_TEST
 
-START_TEST(a_plugin_needing_a_newer_minor_is_refused)
+/* The rule changed with ABI 1.1 (sudo's): a newer minor of the same major
+ * loads. The core reads only what it knows of the plugin's larger struct,
+ * and the plugin tests for the services newer than the core's table. */
+START_TEST(a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ignored)
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_minor", "minor"), "minor", &p, &err), -EPROTO);
-        ck_assert_ptr_nonnull(strstr(err.msg, "minor.so"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "needs plugin ABI 1.99"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "upgrade trialbox"));
+        ck_assert_int_eq(plugin_load_file(fake("fp_minor", "minor"), "minor", &p, &err), 0);
+        ck_assert_uint_eq(TB_PLUGIN_ABI_MINOR_OF(p.harness->abi_version), 99);
+        ck_assert_uint_gt(p.harness->size, sizeof(struct tb_harness));
+        ck_assert_ptr_nonnull(p.preflight);
+        ck_assert_ptr_nonnull(p.env);
+        ck_assert_ptr_nonnull(p.endpoints);
+        ck_assert(plugin_needs_userns(&p)); /* and the flag bit it knows nothing of is ignored */
+
+        struct tb_host host = { .harness = "minor", .checking = true, .sandboxed = true };
+        ck_assert_int_eq(host_call(&host, p.preflight), 0);
+        ck_assert(!host.voided);
+        ck_assert_uint_eq(host.notes.n, 2);
+        ck_assert_str_eq(host.notes.v[1], "newer service absent: done without it");
+        host_free(&host);
+        plugin_unload(&p);
+}
+END_TEST
+
+START_TEST(a_plugin_built_against_an_older_minor_loads_and_works_without_the_newer_members)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_old", "old"), "old", &p, &err), 0);
+        ck_assert_uint_eq(p.harness->abi_version, 0x10000);
+        ck_assert_uint_eq(p.harness->size, offsetof(struct tb_harness, flags));
+        ck_assert_ptr_nonnull(p.preflight);
+        ck_assert_ptr_null(p.prepare_login);
+        ck_assert_ptr_nonnull(p.env);
+        /* Past its struct: absent, never read from whatever follows it. */
+        ck_assert_ptr_null(p.endpoints);
+        ck_assert_uint_eq(p.flags, 0);
+        ck_assert(!plugin_needs_userns(&p));
+
+        /* Its hooks run with this core's (larger) services table. */
+        struct sandbox_spec spec = { 0 };
+        struct tb_host host = { .harness = "old", .spec = &spec, .sandboxed = true };
+        ck_assert_int_eq(host_call(&host, p.preflight), 0);
+        ck_assert_str_eq(host.notes.v[0], "fake preflight ran");
+        ck_assert_int_eq(host_call(&host, p.env), 0);
+        ck_assert_str_eq(sandbox_getenv(&spec, "FAKE_ENV"), "1");
+        ck_assert_int_eq(host_call(&host, p.endpoints), 0);
+        size_t n;
+        host_endpoints(&host, &n);
+        ck_assert_uint_eq(n, 0);
+        host_free(&host);
+        sandbox_spec_free(&spec);
+        plugin_unload(&p);
+}
+END_TEST
+
+START_TEST(the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_them)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        /* Its struct sets flags and endpoints, but its size stops before flags. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_noflags", "noflags"), "noflags", &p, &err), 0);
+        ck_assert_ptr_nonnull(p.env);
+        ck_assert(!plugin_needs_userns(&p));
+        ck_assert_ptr_null(p.endpoints);
+        plugin_unload(&p);
+
+        /* ... and here it stops before endpoints. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_noendpoints", "noendpoints"), "noendpoints", &p, &err), 0);
+        ck_assert(plugin_needs_userns(&p));
+        ck_assert_ptr_null(p.endpoints);
+        plugin_unload(&p);
+
+        /* The whole struct: the endpoints hook declares through the host. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_good", "good"), "good", &p, &err), 0);
+        struct tb_host host = { .harness = "good", .checking = true };
+        ck_assert_int_eq(host_call(&host, p.endpoints), 0);
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&host, &n);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_str_eq(e[0].pattern, "api.fake.test:443");
+        ck_assert(e[0].required);
+        ck_assert_str_eq(e[1].pattern, "telemetry.fake.test");
+        ck_assert(!e[1].required);
+        host_free(&host);
+        plugin_unload(&p);
 }
 END_TEST
 
@@ -205,7 +291,9 @@ static Suite *suite(void)
         TCase *tc = tcase_create("loader");
         tcase_add_test(tc, a_good_plugin_loads_with_its_hooks);
         tcase_add_test(tc, a_plugin_of_another_abi_major_is_refused_naming_both_versions);
-        tcase_add_test(tc, a_plugin_needing_a_newer_minor_is_refused);
+        tcase_add_test(tc, a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ignored);
+        tcase_add_test(tc, a_plugin_built_against_an_older_minor_loads_and_works_without_the_newer_members);
+        tcase_add_test(tc, the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_them);
         tcase_add_test(tc, a_plugin_without_the_symbol_is_refused);
         tcase_add_test(tc, a_plugin_whose_name_is_not_its_file_name_is_refused);
         tcase_add_test(tc, hooks_past_a_plugins_size_are_absent);

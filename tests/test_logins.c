@@ -444,6 +444,75 @@ START_TEST(check_says_where_each_login_was_looked_for_and_how_to_provide_it)
 }
 END_TEST
 
+/* The lines `harnesses -v` prints for one Harness: its line and the
+ * indented ones under it. malloc'd. */
+static char *harness_block(const char *out, const char *name)
+{
+        _cleanup_free_ char *head = xasprintf("\n%s ", name);
+        _cleanup_free_ char *nl_out = xasprintf("\n%s", out);
+        const char *start = strstr(nl_out, head);
+        ck_assert_msg(start != NULL, "no line for '%s' in: %s", name, out);
+        const char *end = start + 1;
+        while ((end = strchr(end, '\n')) != NULL && end[1] == ' ')
+                end++;
+        return end ? strndup(start + 1, (size_t)(end - start - 1)) : xstrdup(start + 1);
+}
+
+START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
+{
+        struct proc_result r;
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *cfgdir = path_in(f.dir, "cfg/trialbox");
+        mkdir_p(cfgdir, 0700);
+        _cleanup_free_ char *creds = path_in(f.dir, "cfg/trialbox/credentials.json");
+        /* OpenCode's endpoints follow its provider in the Credentials. */
+        write_text(creds, "{\"opencode\": {\"api_key\": \"sk-tbtest-opencode\", \"provider\": \"openai\"}}", 0600);
+        _cleanup_free_ char *env_creds = xasprintf("XDG_CONFIG_HOME=%s/cfg", f.dir);
+        run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "-v", NULL });
+        ck_assert_int_eq(r.status, 0);
+
+        _cleanup_free_ char *codex = harness_block(r.out, "codex");
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: api.openai.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: chatgpt.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: auth.openai.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: ab.chatgpt.com:443 (optional)"));
+        ck_assert_ptr_nonnull(strstr(codex, "keeps nested user namespaces"));
+        _cleanup_free_ char *claude = harness_block(r.out, "claude");
+        ck_assert_ptr_nonnull(strstr(claude, "endpoint: api.anthropic.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(claude, "keeps nested user namespaces"));
+        _cleanup_free_ char *opencode = harness_block(r.out, "opencode");
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: api.openai.com:443 (required)"));
+        ck_assert_ptr_null(strstr(opencode, "api.anthropic.com"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: models.opencode.ai:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: registry.npmjs.org:443 (optional)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: github.com:443 (optional)"));
+        ck_assert_ptr_null(strstr(opencode, "nested user namespaces"));
+        _cleanup_free_ char *muse = harness_block(r.out, "muse");
+        ck_assert_ptr_nonnull(strstr(muse, "endpoints: none declared"));
+        proc_result_free(&r);
+
+        /* Without -v, none of it; with --json, always. */
+        run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", NULL });
+        ck_assert_ptr_null(strstr(r.out, "endpoint"));
+        proc_result_free(&r);
+        run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
+        ck_assert_ptr_nonnull(strstr(r.out, "{\"host\":\"api.openai.com:443\",\"required\":true}"));
+        ck_assert_ptr_nonnull(strstr(r.out, "{\"host\":\"ab.chatgpt.com:443\",\"required\":false}"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"needs_userns\":true"));
+        proc_result_free(&r);
+
+        /* A provider whose host is not known: said, and the rest still declared. */
+        write_text(creds, "{\"opencode\": {\"api_key\": \"k\", \"provider\": \"my-gateway\"}}", 0600);
+        run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "-v", NULL });
+        _cleanup_free_ char *unknown = harness_block(r.out, "opencode");
+        ck_assert_ptr_nonnull(strstr(unknown, "the API host of provider 'my-gateway' is not known"));
+        ck_assert_ptr_nonnull(strstr(unknown, "endpoint: models.opencode.ai:443 (required)"));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("logins");
@@ -462,6 +531,7 @@ static Suite *suite(void)
         tcase_add_test(tc, two_grok_trials_started_together_never_overlap);
         tcase_add_test(tc, grok_is_void_without_a_login_or_when_its_lock_is_held_too_long);
         tcase_add_test(tc, check_says_where_each_login_was_looked_for_and_how_to_provide_it);
+        tcase_add_test(tc, harnesses_v_lists_each_harness_endpoints_required_or_optional);
         suite_add_tcase(s, tc);
         return s;
 }
