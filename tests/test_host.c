@@ -147,6 +147,71 @@ START_TEST(the_lock_waits_then_times_out_and_is_had_once_free)
 }
 END_TEST
 
+START_TEST(a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host_home)
+{
+        const struct tb_host_services *svc = host_services();
+        ck_assert(TB_HOST_HAS(svc, home_dir_from_env));
+        struct tb_host h = { .harness = "x", .checking = true, .host_home = "/home/u" };
+        setenv("TB_TEST_HOME_VAR", "/srv/state/", 1);
+        ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".local/state"), "/srv/state");
+        /* Relative, empty or unset: the folder under the home. */
+        setenv("TB_TEST_HOME_VAR", "state", 1);
+        ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".local/state"), "/home/u/.local/state");
+        setenv("TB_TEST_HOME_VAR", "", 1);
+        ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".codex"), "/home/u/.codex");
+        unsetenv("TB_TEST_HOME_VAR");
+        const char *first = svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".config");
+        ck_assert_str_eq(first, "/home/u/.config");
+        ck_assert_str_eq(svc->home_dir_from_env(&h, NULL, ""), "/home/u");
+        /* A home of "/" gives no double slash. */
+        h.host_home = "/";
+        ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".codex"), "/.codex");
+        /* Never outside the home. */
+        ck_assert_ptr_null(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", "/etc"));
+        ck_assert_ptr_null(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".."));
+        ck_assert_ptr_null(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", "a/../../b"));
+        ck_assert_ptr_null(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", NULL));
+        ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", "..x/y"), "/..x/y");
+        /* Each string lives until host_free (valgrind sees them freed). */
+        ck_assert_str_eq(first, "/home/u/.config");
+        host_free(&h);
+}
+END_TEST
+
+START_TEST(endpoints_are_checked_stored_once_and_required_wins)
+{
+        const struct tb_host_services *svc = host_services();
+        ck_assert(TB_HOST_HAS(svc, add_endpoint));
+        struct tb_host h = { .harness = "x", .checking = true };
+        ck_assert_int_eq(svc->add_endpoint(&h, "API.Example.COM.:443", TB_ENDPOINT_OPTIONAL), 0);
+        ck_assert_int_eq(svc->add_endpoint(&h, "api.example.com:443", TB_ENDPOINT_REQUIRED), 0);
+        ck_assert_int_eq(svc->add_endpoint(&h, "api.example.com:443", TB_ENDPOINT_OPTIONAL), 0);
+        ck_assert_int_eq(svc->add_endpoint(&h, "*.cdn.example.com", TB_ENDPOINT_OPTIONAL), 0);
+        ck_assert_int_eq(svc->add_endpoint(&h, "192.0.2.7:8080", TB_ENDPOINT_REQUIRED), 0);
+        ck_assert_int_eq(svc->add_endpoint(&h, "[2001:db8::1]:443", TB_ENDPOINT_REQUIRED), 0);
+        const char *const bad[] = { "",          "*",          "*.com",          "example.com:0",
+                                    "example.com:65536", "example.com:", "exa mple.com", "-x.example.com",
+                                    "a..b",      "[zz::1]:80", "[::1]x",         "example.com:44a",
+                                    "http://example.com" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++)
+                ck_assert_msg(svc->add_endpoint(&h, bad[i], TB_ENDPOINT_REQUIRED) == -EINVAL, "accepted '%s'", bad[i]);
+        ck_assert_int_eq(svc->add_endpoint(&h, NULL, TB_ENDPOINT_REQUIRED), -EINVAL);
+        ck_assert_int_eq(svc->add_endpoint(&h, "ok.example.com", 0), -EINVAL);
+        ck_assert_int_eq(svc->add_endpoint(&h, "ok.example.com", TB_ENDPOINT_REQUIRED | TB_ENDPOINT_OPTIONAL), -EINVAL);
+
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&h, &n);
+        ck_assert_uint_eq(n, 4);
+        ck_assert_str_eq(e[0].pattern, "api.example.com:443");
+        ck_assert(e[0].required);
+        ck_assert_str_eq(e[1].pattern, "*.cdn.example.com");
+        ck_assert(!e[1].required);
+        ck_assert_str_eq(e[2].pattern, "192.0.2.7:8080");
+        ck_assert_str_eq(e[3].pattern, "[2001:db8::1]:443");
+        host_free(&h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("host");
@@ -156,6 +221,8 @@ static Suite *suite(void)
         tcase_add_test(tc, home_files_are_written_0600_only_in_the_fresh_home);
         tcase_add_test(tc, the_wipe_keeps_only_the_named_regular_files_and_follows_no_link);
         tcase_add_test(tc, the_lock_waits_then_times_out_and_is_had_once_free);
+        tcase_add_test(tc, a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host_home);
+        tcase_add_test(tc, endpoints_are_checked_stored_once_and_required_wins);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -205,6 +205,55 @@ START_TEST(a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neit
 }
 END_TEST
 
+START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
+{
+        static const char with[] = "{\"name\": \"demo\", \"default_binary\": \"/bin/true\", \"endpoints\": ["
+                                   "{\"host\": \"api.demo.test:443\", \"required\": true},"
+                                   " {\"host\": \"*.telemetry.demo.test\"}]}";
+        struct manifest *m;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(manifest_parse(with, strlen(with), "/x/demo.json", "demo", &m, &err), 0);
+        const struct tb_harness *h = manifest_harness(m);
+        ck_assert_ptr_nonnull(h->endpoints);
+        ck_assert_uint_eq(h->flags, 0);
+        struct tb_host host = { .harness = "demo", .checking = true };
+        ck_assert_int_eq(host_call(&host, h->endpoints), 0);
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&host, &n);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_str_eq(e[0].pattern, "api.demo.test:443");
+        ck_assert(e[0].required);
+        ck_assert_str_eq(e[1].pattern, "*.telemetry.demo.test");
+        ck_assert(!e[1].required);
+        host_free(&host);
+        manifest_free(m);
+
+        ck_assert_int_eq(manifest_parse(good, strlen(good), "/x/demo.json", "demo", &m, &err), 0);
+        ck_assert_ptr_null(manifest_harness(m)->endpoints);
+        manifest_free(m);
+
+        refused("{\"name\": \"demo\", \"default_binary\": \"x\", \"endpoints\": {}}", "field 'endpoints' must be an array");
+        refused("{\"name\": \"demo\", \"default_binary\": \"x\", \"endpoints\": [{\"host\": \"*\"}]}",
+                "field 'endpoints[0].host' must be host[:port]");
+        refused("{\"name\": \"demo\", \"default_binary\": \"x\", \"endpoints\": [{\"host\": \"a.test\", \"required\": 1}]}",
+                "field 'endpoints[0].required' must be true or false");
+
+        /* The shipped gemini manifest declares its API. */
+        setenv("TRIALBOX_PLUGIN_PATH", PLUGIN_BUILD_DIR, 1);
+        struct plugin pl;
+        ck_assert_msg(plugin_load("gemini", &pl, &err) == 0, "%s", err.msg);
+        struct tb_host g = { .harness = "gemini", .checking = true };
+        ck_assert_int_eq(host_call(&g, pl.endpoints), 0);
+        e = host_endpoints(&g, &n);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_str_eq(e[0].pattern, "generativelanguage.googleapis.com:443");
+        ck_assert(e[0].required);
+        host_free(&g);
+        plugin_unload(&pl);
+        unsetenv("TRIALBOX_PLUGIN_PATH");
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("manifest");
@@ -214,6 +263,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_bad_manifest_is_refused_naming_the_file_and_the_field);
         tcase_add_test(tc, manifests_are_found_like_plugins_and_trusted_like_them);
         tcase_add_test(tc, the_gemini_manifest_ships_and_loads);
+        tcase_add_test(tc, a_manifest_declares_its_endpoints_and_one_without_has_no_hook);
         tcase_add_test(tc, a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neither);
         suite_add_tcase(s, tc);
         return s;
