@@ -99,11 +99,6 @@ static const char *esc(const char *s)
         return b;
 }
 
-static bool one_line(const char *s)
-{
-        size_t n = strlen(s);
-        return n > 1 && s[n - 1] == '\n' && memchr(s, '\n', n - 1) == NULL;
-}
 
 /* What every refusal looks like: status, one line on stderr that says it. */
 static void expect_refusal(struct verdict *v, const struct proc_result *r, int status, const char *says)
@@ -983,25 +978,6 @@ END_TEST
 
 /* ---- plugins ---- */
 
-static void copy_file(const char *from, const char *to, mode_t mode, size_t max)
-{
-        size_t len = 0;
-        int in = open(from, O_RDONLY | O_CLOEXEC);
-        ck_assert_msg(in >= 0, "'%s': %s (build the fake plugins)", from, strerror(errno));
-        char *buf = xmalloc(1 << 20);
-        ssize_t k;
-        while ((k = read(in, buf + len, (1 << 20) - len)) > 0)
-                len += (size_t)k;
-        close(in);
-        if (len > max)
-                len = max;
-        int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ck_assert_int_ge(out, 0);
-        ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
-        ck_assert_int_eq(fchmod(out, mode), 0);
-        close(out);
-        free(buf);
-}
 
 static off_t size_of(const char *path)
 {
