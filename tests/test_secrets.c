@@ -250,15 +250,6 @@ static const struct expect expectations[] = {
         { "gemini", { "GEMINI_API_KEY=tbsecret-geminikey" }, { "H/.gemini/oauth_creds.json:tbsecret-geminilogin" }, true },
 };
 
-static const struct expect *expectation(const char *harness)
-{
-        for (size_t i = 0; i < TB_ARRAY_SIZE(expectations); i++)
-                if (strcmp(expectations[i].harness, harness) == 0)
-                        return &expectations[i];
-        ck_abort_msg("no expectation for %s", harness);
-        return NULL;
-}
-
 /* The session's report, with H and G spelt out. */
 static char *expected_file_line(const struct world *w, const char *spec)
 {
@@ -268,11 +259,13 @@ static char *expected_file_line(const struct world *w, const char *spec)
         return xasprintf("file %s%s", grok, spec + 1);
 }
 
-static void secrets_never_leak(const char *harness)
+/* A loop test over the table: run _i is the Trial of expectations[_i].harness. */
+START_TEST(secrets_never_leak_from_any_harness_trial)
 {
+        const struct expect *x = &expectations[_i];
+        const char *harness = x->harness;
         struct world w;
         world_new(&w);
-        const struct expect *x = expectation(harness);
         _cleanup_free_ char *m = marker("probe");
         _cleanup_free_ char *script =
                 xasprintf(": %s; " SESSION_REPORT "touch STARTED; sleep 0.5", m);
@@ -371,53 +364,6 @@ static void secrets_never_leak(const char *harness)
         _cleanup_free_ char *codex_now = read_text(codex);
         ck_assert_ptr_nonnull(strstr(codex_now, w.secret[S_CODEX]));
         world_free(&w);
-}
-
-START_TEST(secrets_never_leak_from_a_shell_trial)
-{
-        secrets_never_leak("shell");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_codex_trial)
-{
-        secrets_never_leak("codex");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_claude_trial)
-{
-        secrets_never_leak("claude");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_muse_trial)
-{
-        secrets_never_leak("muse");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_an_agy_trial)
-{
-        secrets_never_leak("agy");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_grok_trial)
-{
-        secrets_never_leak("grok");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_an_opencode_trial)
-{
-        secrets_never_leak("opencode");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_gemini_trial)
-{
-        secrets_never_leak("gemini");
 }
 END_TEST
 
@@ -673,14 +619,7 @@ static Suite *suite(void)
         Suite *s = suite_create("secrets");
         TCase *tc = tcase_create("secrets");
         tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, secrets_never_leak_from_a_shell_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_codex_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_claude_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_muse_trial);
-        tcase_add_test(tc, secrets_never_leak_from_an_agy_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_grok_trial);
-        tcase_add_test(tc, secrets_never_leak_from_an_opencode_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_gemini_trial);
+        tcase_add_loop_test(tc, secrets_never_leak_from_any_harness_trial, 0, (int)TB_ARRAY_SIZE(expectations));
         tcase_add_test(tc, a_void_trial_prints_and_leaves_no_secret);
         tcase_add_test(tc, a_trial_ended_by_a_signal_leaves_no_secret);
         tcase_add_test(tc, a_login_the_session_refreshes_is_never_printed_nor_left_behind);
