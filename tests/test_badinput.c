@@ -31,11 +31,14 @@
 
 /* ---- cases and verdicts ---- */
 
+/* The cases of one test count themselves: each distinct case_end() is one. */
 struct cases {
         const char *test; /* for the summary line */
+        size_t total;
         int failed;
         struct strbuf names;
-        char last[256]; /* the last failed case: one case counts once */
+        char ended[256]; /* the last case ended: a case ended twice counts once */
+        bool ended_failed; /* ... and fails once */
 };
 
 #define CASES_INIT { .test = __func__ }
@@ -54,20 +57,27 @@ struct verdict {
 
 static void case_end(struct cases *cs, const char *name, struct verdict *v)
 {
+        bool again = cs->total > 0 && strncmp(cs->ended, name, sizeof cs->ended - 1) == 0;
+        if (!again) {
+                cs->total++;
+                snprintf(cs->ended, sizeof cs->ended, "%s", name);
+                cs->ended_failed = false;
+        }
         if (v->why.len) {
                 fprintf(stderr, "FAILED case '%s': %s\n", name, v->why.s);
-                if (strcmp(cs->last, name) != 0) {
+                if (!cs->ended_failed) {
                         strbuf_addf(&cs->names, "%s'%s'", cs->failed ? ", " : "", name);
                         cs->failed++;
-                        snprintf(cs->last, sizeof cs->last, "%s", name);
+                        cs->ended_failed = true;
                 }
         }
         free(v->why.s);
         v->why = (struct strbuf){ 0 };
 }
 
-static void cases_done(struct cases *cs, size_t total)
+static void cases_done(struct cases *cs)
 {
+        size_t total = cs->total;
         size_t n = strlen(cs->test);
         if (n > 3 && strcmp(cs->test + n - 3, "_fn") == 0) /* Check's name for the test's function */
                 n -= 3;
@@ -99,11 +109,6 @@ static const char *esc(const char *s)
         return b;
 }
 
-static bool one_line(const char *s)
-{
-        size_t n = strlen(s);
-        return n > 1 && s[n - 1] == '\n' && memchr(s, '\n', n - 1) == NULL;
-}
 
 /* What every refusal looks like: status, one line on stderr that says it. */
 static void expect_refusal(struct verdict *v, const struct proc_result *r, int status, const char *says)
@@ -190,7 +195,6 @@ START_TEST(bad_flags_are_usage_errors_with_one_line_and_no_output_folder)
 {
         struct fixture f;
         struct cases cs = CASES_INIT;
-        size_t total = 0;
         fixture_new(&f);
         const char *R = f.repo, *O = f.out;
         _cleanup_free_ char *file = xasprintf("%s/a-file", f.dir);
@@ -239,7 +243,6 @@ START_TEST(bad_flags_are_usage_errors_with_one_line_and_no_output_folder)
                 args[n] = NULL;
                 snprintf(name, sizeof name, "%s given twice", valued[i].opt);
                 usage_case(&cs, name, O, NULL, args, 2, "given twice");
-                total += 2;
         }
 
         struct {
@@ -308,7 +311,7 @@ START_TEST(bad_flags_are_usage_errors_with_one_line_and_no_output_folder)
                 { "check --bogus", ARGS("check", "--bogus"), "unknown option '--bogus'" },
                 { "check with an argument", ARGS("check", "extra"), "unexpected argument 'extra'" },
         };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++, total++)
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++)
                 usage_case(&cs, cases[i].name, O, NULL, cases[i].args, 2, cases[i].says);
 
         /* No arguments at all: the usage text, on stderr, status 2. */
@@ -319,10 +322,9 @@ START_TEST(bad_flags_are_usage_errors_with_one_line_and_no_output_folder)
         EXPECT(&v, str_has_prefix(r.err, "usage: trialbox run"), "stderr is not the usage: \"%s\"", esc(r.err));
         case_end(&cs, "no arguments", &v);
         proc_result_free(&r);
-        total++;
 
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -333,14 +335,13 @@ START_TEST(a_missing_value_is_reported_as_missing_not_as_an_unknown_option)
 {
         struct fixture f;
         struct cases cs = CASES_INIT;
-        size_t total = 0;
         fixture_new(&f);
         const char *R = f.repo, *O = f.out;
         const struct {
                 const char *opt, *value;
         } valued[] = { { "--harness", "shell" },       { "--repo", R },   { "--output-dir", O },
                        { "--harness-bin", "/bin/sh" }, { "--skills", R }, { "--credentials", "/tmp/x.json" } };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(valued); i++, total++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(valued); i++) {
                 /* The three required options but this one, then this one last, with no value. */
                 const char *args[16];
                 size_t n = 0;
@@ -360,9 +361,8 @@ START_TEST(a_missing_value_is_reported_as_missing_not_as_an_unknown_option)
         }
         usage_case(&cs, "check --harness without a value", NULL, NULL, ARGS("check", "--harness"), 2,
                    "option '--harness' needs a value");
-        total++;
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -390,7 +390,7 @@ START_TEST(a_repeated_or_empty_option_is_named_in_the_message)
                    ARGS("run", "--repo", R, "--output-dir", O, "--harness="), 2,
                    "option '--harness' needs a non-empty value");
         fixture_free(&f);
-        cases_done(&cs, 4);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -420,7 +420,7 @@ START_TEST(control_characters_in_names_and_paths_are_not_echoed_raw)
         usage_case(&cs, "a manifest field name with a newline", O, ENV(env),
                    ARGS("run", "--harness", "nl", "--repo", R, "--output-dir", O), 2, "is not a manifest field");
         fixture_free(&f);
-        cases_done(&cs, 4);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -428,11 +428,10 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
 {
         struct fixture f;
         struct cases cs = CASES_INIT;
-        size_t total = 0;
         fixture_new(&f);
         _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
         static const char *const bad[] = { "yes", "true", "2", "on", " 1", "1 ", "-1", "01", "no" };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++, total++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
                 char name[64], env[64];
                 snprintf(name, sizeof name, "TRIALBOX_NO_SANDBOX='%s'", bad[i]);
                 snprintf(env, sizeof env, "TRIALBOX_NO_SANDBOX=%s", bad[i]);
@@ -449,7 +448,7 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
         }
         /* The good values work: 0 and empty are sandboxed, 1 is not. */
         static const char *const good[][2] = { { "0", "true" }, { "", "true" }, { "1", "false" } };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++, total++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++) {
                 char name[64], env[64];
                 snprintf(name, sizeof name, "TRIALBOX_NO_SANDBOX='%s' (works)", good[i][0]);
                 snprintf(env, sizeof env, "TRIALBOX_NO_SANDBOX=%s", good[i][0]);
@@ -469,7 +468,7 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
                 tmpdir_remove(f.out);
         }
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -503,7 +502,7 @@ START_TEST(a_repository_that_is_missing_or_not_a_folder_is_a_usage_error)
                            ARGS("run", "--harness", "shell", "--repo", cases[i].repo, "--output-dir", f.out), 2,
                            cases[i].says);
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(cases));
+        cases_done(&cs);
 }
 END_TEST
 
@@ -534,7 +533,7 @@ START_TEST(a_repository_with_spaces_newlines_or_non_ascii_in_its_path_works)
                 proc_result_free(&r);
         }
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(names));
+        cases_done(&cs);
 }
 END_TEST
 
@@ -605,7 +604,7 @@ START_TEST(an_output_folder_that_is_a_link_inside_the_repository_or_used_is_refu
                 unlink(ran);
         }
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(cases));
+        cases_done(&cs);
 }
 END_TEST
 
@@ -646,40 +645,45 @@ START_TEST(an_output_folder_reaching_into_the_repository_by_a_link_or_dotdot_is_
                 }
         }
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(cases));
+        cases_done(&cs);
 }
 END_TEST
 
 /* ---- Credentials ---- */
 
+enum creds_kind { CREDS_TEXT, CREDS_FOLDER, CREDS_LINK, CREDS_HUGE };
+
 struct bad_credentials {
         const char *name;
-        const char *text; /* NULL: see `kind` */
+        const char *text; /* for CREDS_TEXT */
         const char *says;
+        enum creds_kind kind;
 };
 
+/* Every malformed Credentials file: texts, then a folder, a link, a file over 1 MiB. */
 static const struct bad_credentials bad_creds[] = {
-        { "truncated JSON", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-1\"", "invalid JSON at line 1, column" },
-        { "not JSON", "setup_token = sk-tbtest-secret-2\n", "invalid JSON at line 1, column" },
+        { "truncated JSON", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-1\"", "invalid JSON at line 1, column", CREDS_TEXT },
+        { "not JSON", "setup_token = sk-tbtest-secret-2\n", "invalid JSON at line 1, column", CREDS_TEXT },
         { "a trailing comma on line 4", "{\n  \"claude\": {\n    \"setup_token\": \"sk-tbtest-secret-3\",\n  }\n}\n",
-          "invalid JSON at line 4" },
-        { "text after the object", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-4\"}} {}", "invalid JSON" },
-        { "an empty file", "", "invalid JSON" },
-        { "a top level that is an array", "[\"sk-tbtest-secret-6\"]", "top level must be a JSON object" },
-        { "a section that is a string", "{\"claude\": \"sk-tbtest-secret-7\"}", "'claude' must be an object" },
-        { "a section that is null", "{\"claude\": null}", "'claude' must be an object" },
-        { "a token that is a number", "{\"claude\": {\"setup_token\": 42}}", "'claude.setup_token' must be a string" },
+          "invalid JSON at line 4", CREDS_TEXT },
+        { "text after the object", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-4\"}} {}", "invalid JSON", CREDS_TEXT },
+        { "an empty file", "", "invalid JSON", CREDS_TEXT },
+        { "a top level that is an array", "[\"sk-tbtest-secret-6\"]", "top level must be a JSON object", CREDS_TEXT },
+        { "a section that is a string", "{\"claude\": \"sk-tbtest-secret-7\"}", "'claude' must be an object", CREDS_TEXT },
+        { "a section that is null", "{\"claude\": null}", "'claude' must be an object", CREDS_TEXT },
+        { "a token that is a number", "{\"claude\": {\"setup_token\": 42}}", "'claude.setup_token' must be a string", CREDS_TEXT },
         { "a token that is an array", "{\"claude\": {\"setup_token\": [\"sk-tbtest-secret-10\"]}}",
-          "'claude.setup_token' must be a string" },
-        { "a token with a NUL", "{\"claude\": {\"setup_token\": \"sk-tbtest\\u0000secret-11\"}}", "NUL" },
+          "'claude.setup_token' must be a string", CREDS_TEXT },
+        { "a token with a NUL", "{\"claude\": {\"setup_token\": \"sk-tbtest\\u0000secret-11\"}}", "NUL", CREDS_TEXT },
         { "another section's value that is a number",
           "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-12\"}, \"opencode\": {\"api_key\": 5}}",
-          "'opencode.api_key' must be a string" },
-        { "a section name outside the syntax", "{\"Claude!\": {\"x\": \"sk-tbtest-secret-13\"}}", "section name" },
-        { "invalid UTF-8", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-14\xff\xfe\"}}", "invalid utf-8" },
+          "'opencode.api_key' must be a string", CREDS_TEXT },
+        { "a section name outside the syntax", "{\"Claude!\": {\"x\": \"sk-tbtest-secret-13\"}}", "section name", CREDS_TEXT },
+        { "invalid UTF-8", "{\"claude\": {\"setup_token\": \"sk-tbtest-secret-14\xff\xfe\"}}", "invalid utf-8", CREDS_TEXT },
+        { "a folder", NULL, "is a folder", CREDS_FOLDER },
+        { "a symbolic link", NULL, "is a symbolic link", CREDS_LINK },
+        { "a file over 1 MiB", NULL, "larger than 1 MiB", CREDS_HUGE },
 };
-
-enum creds_kind { CREDS_TEXT, CREDS_FOLDER, CREDS_LINK, CREDS_HUGE };
 
 /* Make the Credentials file of one case at `path`. */
 static void make_credentials(const char *path, enum creds_kind kind, const char *text, const char *dir)
@@ -711,85 +715,59 @@ static void make_credentials(const char *path, enum creds_kind kind, const char 
         }
 }
 
-/* Every credentials case: the table's texts, then a folder, a link, a file over 1 MiB. */
-static size_t n_credential_cases(void)
-{
-        return TB_ARRAY_SIZE(bad_creds) + 3;
-}
-
-static void credential_case(size_t i, const char **name, enum creds_kind *kind, const char **text, const char **says)
-{
-        if (i < TB_ARRAY_SIZE(bad_creds)) {
-                *name = bad_creds[i].name;
-                *kind = CREDS_TEXT;
-                *text = bad_creds[i].text;
-                *says = bad_creds[i].says;
-                return;
-        }
-        static const char *const names[] = { "a folder", "a symbolic link", "a file over 1 MiB" };
-        static const char *const sayings[] = { "is a folder", "is a symbolic link", "larger than 1 MiB" };
-        static const enum creds_kind kinds[] = { CREDS_FOLDER, CREDS_LINK, CREDS_HUGE };
-        i -= TB_ARRAY_SIZE(bad_creds);
-        *name = names[i];
-        *kind = kinds[i];
-        *text = NULL;
-        *says = sayings[i];
-}
+/* The Harnesses that need Credentials: one loop run each. */
+static const char *const needs_credentials[] = { "claude", "opencode" };
 
 static void expect_no_secret(struct verdict *v, const char *what, const char *text)
 {
         EXPECT(v, !text || !strstr(text, "sk-tbtest"), "a secret is in %s: \"%s\"", what, esc(text));
 }
 
+/* A loop test: run _i is needs_credentials[_i]. */
 START_TEST(malformed_credentials_void_a_harness_that_needs_them)
 {
+        const char *harness = needs_credentials[_i];
         struct fixture f;
         struct cases cs = CASES_INIT;
         fixture_new(&f);
         _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
-        static const char *const harnesses[] = { "claude", "opencode" };
-        size_t total = 0;
-        for (size_t h = 0; h < TB_ARRAY_SIZE(harnesses); h++) {
-                for (size_t i = 0; i < n_credential_cases(); i++, total++) {
-                        const char *name, *text, *says;
-                        enum creds_kind kind;
-                        credential_case(i, &name, &kind, &text, &says);
-                        char case_name[200];
-                        snprintf(case_name, sizeof case_name, "%s: %s", harnesses[h], name);
-                        _cleanup_free_ char *cdir = xasprintf("%s/creds-%s-%zu", f.dir, harnesses[h], i);
-                        _cleanup_free_ char *path = xasprintf("%s/credentials.json", cdir);
-                        ck_assert_int_eq(mkdir(cdir, 0700), 0);
-                        make_credentials(path, kind, text, cdir);
-                        struct fixture g = f;
-                        snprintf(g.out, sizeof g.out, "%s/out-%s-%zu", f.dir, harnesses[h], i);
-                        struct proc_result r;
-                        struct verdict v = { 0 };
-                        tb_run(&r, harnesses[h], &g, NULL,
-                               EXTRA("--credentials", path, "--harness-bin", "/bin/sh", "--", "-c", "touch RAN"));
-                        expect_refusal(&v, &r, 125, says);
-                        EXPECT(&v, strstr(r.err, "void (session_unavailable)"), "stderr does not say void: \"%s\"",
-                               esc(r.err));
-                        EXPECT(&v, strstr(r.err, path), "stderr does not name the file");
-                        EXPECT(&v, !exists(ran), "the session ran");
-                        _cleanup_free_ char *cause = outcome_field(g.out, "cause");
-                        _cleanup_free_ char *detail = outcome_field(g.out, "detail");
-                        EXPECT(&v, cause && strcmp(cause, "session_unavailable") == 0, "cause %s",
-                               cause ? cause : "(no outcome.json)");
-                        EXPECT(&v, detail && strstr(detail, says), "detail \"%s\" lacks \"%s\"",
-                               detail ? esc(detail) : "", says);
-                        expect_no_secret(&v, "stderr", r.err);
-                        expect_no_secret(&v, "stdout", r.out);
-                        _cleanup_free_ char *outcome_path = xasprintf("%s/outcome.json", g.out);
-                        _cleanup_free_ char *outcome = read_text(outcome_path);
-                        expect_no_secret(&v, "outcome.json", outcome);
-                        expect_void_output(&v, g.out);
-                        case_end(&cs, case_name, &v);
-                        proc_result_free(&r);
-                        unlink(ran);
-                }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad_creds); i++) {
+                const char *says = bad_creds[i].says;
+                char case_name[200];
+                snprintf(case_name, sizeof case_name, "%s: %s", harness, bad_creds[i].name);
+                _cleanup_free_ char *cdir = xasprintf("%s/creds-%s-%zu", f.dir, harness, i);
+                _cleanup_free_ char *path = xasprintf("%s/credentials.json", cdir);
+                ck_assert_int_eq(mkdir(cdir, 0700), 0);
+                make_credentials(path, bad_creds[i].kind, bad_creds[i].text, cdir);
+                struct fixture g = f;
+                snprintf(g.out, sizeof g.out, "%s/out-%s-%zu", f.dir, harness, i);
+                struct proc_result r;
+                struct verdict v = { 0 };
+                tb_run(&r, harness, &g, NULL,
+                       EXTRA("--credentials", path, "--harness-bin", "/bin/sh", "--", "-c", "touch RAN"));
+                expect_refusal(&v, &r, 125, says);
+                EXPECT(&v, strstr(r.err, "void (session_unavailable)"), "stderr does not say void: \"%s\"",
+                       esc(r.err));
+                EXPECT(&v, strstr(r.err, path), "stderr does not name the file");
+                EXPECT(&v, !exists(ran), "the session ran");
+                _cleanup_free_ char *cause = outcome_field(g.out, "cause");
+                _cleanup_free_ char *detail = outcome_field(g.out, "detail");
+                EXPECT(&v, cause && strcmp(cause, "session_unavailable") == 0, "cause %s",
+                       cause ? cause : "(no outcome.json)");
+                EXPECT(&v, detail && strstr(detail, says), "detail \"%s\" lacks \"%s\"", detail ? esc(detail) : "",
+                       says);
+                expect_no_secret(&v, "stderr", r.err);
+                expect_no_secret(&v, "stdout", r.out);
+                _cleanup_free_ char *outcome_path = xasprintf("%s/outcome.json", g.out);
+                _cleanup_free_ char *outcome = read_text(outcome_path);
+                expect_no_secret(&v, "outcome.json", outcome);
+                expect_void_output(&v, g.out);
+                case_end(&cs, case_name, &v);
+                proc_result_free(&r);
+                unlink(ran);
         }
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -799,14 +777,12 @@ START_TEST(malformed_credentials_do_not_stop_a_harness_that_needs_none)
         struct cases cs = CASES_INIT;
         fixture_new(&f);
         _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
-        for (size_t i = 0; i < n_credential_cases(); i++) {
-                const char *name, *text, *says;
-                enum creds_kind kind;
-                credential_case(i, &name, &kind, &text, &says);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad_creds); i++) {
+                const char *name = bad_creds[i].name;
                 _cleanup_free_ char *cdir = xasprintf("%s/creds-%zu", f.dir, i);
                 _cleanup_free_ char *path = xasprintf("%s/credentials.json", cdir);
                 ck_assert_int_eq(mkdir(cdir, 0700), 0);
-                make_credentials(path, kind, text, cdir);
+                make_credentials(path, bad_creds[i].kind, bad_creds[i].text, cdir);
                 struct fixture g = f;
                 snprintf(g.out, sizeof g.out, "%s/out-%zu", f.dir, i);
                 struct proc_result r;
@@ -823,7 +799,7 @@ START_TEST(malformed_credentials_do_not_stop_a_harness_that_needs_none)
                 unlink(ran);
         }
         fixture_free(&f);
-        cases_done(&cs, n_credential_cases());
+        cases_done(&cs);
 }
 END_TEST
 
@@ -906,8 +882,7 @@ START_TEST(malformed_manifests_are_refused_naming_the_file_and_the_field)
                 { "a NUL in a string", "{\"name\": \"mf\", \"default_binary\": \"/bin/sh\\u0000x\"}",
                   "field 'default_binary' must not contain a NUL character" },
         };
-        size_t total = 0;
-        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++, total++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
                 _cleanup_free_ char *dir = xasprintf("%s/plugins-%zu", f.dir, i);
                 _cleanup_free_ char *file = xasprintf("%s/mf.json", dir);
                 _cleanup_free_ char *env = xasprintf("TRIALBOX_PLUGIN_PATH=%s", dir);
@@ -940,7 +915,7 @@ START_TEST(malformed_manifests_are_refused_naming_the_file_and_the_field)
                 { "a manifest that is a folder", 0644, 0755, true, false, "is not a regular file" },
                 { "a manifest beside a plugin of the same name", 0644, 0755, false, true, "define harness 'mf'" },
         };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(around); i++, total++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(around); i++) {
                 _cleanup_free_ char *dir = xasprintf("%s/around-%zu", f.dir, i);
                 _cleanup_free_ char *file = xasprintf("%s/mf.json", dir);
                 _cleanup_free_ char *so = xasprintf("%s/mf.so", dir);
@@ -974,34 +949,14 @@ START_TEST(malformed_manifests_are_refused_naming_the_file_and_the_field)
                 usage_case(&cs, "a manifest over 256 KiB", f.out, ENV(env),
                            ARGS("run", "--harness", "mf", "--repo", f.repo, "--output-dir", f.out), 2,
                            "larger than 256 KiB");
-                total++;
         }
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
 /* ---- plugins ---- */
 
-static void copy_file(const char *from, const char *to, mode_t mode, size_t max)
-{
-        size_t len = 0;
-        int in = open(from, O_RDONLY | O_CLOEXEC);
-        ck_assert_msg(in >= 0, "'%s': %s (build the fake plugins)", from, strerror(errno));
-        char *buf = xmalloc(1 << 20);
-        ssize_t k;
-        while ((k = read(in, buf + len, (1 << 20) - len)) > 0)
-                len += (size_t)k;
-        close(in);
-        if (len > max)
-                len = max;
-        int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ck_assert_int_ge(out, 0);
-        ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
-        ck_assert_int_eq(fchmod(out, mode), 0);
-        close(out);
-        free(buf);
-}
 
 static off_t size_of(const char *path)
 {
@@ -1045,13 +1000,11 @@ START_TEST(bad_plugins_are_refused_with_one_line_naming_the_file)
                 { "a plugin owned by another user", FAKE_SO("fp_good", "good"), "good", 0755, 0755, SIZE_MAX, 65534,
                   "is owned by uid 65534, neither root nor you" },
         };
-        size_t total = 0;
         for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
                 if (cases[i].owner >= 0 && geteuid() != 0) {
                         printf("skipped case '%s': needs root\n", cases[i].name);
                         continue;
                 }
-                total++;
                 _cleanup_free_ char *dir = xasprintf("%s/plugins-%zu", f.dir, i);
                 _cleanup_free_ char *file = xasprintf("%s/%s.so", dir, cases[i].as);
                 _cleanup_free_ char *env = xasprintf("TRIALBOX_PLUGIN_PATH=%s", dir);
@@ -1091,10 +1044,9 @@ START_TEST(bad_plugins_are_refused_with_one_line_naming_the_file)
                 case_end(&cs, "the good plugin (control)", &v);
                 proc_result_free(&r);
                 tmpdir_remove(f.out);
-                total++;
         }
         fixture_free(&f);
-        cases_done(&cs, total);
+        cases_done(&cs);
 }
 END_TEST
 
@@ -1124,7 +1076,7 @@ START_TEST(a_truncated_plugin_is_refused_not_a_crash)
                            "is not a loadable library");
         }
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(sizes));
+        cases_done(&cs);
 }
 END_TEST
 
@@ -1278,7 +1230,7 @@ START_TEST(credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_fil
                 proc_result_free(&r);
         }
         fixture_free(&f);
-        cases_done(&cs, TB_ARRAY_SIZE(cases));
+        cases_done(&cs);
 }
 END_TEST
 
@@ -1296,7 +1248,8 @@ static Suite *suite(void)
         tcase_add_test(tc, a_repository_with_spaces_newlines_or_non_ascii_in_its_path_works);
         tcase_add_test(tc, an_output_folder_that_is_a_link_inside_the_repository_or_used_is_refused);
         tcase_add_test(tc, an_output_folder_reaching_into_the_repository_by_a_link_or_dotdot_is_refused);
-        tcase_add_test(tc, malformed_credentials_void_a_harness_that_needs_them);
+        tcase_add_loop_test(tc, malformed_credentials_void_a_harness_that_needs_them, 0,
+                            (int)TB_ARRAY_SIZE(needs_credentials));
         tcase_add_test(tc, malformed_credentials_do_not_stop_a_harness_that_needs_none);
         tcase_add_test(tc, malformed_manifests_are_refused_naming_the_file_and_the_field);
         tcase_add_test(tc, bad_plugins_are_refused_with_one_line_naming_the_file);

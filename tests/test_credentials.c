@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -11,49 +10,26 @@
 #include <sys/wait.h>
 
 #include "credentials.h"
+#include "testutil.h"
 
 /* Planted in every malformed file: no message may ever contain it. */
 #define SECRET "s3cr3t-PLANTED-value"
 
-static char tmpdir[] = "/tmp/tb-credentials-test-XXXXXX";
-static char *path; /* tmpdir/credentials.json */
+static char *tmpdir; /* a test's own folder */
+static char *path;   /* tmpdir/credentials.json */
 
 static void setup(void)
 {
-        strcpy(tmpdir, "/tmp/tb-credentials-test-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-        path = xasprintf("%s/credentials.json", tmpdir);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st, (void)flag, (void)ftw;
-        return remove(p);
+        tmpdir = tmpdir_new();
+        path = path_in(tmpdir, "credentials.json");
 }
 
 static void teardown(void)
 {
-        nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove(tmpdir);
+        free(tmpdir);
         free(path);
-        path = NULL;
-}
-
-static void write_file(const char *p, const void *data, size_t len, mode_t mode)
-{
-        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-        ck_assert_int_eq(fchmod(fd, mode), 0);
-        close(fd);
-}
-
-static void write_text(const char *p, const char *text) { write_file(p, text, strlen(text), 0600); }
-
-static mode_t mode_of(const char *p)
-{
-        struct stat st;
-        ck_assert_int_eq(lstat(p, &st), 0);
-        return st.st_mode & 07777;
+        tmpdir = path = NULL;
 }
 
 static char *slurp(const char *p)
@@ -69,7 +45,7 @@ static struct tb_error load_bad(const char *text, size_t len)
 {
         struct tb_error err = { 0 };
         struct credentials *c = NULL;
-        write_file(path, text, len, 0600);
+        write_bytes(path, text, len, 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), -EINVAL);
         ck_assert_ptr_null(c);
         ck_assert_int_eq(err.code, -EINVAL);
@@ -108,7 +84,7 @@ START_TEST(a_well_formed_file_gives_each_value)
         _cleanup_(strv_free) struct strv names = { 0 };
 
         write_text(path, "{\"claude\": {\"setup_token\": \"tok\"},\n"
-                         " \"opencode\": {\"api_key\": \"k\\u00e9y\", \"provider\": \"anthropic\"}}\n");
+                         " \"opencode\": {\"api_key\": \"k\\u00e9y\", \"provider\": \"anthropic\"}}\n", 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), 0);
         ck_assert_str_eq(credentials_get(c, "claude", "setup_token"), "tok");
         ck_assert_str_eq(credentials_get(c, "opencode", "api_key"), "k\xc3\xa9y");
@@ -240,14 +216,14 @@ START_TEST(a_group_readable_file_loads_and_is_flagged_loose)
         struct tb_error err = { 0 };
         _cleanup_credentials_ struct credentials *c = NULL;
 
-        write_file(path, text, sizeof text - 1, 0640);
+        write_bytes(path, text, sizeof text - 1, 0640);
         ck_assert_int_eq(credentials_load(path, &c, &err), 0);
         ck_assert(credentials_loose_mode(c));
         ck_assert_str_eq(credentials_get(c, "claude", "setup_token"), "tok");
         credentials_free(c);
         c = NULL;
 
-        write_file(path, text, sizeof text - 1, 0600);
+        write_bytes(path, text, sizeof text - 1, 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), 0);
         ck_assert(!credentials_loose_mode(c));
 }
@@ -259,7 +235,7 @@ START_TEST(a_symlink_as_the_file_to_load_is_refused)
         struct tb_error err = { 0 };
         struct credentials *c = NULL;
 
-        write_text(real, "{}");
+        write_text(real, "{}", 0600);
         ck_assert_int_eq(symlink(real, path), 0);
         ck_assert_int_eq(credentials_load(path, &c, &err), -ELOOP);
         ck_assert_ptr_null(c);
@@ -296,13 +272,13 @@ START_TEST(a_file_over_one_mib_is_refused)
         memset(big, ' ', n);
         big[0] = '{';
         big[n - 1] = '}';
-        write_file(path, big, n, 0600);
+        write_bytes(path, big, n, 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), -EFBIG);
         ck_assert_ptr_nonnull(strstr(err.msg, "larger than 1 MiB"));
 
         /* Exactly the limit is fine. */
         big[n - 2] = '}';
-        write_file(path, big, n - 1, 0600);
+        write_bytes(path, big, n - 1, 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), 0);
         credentials_free(c);
 }
@@ -427,7 +403,7 @@ START_TEST(resaving_over_a_0644_file_makes_it_0600)
         _cleanup_credentials_ struct credentials *c = credentials_new();
         _cleanup_credentials_ struct credentials *back = NULL;
 
-        write_file(path, "{}", 2, 0644);
+        write_bytes(path, "{}", 2, 0644);
         ck_assert_uint_eq(mode_of(path), 0644);
         ck_assert_int_eq(credentials_set(c, "claude", "setup_token", "t"), 0);
         ck_assert_int_eq(credentials_save(c, path, &err), 0);
@@ -464,7 +440,7 @@ START_TEST(a_symlink_as_the_save_target_is_refused)
         _cleanup_credentials_ struct credentials *c = credentials_new();
         struct stat st;
 
-        write_text(real, "{}");
+        write_text(real, "{}", 0600);
         ck_assert_int_eq(symlink(real, path), 0);
         ck_assert_int_eq(credentials_set(c, "claude", "setup_token", "t"), 0);
         ck_assert_int_eq(credentials_save(c, path, &err), -ELOOP);
@@ -537,42 +513,16 @@ END_TEST
 
 /* ---- `trialbox credentials` ---- */
 
-struct run {
-        int status;
-        char *out, *err;
-};
-
-static void run_free(struct run *r)
-{
-        free(r->out);
-        free(r->err);
-}
-
-static char *read_all(int fd)
-{
-        struct strbuf sb = { 0 };
-        char buf[4096];
-        ssize_t n;
-        strbuf_add(&sb, "");
-        while ((n = read(fd, buf, sizeof buf - 1)) != 0) {
-                if (n < 0 && errno == EINTR)
-                        continue;
-                ck_assert_int_gt(n, 0);
-                buf[n] = '\0';
-                strbuf_add(&sb, buf);
-        }
-        return sb.s;
-}
 
 /* Run credentials_main in a child with `in` (len bytes) on its stdin, a
  * pipe, and its stdout and stderr captured. */
-static struct run run_cmd(const char *in, size_t len, const char *override, const char *a1, const char *a2,
+static struct proc_result run_cmd(const char *in, size_t len, const char *override, const char *a1, const char *a2,
                           const char *a3)
 {
         char *argv[] = { "credentials", (char *)a1, (char *)a2, (char *)a3, NULL };
         int argc = 1 + (a1 != NULL) + (a1 && a2) + (a1 && a2 && a3);
         int pin[2], pout[2], perr[2];
-        struct run r = { 0 };
+        struct proc_result r = { 0 };
 
         ck_assert_int_eq(pipe2(pin, O_CLOEXEC), 0);
         ck_assert_int_eq(pipe2(pout, O_CLOEXEC), 0);
@@ -604,8 +554,8 @@ static struct run run_cmd(const char *in, size_t len, const char *override, cons
         }
         signal(SIGPIPE, old_pipe);
         close(pin[1]);
-        r.out = read_all(pout[0]);
-        r.err = read_all(perr[0]);
+        r.out = read_fd(pout[0]);
+        r.err = read_fd(perr[0]);
         close(pout[0]);
         close(perr[0]);
         int ws;
@@ -615,13 +565,6 @@ static struct run run_cmd(const char *in, size_t len, const char *override, cons
         return r;
 }
 
-static size_t count_lines(const char *s)
-{
-        size_t n = 0;
-        for (; *s; s++)
-                n += *s == '\n';
-        return n;
-}
 
 static const char *get_from(const char *p, const char *section, const char *key, struct credentials **keep)
 {
@@ -633,7 +576,7 @@ static const char *get_from(const char *p, const char *section, const char *key,
 START_TEST(set_reads_the_value_from_stdin_and_drops_one_trailing_newline)
 {
         _cleanup_credentials_ struct credentials *c1 = NULL, *c2 = NULL, *c3 = NULL;
-        _cleanup_(run_free) struct run a = run_cmd(SECRET "\r\n", strlen(SECRET) + 2, path, "set",
+        _cleanup_(proc_result_free) struct proc_result a = run_cmd(SECRET "\r\n", strlen(SECRET) + 2, path, "set",
                                                    "claude.setup_token", NULL);
         ck_assert_int_eq(a.status, 0);
         ck_assert_str_eq(a.out, "");
@@ -642,10 +585,10 @@ START_TEST(set_reads_the_value_from_stdin_and_drops_one_trailing_newline)
         ck_assert_uint_eq(mode_of(path), 0600);
 
         /* Only one newline goes; no newline at all is fine. */
-        _cleanup_(run_free) struct run b = run_cmd("two\n\n", 5, path, "set", "opencode.api_key", NULL);
+        _cleanup_(proc_result_free) struct proc_result b = run_cmd("two\n\n", 5, path, "set", "opencode.api_key", NULL);
         ck_assert_int_eq(b.status, 0);
         ck_assert_str_eq(get_from(path, "opencode", "api_key", &c2), "two\n");
-        _cleanup_(run_free) struct run d = run_cmd("bare", 4, path, "set", "opencode.provider", NULL);
+        _cleanup_(proc_result_free) struct proc_result d = run_cmd("bare", 4, path, "set", "opencode.provider", NULL);
         ck_assert_int_eq(d.status, 0);
         ck_assert_str_eq(get_from(path, "opencode", "provider", &c3), "bare");
         ck_assert_str_eq(credentials_get(c3, "claude", "setup_token"), SECRET);
@@ -654,7 +597,7 @@ END_TEST
 
 START_TEST(set_never_takes_the_value_from_argv)
 {
-        _cleanup_(run_free) struct run r = run_cmd(NULL, 0, path, "set", "claude.setup_token", SECRET);
+        _cleanup_(proc_result_free) struct proc_result r = run_cmd(NULL, 0, path, "set", "claude.setup_token", SECRET);
         ck_assert_int_eq(r.status, 2);
         ck_assert_str_eq(r.err, "trialbox: 'set' takes only a KEY: the value is read from stdin, never from the "
                                 "command line; see 'trialbox credentials --help'\n");
@@ -665,17 +608,17 @@ END_TEST
 
 START_TEST(set_refuses_an_empty_value_or_one_with_a_nul_byte)
 {
-        _cleanup_(run_free) struct run e = run_cmd("\n", 1, path, "set", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result e = run_cmd("\n", 1, path, "set", "claude.setup_token", NULL);
         ck_assert_int_eq(e.status, 2);
         ck_assert_str_eq(e.err, "trialbox: the value on stdin is empty; pipe the secret in, e.g. 'trialbox "
                                 "credentials set claude.setup_token < FILE'; see 'trialbox credentials --help'\n");
 
-        _cleanup_(run_free) struct run n = run_cmd("ab\0cd\n", 6, path, "set", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result n = run_cmd("ab\0cd\n", 6, path, "set", "claude.setup_token", NULL);
         ck_assert_int_eq(n.status, 2);
         ck_assert_str_eq(n.err, "trialbox: the value on stdin contains a NUL byte; a credential must be text; "
                                 "see 'trialbox credentials --help'\n");
 
-        _cleanup_(run_free) struct run u = run_cmd("a\xff\n", 3, path, "set", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result u = run_cmd("a\xff\n", 3, path, "set", "claude.setup_token", NULL);
         ck_assert_int_eq(u.status, 2);
         ck_assert_ptr_nonnull(strstr(u.err, "not UTF-8 text"));
         ck_assert_int_eq(access(path, F_OK), -1);
@@ -684,13 +627,13 @@ END_TEST
 
 START_TEST(list_prints_the_names_and_never_the_values)
 {
-        _cleanup_(run_free) struct run a = run_cmd(SECRET, strlen(SECRET), path, "set", "opencode.api_key", NULL);
-        _cleanup_(run_free) struct run b = run_cmd(SECRET "2\n", strlen(SECRET) + 2, path, "set",
+        _cleanup_(proc_result_free) struct proc_result a = run_cmd(SECRET, strlen(SECRET), path, "set", "opencode.api_key", NULL);
+        _cleanup_(proc_result_free) struct proc_result b = run_cmd(SECRET "2\n", strlen(SECRET) + 2, path, "set",
                                                    "claude.setup_token", NULL);
         ck_assert_int_eq(a.status, 0);
         ck_assert_int_eq(b.status, 0);
 
-        _cleanup_(run_free) struct run l = run_cmd(NULL, 0, path, "list", NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result l = run_cmd(NULL, 0, path, "list", NULL, NULL);
         ck_assert_int_eq(l.status, 0);
         ck_assert_str_eq(l.out, "claude.setup_token\nopencode.api_key\n");
         ck_assert_str_eq(l.err, "");
@@ -700,7 +643,7 @@ END_TEST
 
 START_TEST(list_of_a_missing_file_prints_nothing)
 {
-        _cleanup_(run_free) struct run l = run_cmd(NULL, 0, path, "list", NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result l = run_cmd(NULL, 0, path, "list", NULL, NULL);
         ck_assert_int_eq(l.status, 0);
         ck_assert_str_eq(l.out, "");
         ck_assert_str_eq(l.err, "");
@@ -711,8 +654,8 @@ END_TEST
 START_TEST(list_warns_about_a_file_readable_by_others)
 {
         static const char text[] = "{\"claude\": {\"setup_token\": \"" SECRET "\"}}";
-        write_file(path, text, sizeof text - 1, 0644);
-        _cleanup_(run_free) struct run l = run_cmd(NULL, 0, path, "list", NULL, NULL);
+        write_bytes(path, text, sizeof text - 1, 0644);
+        _cleanup_(proc_result_free) struct proc_result l = run_cmd(NULL, 0, path, "list", NULL, NULL);
         ck_assert_int_eq(l.status, 0);
         ck_assert_str_eq(l.out, "claude.setup_token\n");
         _cleanup_free_ char *want =
@@ -724,16 +667,16 @@ END_TEST
 START_TEST(unset_removes_a_key_and_an_absent_key_fails)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(run_free) struct run a = run_cmd("t", 1, path, "set", "claude.setup_token", NULL);
-        _cleanup_(run_free) struct run b = run_cmd("k", 1, path, "set", "opencode.api_key", NULL);
+        _cleanup_(proc_result_free) struct proc_result a = run_cmd("t", 1, path, "set", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result b = run_cmd("k", 1, path, "set", "opencode.api_key", NULL);
         ck_assert_int_eq(a.status + b.status, 0);
 
-        _cleanup_(run_free) struct run u = run_cmd(NULL, 0, path, "unset", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result u = run_cmd(NULL, 0, path, "unset", "claude.setup_token", NULL);
         ck_assert_int_eq(u.status, 0);
         ck_assert_ptr_null(get_from(path, "claude", "setup_token", &c));
         ck_assert_str_eq(credentials_get(c, "opencode", "api_key"), "k");
 
-        _cleanup_(run_free) struct run again = run_cmd(NULL, 0, path, "unset", "claude.setup_token", NULL);
+        _cleanup_(proc_result_free) struct proc_result again = run_cmd(NULL, 0, path, "unset", "claude.setup_token", NULL);
         ck_assert_int_eq(again.status, 1);
         _cleanup_free_ char *want = xasprintf("trialbox: 'claude.setup_token' is not in credentials '%s'; see "
                                               "'trialbox credentials list'\n",
@@ -746,7 +689,7 @@ START_TEST(a_bad_key_is_a_usage_error_naming_the_key)
 {
         static const char *const bad[] = { "nodot", ".x", "a.", "A B.c" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
-                _cleanup_(run_free) struct run r = run_cmd("v", 1, path, "set", bad[i], NULL);
+                _cleanup_(proc_result_free) struct proc_result r = run_cmd("v", 1, path, "set", bad[i], NULL);
                 ck_assert_int_eq(r.status, 2);
                 _cleanup_free_ char *head = xasprintf("trialbox: '%s' is not a valid KEY: use SECTION.KEY", bad[i]);
                 ck_assert_msg(str_has_prefix(r.err, head), "stderr was: %s", r.err);
@@ -759,28 +702,28 @@ END_TEST
 
 START_TEST(usage_errors_exit_2_with_one_line)
 {
-        _cleanup_(run_free) struct run none = run_cmd(NULL, 0, path, NULL, NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result none = run_cmd(NULL, 0, path, NULL, NULL, NULL);
         ck_assert_int_eq(none.status, 2);
         ck_assert_str_eq(none.err, "trialbox: 'credentials' needs a command: set KEY, unset KEY or list; see "
                                    "'trialbox credentials --help'\n");
-        _cleanup_(run_free) struct run unknown = run_cmd(NULL, 0, path, "show", NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result unknown = run_cmd(NULL, 0, path, "show", NULL, NULL);
         ck_assert_int_eq(unknown.status, 2);
         ck_assert_ptr_nonnull(strstr(unknown.err, "unknown credentials command 'show'"));
-        _cleanup_(run_free) struct run extra = run_cmd(NULL, 0, path, "list", "x", NULL);
+        _cleanup_(proc_result_free) struct proc_result extra = run_cmd(NULL, 0, path, "list", "x", NULL);
         ck_assert_int_eq(extra.status, 2);
-        _cleanup_(run_free) struct run nokey = run_cmd(NULL, 0, path, "unset", NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result nokey = run_cmd(NULL, 0, path, "unset", NULL, NULL);
         ck_assert_int_eq(nokey.status, 2);
         ck_assert_ptr_nonnull(strstr(nokey.err, "'unset' needs a KEY"));
-        _cleanup_(run_free) struct run opt = run_cmd(NULL, 0, path, "list", "--bogus", NULL);
+        _cleanup_(proc_result_free) struct proc_result opt = run_cmd(NULL, 0, path, "list", "--bogus", NULL);
         ck_assert_int_eq(opt.status, 2);
         ck_assert_ptr_nonnull(strstr(opt.err, "unknown option '--bogus'"));
-        struct run *all[] = { &none, &unknown, &extra, &nokey, &opt };
+        struct proc_result *all[] = { &none, &unknown, &extra, &nokey, &opt };
         for (size_t i = 0; i < TB_ARRAY_SIZE(all); i++) {
                 ck_assert_uint_eq(count_lines(all[i]->err), 1);
                 ck_assert_str_eq(all[i]->out, "");
         }
 
-        _cleanup_(run_free) struct run help = run_cmd(NULL, 0, path, "--help", NULL, NULL);
+        _cleanup_(proc_result_free) struct proc_result help = run_cmd(NULL, 0, path, "--help", NULL, NULL);
         ck_assert_int_eq(help.status, 0);
         ck_assert(str_has_prefix(help.out, "usage: trialbox credentials [--credentials FILE] set KEY"));
 }
@@ -789,8 +732,8 @@ END_TEST
 START_TEST(a_broken_file_fails_with_one_line_and_is_left_alone)
 {
         static const char text[] = "{\"claude\": \"" SECRET "\"}";
-        write_text(path, text);
-        _cleanup_(run_free) struct run r = run_cmd("new", 3, path, "set", "claude.setup_token", NULL);
+        write_text(path, text, 0600);
+        _cleanup_(proc_result_free) struct proc_result r = run_cmd("new", 3, path, "set", "claude.setup_token", NULL);
         ck_assert_int_eq(r.status, 1);
         _cleanup_free_ char *want =
                 xasprintf("trialbox: credentials '%s': 'claude' must be an object of strings; fix the file\n", path);
@@ -807,10 +750,10 @@ START_TEST(the_default_file_is_used_without_an_override)
         _cleanup_credentials_ struct credentials *c = NULL;
 
         setenv("XDG_CONFIG_HOME", tmpdir, 1);
-        struct run r = run_cmd("tok", 3, NULL, "set", "claude.setup_token", NULL);
+        struct proc_result r = run_cmd("tok", 3, NULL, "set", "claude.setup_token", NULL);
         set_env("XDG_CONFIG_HOME", old_xdg);
         ck_assert_int_eq(r.status, 0);
-        run_free(&r);
+        proc_result_free(&r);
         ck_assert_str_eq(get_from(want, "claude", "setup_token", &c), "tok");
         ck_assert_uint_eq(mode_of(want), 0600);
 }
@@ -928,11 +871,4 @@ static Suite *credentials_suite(void)
         return s;
 }
 
-int main(void)
-{
-        SRunner *sr = srunner_create(credentials_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(credentials_suite()); }

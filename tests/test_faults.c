@@ -164,12 +164,6 @@ static size_t reap_leftovers(const char *marker, int ms)
         return n;
 }
 
-/* Is stderr exactly one line? */
-static bool one_line(const char *s)
-{
-        size_t n = strlen(s);
-        return n > 1 && s[n - 1] == '\n' && memchr(s, '\n', n - 1) == NULL;
-}
 
 /* ---- credentials set, killed ---- */
 

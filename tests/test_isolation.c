@@ -54,7 +54,6 @@ static void box_free(struct box *b) { fixture_free(&b->f); }
 
 static void box_next(struct box *b) { snprintf(b->f.out, sizeof b->f.out, "%s/out%d", b->f.dir, b->n++); }
 
-static char *in_dir(const char *dir, const char *rel) { return xasprintf("%s/%s", dir, rel); }
 
 /* Run `script` as the session (`sh -c`) of a Trial of `harness`, with
  * `flags` before the `--` (another Harness than shell runs /bin/sh through
@@ -94,18 +93,6 @@ static char *unsandboxed(struct box *b, char *const env[], const char *script)
         return run_script(b, "shell", env, EXTRA("--no-sandbox"), script);
 }
 
-/* Is `line` one whole line of `out`? */
-static bool has_line(const char *out, const char *line)
-{
-        size_t n = strlen(line);
-        for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0'))
-                        return true;
-        return false;
-}
-
-#define assert_line(out, line)                                                                             \
-        ck_assert_msg(has_line((out), (line)), "the probe did not say '%s'; it said:\n%s", (line), (out))
 
 /* Probe text: say whether `path` exists (as anything, a dangling link included). */
 static void probe_exists(struct strbuf *sb, const char *path)
@@ -265,16 +252,7 @@ static pid_t spawn_clean(char *const env[], char *const argv[], const char *out,
         } else {
                 close_range(3, ~0U, 0);
         }
-        for (size_t i = 0; env && env[i]; i++) {
-                char *eq = strchr(env[i], '=');
-                if (!eq) {
-                        unsetenv(env[i]);
-                        continue;
-                }
-                char *name = strndup(env[i], (size_t)(eq - env[i]));
-                setenv(name, eq + 1, 1);
-                free(name);
-        }
+        apply_env(env);
         execv(argv[0], argv);
         _exit(127);
 }
@@ -289,7 +267,7 @@ START_TEST(the_real_home_is_invisible)
         ck_assert_ptr_nonnull(home);
         _cleanup_free_ char *m = marker("tbtest-home");
         _cleanup_free_ char *dir = xasprintf("%s/.%s", home, m);
-        _cleanup_free_ char *key = in_dir(dir, "id_ed25519");
+        _cleanup_free_ char *key = path_in(dir, "id_ed25519");
         ck_assert_int_eq(mkdir(dir, 0700), 0);
         write_text(key, "-----BEGIN OPENSSH PRIVATE KEY-----\n", 0600);
 
@@ -387,9 +365,9 @@ START_TEST(the_grok_trials_home_is_invisible_from_another_harness)
 {
         struct box b;
         box_new(&b);
-        _cleanup_free_ char *state = in_dir(b.f.dir, "state");
-        _cleanup_free_ char *grok = in_dir(state, "trialbox/trials/grok");
-        _cleanup_free_ char *auth = in_dir(grok, "auth.json");
+        _cleanup_free_ char *state = path_in(b.f.dir, "state");
+        _cleanup_free_ char *grok = path_in(state, "trialbox/trials/grok");
+        _cleanup_free_ char *auth = path_in(grok, "auth.json");
         ck_assert_int_eq(mkdir_p(grok, 0700), 0);
         write_text(auth, "{\"grok\": \"login\"}", 0600);
         _cleanup_free_ char *env = xasprintf("XDG_STATE_HOME=%s", state);
@@ -403,8 +381,8 @@ START_TEST(the_grok_trials_home_is_invisible_from_another_harness)
         assert_hidden(shell, auth);
         assert_line(shell, "grok_home=unset");
         /* Nor from a Harness that has a login of its own. */
-        _cleanup_free_ char *codex_home = in_dir(b.f.dir, "codex");
-        _cleanup_free_ char *codex_auth = in_dir(codex_home, "auth.json");
+        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         write_text(codex_auth, "{}", 0600);
         _cleanup_free_ char *env_codex = xasprintf("CODEX_HOME=%s", codex_home);
@@ -462,7 +440,7 @@ START_TEST(run_and_the_user_runtime_folders_are_invisible)
         _cleanup_free_ char *m = marker("tbtest-run");
         /* A runtime folder of a user of our own, as /run/user/UID would be. */
         _cleanup_free_ char *runtime = xasprintf("/run/%s", m);
-        _cleanup_free_ char *bus = in_dir(runtime, "bus");
+        _cleanup_free_ char *bus = path_in(runtime, "bus");
         bool planted = is_root() && stat("/run", &st) == 0 && mkdir(runtime, 0700) == 0;
         if (planted) {
                 write_text(bus, "", 0600);
@@ -655,9 +633,9 @@ START_TEST(a_link_in_the_repository_to_a_host_secret_resolves_to_nothing)
         struct box b;
         box_new(&b);
         _cleanup_free_ char *m = marker("tbtest-key");
-        _cleanup_free_ char *fake_home = in_dir(b.f.dir, "fake-home");
-        _cleanup_free_ char *ssh = in_dir(fake_home, ".ssh");
-        _cleanup_free_ char *key = in_dir(ssh, "id_rsa");
+        _cleanup_free_ char *fake_home = path_in(b.f.dir, "fake-home");
+        _cleanup_free_ char *ssh = path_in(fake_home, ".ssh");
+        _cleanup_free_ char *key = path_in(ssh, "id_rsa");
         ck_assert_int_eq(mkdir_p(ssh, 0700), 0);
         write_text(key, "PRIVATE KEY CONTENT\n", 0600);
         _cleanup_free_ char *real = xasprintf("%s/.%s", getenv("HOME"), m);
@@ -672,7 +650,7 @@ START_TEST(a_link_in_the_repository_to_a_host_secret_resolves_to_nothing)
         };
         struct strbuf sb = { 0 };
         for (size_t i = 0; i < TB_ARRAY_SIZE(links); i++) {
-                _cleanup_free_ char *l = in_dir(b.f.repo, links[i].name);
+                _cleanup_free_ char *l = path_in(b.f.repo, links[i].name);
                 ck_assert_int_eq(symlink(links[i].target, l), 0);
                 const char *file = strcmp(links[i].name, "dir-link") == 0 ? "dir-link/id_rsa" : links[i].name;
                 strbuf_addf(&sb, "if grep -q 'PRIVATE KEY' '%s' 2>/dev/null; then echo 'read %s'; else echo 'nothing %s'; fi; ",
@@ -700,9 +678,9 @@ START_TEST(toolchains_on_the_path_refuse_writes)
 {
         struct box b;
         box_new(&b);
-        _cleanup_free_ char *bin = in_dir(b.f.dir, "toolchain/bin");
-        _cleanup_free_ char *tool = in_dir(bin, "fake-tool");
-        _cleanup_free_ char *planted = in_dir(bin, "planted");
+        _cleanup_free_ char *bin = path_in(b.f.dir, "toolchain/bin");
+        _cleanup_free_ char *tool = path_in(bin, "fake-tool");
+        _cleanup_free_ char *planted = path_in(bin, "planted");
         ck_assert_int_eq(mkdir_p(bin, 0755), 0);
         write_text(tool, "#!/bin/sh\necho fake-tool ran\n", 0755);
         _cleanup_free_ char *path = xasprintf("PATH=%s:%s", bin, getenv("PATH"));
@@ -738,8 +716,8 @@ START_TEST(the_harness_binary_refuses_writes)
 {
         struct box b;
         box_new(&b);
-        _cleanup_free_ char *agent_dir = in_dir(b.f.dir, "agent");
-        _cleanup_free_ char *agent = in_dir(agent_dir, "agent");
+        _cleanup_free_ char *agent_dir = path_in(b.f.dir, "agent");
+        _cleanup_free_ char *agent = path_in(agent_dir, "agent");
         ck_assert_int_eq(mkdir_p(agent_dir, 0755), 0);
         _cleanup_free_ char *cp = xasprintf("cp /bin/sh '%s' && chmod 755 '%s'", agent, agent);
         ck_assert(host_can(cp));
@@ -774,9 +752,9 @@ START_TEST(the_skills_folder_refuses_writes)
 {
         struct box b;
         box_new(&b);
-        _cleanup_free_ char *skills = in_dir(b.f.dir, "skills");
-        _cleanup_free_ char *skill = in_dir(skills, "SKILL.md");
-        _cleanup_free_ char *planted = in_dir(skills, "planted");
+        _cleanup_free_ char *skills = path_in(b.f.dir, "skills");
+        _cleanup_free_ char *skill = path_in(skills, "SKILL.md");
+        _cleanup_free_ char *planted = path_in(skills, "planted");
         ck_assert_int_eq(mkdir_p(skills, 0755), 0);
         write_text(skill, "a skill\n", 0644);
         struct strbuf sb = { 0 };
@@ -921,7 +899,7 @@ START_TEST(nothing_the_session_writes_reaches_the_repository_s_parent)
                 snprintf(v.f.repo, sizeof v.f.repo, "%s/repo", v.f.dir);
                 v.n = 0;
                 ck_assert_int_eq(mkdir_p(v.f.repo, 0755), 0);
-                _cleanup_free_ char *file = in_dir(v.f.dir, "planted");
+                _cleanup_free_ char *file = path_in(v.f.dir, "planted");
                 const char *script = "(echo x > ../planted) 2>/dev/null && echo parent=written || echo parent=refused";
                 char *in = sandboxed(&v, NULL, script);
                 bool leaked = access(file, F_OK) == 0;
@@ -963,8 +941,8 @@ START_TEST(the_session_cannot_forge_its_outcome)
         ck_assert_int_eq(r.status, 3);
         assert_outcome(&b.f, "outcome", "failed");
         assert_outcome(&b.f, "exit_code", "3");
-        _cleanup_free_ char *forged = in_dir(b.f.out, "forged");
-        _cleanup_free_ char *kept = in_dir(b.f.out, "home/kept");
+        _cleanup_free_ char *forged = path_in(b.f.out, "forged");
+        _cleanup_free_ char *kept = path_in(b.f.out, "home/kept");
         ck_assert_msg(access(forged, F_OK) != 0, "the session wrote into its output folder beside its home");
         ck_assert_msg(access(kept, F_OK) == 0, "positive control: the session's home is not the output folder's");
         proc_result_free(&r);
@@ -1103,7 +1081,7 @@ static char *with_trialbox_pid(struct box *b, const char *const flags[], const c
         tb_argv(argv, 64, "shell", &b->f, extra);
         _cleanup_free_ char *outp = xasprintf("%s.stdout", b->f.out), *errp = xasprintf("%s.stderr", b->f.out);
         pid_t tb = spawn_argv(tb_env(NULL), argv, outp, errp);
-        _cleanup_free_ char *tmp = in_dir(b->f.repo, "PID.tmp"), *pidf = in_dir(b->f.repo, "PID");
+        _cleanup_free_ char *tmp = path_in(b->f.repo, "PID.tmp"), *pidf = path_in(b->f.repo, "PID");
         _cleanup_free_ char *num = xasprintf("%d", (int)tb);
         write_text(tmp, num, 0644);
         ck_assert_int_eq(rename(tmp, pidf), 0);
@@ -1157,7 +1135,7 @@ static char *fd_probe(struct box *b, const char *harness, char *const env[], int
         char *argv[64];
         tb_argv(argv, 64, harness, &b->f, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script));
         _cleanup_free_ char *outp = xasprintf("%s.stdout", b->f.out), *errp = xasprintf("%s.stderr", b->f.out);
-        _cleanup_free_ char *ready = in_dir(b->f.repo, "READY");
+        _cleanup_free_ char *ready = path_in(b->f.repo, "READY");
         unlink(ready);
         pid_t tb = spawn_clean(tb_env(env), argv, outp, errp, keep, NULL);
         ck_assert_msg(wait_for_file(ready, 20000), "the %s session never became ready", harness);
@@ -1190,11 +1168,11 @@ START_TEST(the_session_holds_none_of_trialbox_s_open_fds)
 {
         struct box b;
         box_new(&b);
-        _cleanup_free_ char *codex_home = in_dir(b.f.dir, "codex");
-        _cleanup_free_ char *codex_auth = in_dir(codex_home, "auth.json");
-        _cleanup_free_ char *state = in_dir(b.f.dir, "state");
-        _cleanup_free_ char *grok = in_dir(state, "trialbox/trials/grok");
-        _cleanup_free_ char *grok_auth = in_dir(grok, "auth.json");
+        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
+        _cleanup_free_ char *state = path_in(b.f.dir, "state");
+        _cleanup_free_ char *grok = path_in(state, "trialbox/trials/grok");
+        _cleanup_free_ char *grok_auth = path_in(grok, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         ck_assert_int_eq(mkdir_p(grok, 0700), 0);
         write_text(codex_auth, "{}", 0600);
@@ -1227,7 +1205,7 @@ START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
         /* A caller's log file, opened without O_CLOEXEC, outside every bind.
          * bwrap passes on every fd it gets: trialbox must not hand it any
          * but its own status fd. */
-        _cleanup_free_ char *log = in_dir(b.f.dir, "caller.log");
+        _cleanup_free_ char *log = path_in(b.f.dir, "caller.log");
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         ck_assert_int_ge(fd, 0);
         size_t held;
@@ -1236,7 +1214,7 @@ START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
         _cleanup_free_ char *got = read_text(log);
 
         /* Positive control: the probe finds an inherited fd 9 where one is. */
-        _cleanup_free_ char *ctl_out = in_dir(b.f.dir, "ctl.out"), *ctl_err = in_dir(b.f.dir, "ctl.err");
+        _cleanup_free_ char *ctl_out = path_in(b.f.dir, "ctl.out"), *ctl_err = path_in(b.f.dir, "ctl.err");
         pid_t p = spawn_clean(NULL, (char *[]){ "/bin/sh", "-c", "(: >&9) 2>/dev/null && echo fd9=writable", NULL },
                               ctl_out, ctl_err, fd, NULL);
         ck_assert_int_eq(wait_status(p), 0);
@@ -1350,17 +1328,17 @@ START_TEST(no_other_harness_s_credentials_reach_the_session)
         struct box b;
         box_new(&b);
         _cleanup_free_ char *m = marker("tbcred");
-        _cleanup_free_ char *cfg = in_dir(b.f.dir, "config");
-        _cleanup_free_ char *creds_dir = in_dir(cfg, "trialbox");
-        _cleanup_free_ char *creds = in_dir(creds_dir, "credentials.json");
+        _cleanup_free_ char *cfg = path_in(b.f.dir, "config");
+        _cleanup_free_ char *creds_dir = path_in(cfg, "trialbox");
+        _cleanup_free_ char *creds = path_in(creds_dir, "credentials.json");
         ck_assert_int_eq(mkdir_p(creds_dir, 0700), 0);
         _cleanup_free_ char *json = xasprintf(
                 "{\"claude\": {\"setup_token\": \"%s-claude\"}, \"opencode\": {\"api_key\": \"%s-opencode\"}, "
                 "\"gemini\": {\"api_key\": \"%s-gemini\"}}",
                 m, m, m);
         write_text(creds, json, 0600);
-        _cleanup_free_ char *codex_home = in_dir(b.f.dir, "codex");
-        _cleanup_free_ char *codex_auth = in_dir(codex_home, "auth.json");
+        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         write_text(codex_auth, "{\"codex\": \"login\"}", 0600);
         _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
@@ -1447,8 +1425,8 @@ START_TEST(killing_trialbox_with_sigkill_leaves_nothing_of_the_session_running)
         box_next(&b);
         char *argv[64];
         tb_argv(argv, 64, "shell", &b.f, EXTRA("--", "-c", script));
-        _cleanup_free_ char *outp = in_dir(b.f.dir, "stdout"), *errp = in_dir(b.f.dir, "stderr");
-        _cleanup_free_ char *ready = in_dir(b.f.repo, "READY");
+        _cleanup_free_ char *outp = path_in(b.f.dir, "stdout"), *errp = path_in(b.f.dir, "stderr");
+        _cleanup_free_ char *ready = path_in(b.f.repo, "READY");
         pid_t tb = spawn_argv(tb_env(NULL), argv, outp, errp);
         ck_assert_msg(wait_for_file(ready, 20000), "the session never became ready");
         pid_t p[4];
@@ -1544,8 +1522,8 @@ START_TEST(a_read_only_bind_cannot_be_remounted_writable)
         box_new(&b);
         /* A toolchain folder of the test's own: bound read-only. With
          * CAP_SYS_ADMIN, root in the session could remount it writable. */
-        _cleanup_free_ char *bin = in_dir(b.f.dir, "toolchain/bin");
-        _cleanup_free_ char *planted = in_dir(bin, "planted");
+        _cleanup_free_ char *bin = path_in(b.f.dir, "toolchain/bin");
+        _cleanup_free_ char *planted = path_in(bin, "planted");
         ck_assert_int_eq(mkdir_p(bin, 0755), 0);
         _cleanup_free_ char *path = xasprintf("PATH=%s:%s", bin, getenv("PATH"));
         _cleanup_free_ char *script = xasprintf(

@@ -22,15 +22,6 @@ static const char *fake(const char *target, const char *file)
         return path_buf;
 }
 
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-        char *argv[] = { "/bin/cp", (char *)from, (char *)to, NULL };
-        struct proc_result r;
-        run_argv(&r, NULL, argv);
-        ck_assert_int_eq(r.status, 0);
-        proc_result_free(&r);
-        ck_assert_int_eq(chmod(to, mode), 0);
-}
 
 START_TEST(a_good_plugin_loads_with_its_hooks)
 {
@@ -191,7 +182,7 @@ START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
         struct plugin p;
         struct tb_error err = { 0 };
         snprintf(to, sizeof to, "%s/good.so", dir);
-        copy_file(fake("fp_good", "good"), to, 0666);
+        copy_file(fake("fp_good", "good"), to, 0666, SIZE_MAX);
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
         ck_assert_ptr_nonnull(strstr(err.msg, to));
         ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
@@ -240,7 +231,7 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
         char *a = tmpdir_new(), *b = tmpdir_new();
         char to[1024], env[4096];
         snprintf(to, sizeof to, "%s/good.so", b);
-        copy_file(fake("fp_good", "good"), to, 0644);
+        copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
         snprintf(env, sizeof env, "%s:%s", a, b);
         setenv("TRIALBOX_PLUGIN_PATH", env, 1);
 
@@ -257,7 +248,7 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
 
         /* An earlier folder wins; the later one is listed as shadowed. */
         snprintf(to, sizeof to, "%s/good.so", a);
-        copy_file(fake("fp_good", "good"), to, 0644);
+        copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
         struct plugin_entry *v;
         size_t n;
         plugin_list(&v, &n);

@@ -17,18 +17,6 @@
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 
-static char *path_in(const char *dir, const char *rel)
-{
-        return xasprintf("%s/%s", dir, rel);
-}
-
-static void write_in(const char *dir, const char *rel, const char *text, mode_t mode)
-{
-        _cleanup_free_ char *p = path_in(dir, rel);
-        _cleanup_free_ char *d = path_dirname(p);
-        ck_assert_int_eq(mkdir_p(d, 0700), 0);
-        write_text(p, text, mode);
-}
 
 static void assert_file(const char *path, const char *want)
 {
@@ -38,12 +26,6 @@ static void assert_file(const char *path, const char *want)
         free(got);
 }
 
-static mode_t mode_of(const char *path)
-{
-        struct stat st;
-        ck_assert_int_eq(stat(path, &st), 0);
-        return st.st_mode & 07777;
-}
 
 /* The Credentials file of a test, holding every Harness's secrets. */
 static char *all_credentials(const struct fixture *f)

@@ -54,15 +54,7 @@ struct world {
         char *env[8];
 };
 
-static char *in_dir(const char *dir, const char *rel) { return xasprintf("%s/%s", dir, rel); }
 
-static void write_in(const char *dir, const char *rel, const char *text)
-{
-        _cleanup_free_ char *p = in_dir(dir, rel);
-        _cleanup_free_ char *d = path_dirname(p);
-        ck_assert_int_eq(mkdir_p(d, 0700), 0);
-        write_text(p, text, 0600);
-}
 
 /* "tbsecret-KIND-" and 32 random hex digits. */
 static char *new_secret(const char *kind)
@@ -84,29 +76,29 @@ static void world_new(struct world *w)
         fixture_new(&w->f);
         for (int i = 0; i < N_SECRETS; i++)
                 w->secret[i] = new_secret(kinds[i]);
-        w->home = in_dir(w->f.dir, "host-home");
-        w->config = in_dir(w->f.dir, "host-config");
-        w->codex_home = in_dir(w->f.dir, "host-codex");
-        w->state = in_dir(w->f.dir, "host-state");
-        w->creds = in_dir(w->config, "trialbox/credentials.json");
+        w->home = path_in(w->f.dir, "host-home");
+        w->config = path_in(w->f.dir, "host-config");
+        w->codex_home = path_in(w->f.dir, "host-codex");
+        w->state = path_in(w->f.dir, "host-state");
+        w->creds = path_in(w->config, "trialbox/credentials.json");
 
         _cleanup_free_ char *creds = xasprintf(
                 "{\"claude\": {\"setup_token\": \"%s\"},\n \"opencode\": {\"api_key\": \"%s\", \"provider\": \"anthropic\"},\n"
                 " \"gemini\": {\"api_key\": \"%s\"}}\n",
                 w->secret[S_CLAUDE], w->secret[S_OPENCODE], w->secret[S_GEMINI_KEY]);
-        write_in(w->config, "trialbox/credentials.json", creds);
+        write_in(w->config, "trialbox/credentials.json", creds, 0600);
         _cleanup_free_ char *codex = xasprintf(
                 "{\"OPENAI_API_KEY\": null, \"tokens\": {\"access_token\": \"%s\", \"refresh_token\": \"%s\"}}\n",
                 w->secret[S_CODEX], w->secret[S_CODEX]);
-        write_in(w->codex_home, "auth.json", codex);
+        write_in(w->codex_home, "auth.json", codex, 0600);
         _cleanup_free_ char *muse = xasprintf("{\"token\": \"%s\"}\n", w->secret[S_MUSE]);
-        write_in(w->config, "muse/auth.json", muse);
-        write_in(w->config, "muse/auth.json.lock", "");
-        write_in(w->home, ".gemini/antigravity-cli/antigravity-oauth-token", w->secret[S_AGY]);
+        write_in(w->config, "muse/auth.json", muse, 0600);
+        write_in(w->config, "muse/auth.json.lock", "", 0600);
+        write_in(w->home, ".gemini/antigravity-cli/antigravity-oauth-token", w->secret[S_AGY], 0600);
         _cleanup_free_ char *gemini = xasprintf("{\"access_token\": \"%s\"}\n", w->secret[S_GEMINI_LOGIN]);
-        write_in(w->home, ".gemini/oauth_creds.json", gemini);
+        write_in(w->home, ".gemini/oauth_creds.json", gemini, 0600);
         _cleanup_free_ char *grok = xasprintf("{\"token\": \"%s\"}\n", w->secret[S_GROK]);
-        write_in(w->state, "trialbox/trials/grok/auth.json", grok);
+        write_in(w->state, "trialbox/trials/grok/auth.json", grok, 0600);
 
         size_t n = 0;
         w->env[n++] = xasprintf("HOME=%s", w->home);
@@ -158,7 +150,7 @@ static char *file_with_secret(const struct world *w, const char *dir, size_t *fi
         while (!found && d && (e = readdir(d))) {
                 if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *p = in_dir(dir, e->d_name);
+                _cleanup_free_ char *p = path_in(dir, e->d_name);
                 struct stat st;
                 if (lstat(p, &st) < 0)
                         continue;
@@ -230,14 +222,6 @@ static bool scan_cmdlines(const struct world *w, const char *marker_text)
         "grep -ro \"$p[a-z]*\" \"$HOME\" /tmp \"$PWD\" /sandbox ${GROK_HOME:+\"$GROK_HOME\"} 2>/dev/null | sort -u | " \
         "sed 's/^/file /'; "
 
-static bool has_line(const char *out, const char *line)
-{
-        size_t n = strlen(line);
-        for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0'))
-                        return true;
-        return false;
-}
 
 static size_t count_prefixed(const char *out, const char *prefix)
 {
@@ -266,29 +250,22 @@ static const struct expect expectations[] = {
         { "gemini", { "GEMINI_API_KEY=tbsecret-geminikey" }, { "H/.gemini/oauth_creds.json:tbsecret-geminilogin" }, true },
 };
 
-static const struct expect *expectation(const char *harness)
-{
-        for (size_t i = 0; i < TB_ARRAY_SIZE(expectations); i++)
-                if (strcmp(expectations[i].harness, harness) == 0)
-                        return &expectations[i];
-        ck_abort_msg("no expectation for %s", harness);
-        return NULL;
-}
-
 /* The session's report, with H and G spelt out. */
 static char *expected_file_line(const struct world *w, const char *spec)
 {
-        _cleanup_free_ char *grok = in_dir(w->state, "trialbox/trials/grok");
+        _cleanup_free_ char *grok = path_in(w->state, "trialbox/trials/grok");
         if (spec[0] == 'H')
                 return xasprintf("file %s/home%s", w->f.out, spec + 1);
         return xasprintf("file %s%s", grok, spec + 1);
 }
 
-static void secrets_never_leak(const char *harness)
+/* A loop test over the table: run _i is the Trial of expectations[_i].harness. */
+START_TEST(secrets_never_leak_from_any_harness_trial)
 {
+        const struct expect *x = &expectations[_i];
+        const char *harness = x->harness;
         struct world w;
         world_new(&w);
-        const struct expect *x = expectation(harness);
         _cleanup_free_ char *m = marker("probe");
         _cleanup_free_ char *script =
                 xasprintf(": %s; " SESSION_REPORT "touch STARTED; sleep 0.5", m);
@@ -297,8 +274,8 @@ static void secrets_never_leak(const char *harness)
         world_next(&w);
         char *argv[64];
         tb_argv(argv, 64, harness, &w.f, EXTRA("-vv", "--json", "--harness-bin", "/bin/sh", "--", "-c", script));
-        _cleanup_free_ char *outp = in_dir(w.f.dir, "stdout"), *errp = in_dir(w.f.dir, "stderr");
-        _cleanup_free_ char *started = in_dir(w.f.repo, "STARTED");
+        _cleanup_free_ char *outp = path_in(w.f.dir, "stdout"), *errp = path_in(w.f.dir, "stderr");
+        _cleanup_free_ char *started = path_in(w.f.repo, "STARTED");
         pid_t tb = spawn_argv(tb_env(w.env), argv, outp, errp);
         size_t scans = 0, scans_during = 0;
         int status = -1, wst;
@@ -354,7 +331,7 @@ static void secrets_never_leak(const char *harness)
                               err);
         assert_no_secret(&w, out, "the Trial's stdout");
         assert_no_secret(&w, err, "the Trial's stderr (-vv)");
-        _cleanup_free_ char *outcome_path = in_dir(w.f.out, "outcome.json");
+        _cleanup_free_ char *outcome_path = path_in(w.f.out, "outcome.json");
         _cleanup_free_ char *outcome = read_text(outcome_path);
         ck_assert_ptr_nonnull(outcome);
         assert_no_secret(&w, outcome, "outcome.json");
@@ -383,57 +360,10 @@ static void secrets_never_leak(const char *harness)
         proc_result_free(&r);
 
         /* The host logins are intact. */
-        _cleanup_free_ char *codex = in_dir(w.codex_home, "auth.json");
+        _cleanup_free_ char *codex = path_in(w.codex_home, "auth.json");
         _cleanup_free_ char *codex_now = read_text(codex);
         ck_assert_ptr_nonnull(strstr(codex_now, w.secret[S_CODEX]));
         world_free(&w);
-}
-
-START_TEST(secrets_never_leak_from_a_shell_trial)
-{
-        secrets_never_leak("shell");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_codex_trial)
-{
-        secrets_never_leak("codex");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_claude_trial)
-{
-        secrets_never_leak("claude");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_muse_trial)
-{
-        secrets_never_leak("muse");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_an_agy_trial)
-{
-        secrets_never_leak("agy");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_grok_trial)
-{
-        secrets_never_leak("grok");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_an_opencode_trial)
-{
-        secrets_never_leak("opencode");
-}
-END_TEST
-
-START_TEST(secrets_never_leak_from_a_gemini_trial)
-{
-        secrets_never_leak("gemini");
 }
 END_TEST
 
@@ -465,7 +395,7 @@ START_TEST(a_void_trial_prints_and_leaves_no_secret)
         }
         /* And voided by its plugin: Claude without its token, the Credentials
          * holding the others' secrets. */
-        _cleanup_free_ char *creds = in_dir(w.f.dir, "others.json");
+        _cleanup_free_ char *creds = path_in(w.f.dir, "others.json");
         _cleanup_free_ char *json = xasprintf("{\"opencode\": {\"api_key\": \"%s\"}, \"gemini\": {\"api_key\": \"%s\"}}",
                                               w.secret[S_OPENCODE], w.secret[S_GEMINI_KEY]);
         write_text(creds, json, 0600);
@@ -494,7 +424,7 @@ START_TEST(a_trial_ended_by_a_signal_leaves_no_secret)
                 tb_argv(argv, 64, synced[i], &w.f,
                         EXTRA("-vv", "--harness-bin", "/bin/sh", "--", "-c", "touch STARTED; exec sleep 30"));
                 _cleanup_free_ char *outp = xasprintf("%s.stdout", w.f.out), *errp = xasprintf("%s.stderr", w.f.out);
-                _cleanup_free_ char *started = in_dir(w.f.repo, "STARTED");
+                _cleanup_free_ char *started = path_in(w.f.repo, "STARTED");
                 unlink(started);
                 pid_t tb = spawn_argv(tb_env(w.env), argv, outp, errp);
                 ck_assert_msg(wait_for_file(started, 20000), "the %s session never started", synced[i]);
@@ -538,8 +468,8 @@ START_TEST(a_login_the_session_refreshes_is_never_printed_nor_left_behind)
                 ck_assert_msg(r.status == 0, "%s: status %d: %s", cases[i].harness, r.status, r.err);
                 /* The host's login now holds the refreshed token: learn it. */
                 _cleanup_free_ char *host = cases[i].slot == S_CODEX
-                                                    ? in_dir(w.codex_home, "auth.json")
-                                                    : in_dir(w.home, ".gemini/antigravity-cli/antigravity-oauth-token");
+                                                    ? path_in(w.codex_home, "auth.json")
+                                                    : path_in(w.home, ".gemini/antigravity-cli/antigravity-oauth-token");
                 _cleanup_free_ char *now = read_text(host);
                 char *t = now ? strstr(now, "tbsecret-refreshed") : NULL;
                 ck_assert_msg(t != NULL, "positive control: the refreshed %s login did not reach the host: %s",
@@ -657,7 +587,7 @@ START_TEST(credentials_set_takes_the_secret_from_stdin_and_prints_it_nowhere)
         struct world w;
         world_new(&w);
         _cleanup_free_ char *value = new_secret("claude");
-        _cleanup_free_ char *value_file = in_dir(w.f.dir, "value");
+        _cleanup_free_ char *value_file = path_in(w.f.dir, "value");
         write_text(value_file, value, 0600);
         /* The new value is a secret too: none may show it. */
         free(w.secret[S_CLAUDE]);
@@ -689,14 +619,7 @@ static Suite *suite(void)
         Suite *s = suite_create("secrets");
         TCase *tc = tcase_create("secrets");
         tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, secrets_never_leak_from_a_shell_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_codex_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_claude_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_muse_trial);
-        tcase_add_test(tc, secrets_never_leak_from_an_agy_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_grok_trial);
-        tcase_add_test(tc, secrets_never_leak_from_an_opencode_trial);
-        tcase_add_test(tc, secrets_never_leak_from_a_gemini_trial);
+        tcase_add_loop_test(tc, secrets_never_leak_from_any_harness_trial, 0, (int)TB_ARRAY_SIZE(expectations));
         tcase_add_test(tc, a_void_trial_prints_and_leaves_no_secret);
         tcase_add_test(tc, a_trial_ended_by_a_signal_leaves_no_secret);
         tcase_add_test(tc, a_login_the_session_refreshes_is_never_printed_nor_left_behind);

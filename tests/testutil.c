@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
 #include "testutil.h"
+#include "util.h"
 
 #include <check.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -32,13 +34,64 @@ void tmpdir_remove(const char *dir)
         proc_result_free(&r);
 }
 
-void write_text(const char *path, const char *text, mode_t mode)
+void write_bytes(const char *path, const void *data, size_t len, mode_t mode)
 {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-                abort();
-        fchmod(fd, mode);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_msg(fd >= 0, "writing '%s': %s", path, strerror(errno));
+        ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+        ck_assert_int_eq(fchmod(fd, mode), 0);
         close(fd);
+}
+
+void write_text(const char *path, const char *text, mode_t mode) { write_bytes(path, text, strlen(text), mode); }
+
+char *path_in(const char *dir, const char *rel)
+{
+        char *p;
+        if (asprintf(&p, "%s/%s", dir, rel) < 0)
+                abort();
+        return p;
+}
+
+void write_in(const char *dir, const char *rel, const char *text, mode_t mode)
+{
+        _cleanup_free_ char *p = path_in(dir, rel);
+        _cleanup_free_ char *d = path_dirname(p);
+        ck_assert_int_eq(mkdir_p(d, 0700), 0);
+        write_text(p, text, mode);
+}
+
+void copy_file(const char *from, const char *to, mode_t mode, size_t max)
+{
+        size_t len = 0;
+        char *buf = read_all(from, &len, true);
+        ck_assert_msg(buf != NULL, "reading '%s': %s", from, strerror(errno));
+        write_bytes(to, buf, len < max ? len : max, mode);
+        free(buf);
+}
+
+mode_t mode_of(const char *path)
+{
+        struct stat st;
+        ck_assert_msg(lstat(path, &st) == 0, "'%s': %s", path, strerror(errno));
+        return st.st_mode & 07777;
+}
+
+char *read_fd(int fd)
+{
+        size_t cap = 4096, len = 0;
+        char *buf = malloc(cap);
+        ssize_t n;
+        while ((n = read(fd, buf + len, cap - len - 1)) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                ck_assert_msg(n > 0, "reading fd %d: %s", fd, strerror(errno));
+                len += (size_t)n;
+                if (len + 1 == cap)
+                        buf = realloc(buf, cap *= 2);
+        }
+        buf[len] = '\0';
+        return buf;
 }
 
 char *read_all(const char *path, size_t *len, bool follow_links)
@@ -87,7 +140,30 @@ char *read_text(const char *path)
         return buf;
 }
 
-static void apply_env(char *const env[])
+bool has_line(const char *text, const char *line)
+{
+        size_t n = strlen(line);
+        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0'))
+                        return true;
+        return false;
+}
+
+bool one_line(const char *s)
+{
+        size_t n = strlen(s);
+        return n > 1 && s[n - 1] == '\n' && memchr(s, '\n', n - 1) == NULL;
+}
+
+size_t count_lines(const char *text)
+{
+        size_t n = 0;
+        for (; *text; text++)
+                n += *text == '\n';
+        return n;
+}
+
+void apply_env(char *const env[])
 {
         for (size_t i = 0; env && env[i]; i++) {
                 char *eq = strchr(env[i], '=');
