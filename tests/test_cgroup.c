@@ -1,0 +1,3 @@
+#include <check.h>
+#include "testutil.h"
+int main(void){return 0;}
