@@ -692,11 +692,15 @@ static void usage_v2(const struct cgroup *cg, struct trial_usage *u)
 static void usage_v1(const struct cgroup *cg, struct trial_usage *u)
 {
         const struct cg_dir *acct = dir_of(cg, CG_CPUACCT), *mem = dir_of(cg, CG_MEMORY);
+        /* cpuacct.usage is exact; usage_user and usage_sys come from ticks
+         * (10% off and more): they only split it. */
+        long long total_ns = acct ? number_at(acct->dirfd, "cpuacct.usage") : -1;
         long long user_ns = acct ? number_at(acct->dirfd, "cpuacct.usage_user") : -1;
         long long sys_ns = acct ? number_at(acct->dirfd, "cpuacct.usage_sys") : -1;
-        if (user_ns >= 0 && sys_ns >= 0) {
-                u->cpu_user_ms = user_ns / 1000000;
-                u->cpu_system_ms = sys_ns / 1000000;
+        if (total_ns >= 0 && user_ns >= 0 && sys_ns >= 0) {
+                long double user_share = user_ns + sys_ns > 0 ? (long double)user_ns / (long double)(user_ns + sys_ns) : 1;
+                u->cpu_user_ms = (long long)((long double)total_ns * user_share / 1000000);
+                u->cpu_system_ms = total_ns / 1000000 - u->cpu_user_ms;
         }
         long long peak = mem ? number_at(mem->dirfd, "memory.max_usage_in_bytes") : -1;
         if (peak >= 0) {
