@@ -620,7 +620,7 @@ int cgroup_kill_all(struct cgroup *cg, struct tb_error *err)
                         return tb_fail(err, n, "listing the processes of the cgroup '%s': %s", cgroup_path(cg), strerror(-n));
                 if (n == 0)
                         return 0;
-                for (int i = 0; !has_kill && i < n; i++)
+                for (int i = 0; !has_kill && pids && i < n; i++)
                         if (pids[i] > 0)
                                 kill(pids[i], SIGKILL);
                 sleep_ms(1);

@@ -127,7 +127,7 @@ int outcome_launcher_lost(const char *outcome_path);
  * outcome_commit() (after) writes the Outcome into that space, truncates it
  * to its length, fdatasyncs and renames it over outcome.json: no new blocks
  * are needed. */
-#define OUTCOME_RESERVE (64 * 1024)
+#define OUTCOME_RESERVE 65536 /* bytes */
 struct outcome_file {
         int dirfd; /* the output folder, opened before the session */
         int fd;    /* the reserved temporary file; -1 once committed */

@@ -141,29 +141,31 @@ int limits_parse_size(const char *option, const char *text, long long *bytes, st
 
 int limits_parse_pids(const char *option, const char *text, long long *n, struct tb_error *err)
 {
-        char shown[128];
         struct decimal d;
         const char *end = parse_decimal(text, &d);
         long long v;
 
         if (!end || *end || d.frac_digits > 0 || strchr(text, '.') || !decimal_scale(&d, 1, false, MAX_PIDS, &v) ||
-            v < 1)
+            v < 1) {
+                char shown[128];
                 return tb_fail(err, -EINVAL, "%s '%s' is not a number of processes; use a whole number from 1 to %lld",
                                option, printable_copy(text, shown, sizeof shown), MAX_PIDS);
+        }
         *n = v;
         return 0;
 }
 
 int limits_parse_cpus(const char *option, const char *text, long long *milli, struct tb_error *err)
 {
-        char shown[128];
         struct decimal d;
         const char *end = parse_decimal(text, &d);
         long long v;
 
-        if (!end || *end || !decimal_scale(&d, 1000, true, MAX_CPUS_MILLI, &v) || v < MIN_CPUS_MILLI)
+        if (!end || *end || !decimal_scale(&d, 1000, true, MAX_CPUS_MILLI, &v) || v < MIN_CPUS_MILLI) {
+                char shown[128];
                 return tb_fail(err, -EINVAL, "%s '%s' is not a number of CPUs; use a number from 0.01 to 4096 (1, 1.5)",
                                option, printable_copy(text, shown, sizeof shown));
+        }
         *milli = v;
         return 0;
 }
