@@ -168,7 +168,10 @@ START_TEST(as_root_the_probe_finds_a_mechanism_for_every_limit)
         struct cgroup_probe p;
         enum cgroup_mechanism m = cgroup_probe(NULL, &p);
         ck_assert_msg(m != CGROUP_NONE, "%s", p.reason);
-        fprintf(stderr, "cgroup mechanism here: %s\n", cgroup_mechanism_name(m));
+        char line[2048];
+        cgroup_probe_summary(&p, line, sizeof line);
+        fprintf(stderr, "limits: %s\n", line);
+        ck_assert_ptr_nonnull(strstr(line, "memory"));
         if (m == CGROUP_V1)
                 ck_assert(p.parent[CG_MEMORY][0] && p.parent[CG_PIDS][0] && p.parent[CG_CPU][0]);
 }
@@ -189,6 +192,9 @@ START_TEST(without_a_writable_cgroup_the_probe_says_none_and_the_fix)
         ck_assert_msg(strstr(p.reason, "systemd-run --user --scope -p Delegate=yes"), "%s", p.reason);
         ck_assert_msg(strstr(p.reason, "as root"), "%s", p.reason);
         ck_assert_ptr_null(strchr(p.reason, '\n'));
+        char line[2048];
+        cgroup_probe_summary(&p, line, sizeof line);
+        ck_assert_msg(str_has_prefix(line, "none: cannot enforce --memory"), "%s", line);
         struct cgroup *cg = (struct cgroup *)&p;
         struct tb_error err = { 0 };
         ck_assert_int_eq(cgroup_create(&p, &l, "x", &cg, &err), -EOPNOTSUPP);

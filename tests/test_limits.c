@@ -179,6 +179,19 @@ START_TEST(only_the_limit_options_are_limits_and_only_some_need_a_cgroup)
 }
 END_TEST
 
+START_TEST(the_deadline_is_the_unix_second_the_timeout_falls_at)
+{
+        struct trial_limits l;
+        struct tb_error err = { 0 };
+        trial_limits_init(&l);
+        ck_assert_int_eq(trial_limits_deadline(&l, 1764598335123LL), LIMIT_UNSET);
+        ck_assert_int_eq(trial_limits_set(&l, "--timeout", "1.5m", &err), 0);
+        ck_assert_int_eq(trial_limits_deadline(&l, 1764598335123LL), 1764598425);
+        ck_assert_int_eq(trial_limits_set(&l, "--timeout", "0.9", &err), 0);
+        ck_assert_int_eq(trial_limits_deadline(&l, 1764598335123LL), 1764598336);
+}
+END_TEST
+
 static json_object *key(json_object *j, const char *k)
 {
         json_object *v = NULL;
@@ -225,6 +238,7 @@ static Suite *suite(void)
         tcase_add_loop_test(tc, cpus_is_a_fraction_above_zero, 0, TB_ARRAY_SIZE(cpus_cases));
         tcase_add_test(tc, only_the_limit_options_are_limits_and_only_some_need_a_cgroup);
         tcase_add_test(tc, the_limits_json_is_null_where_nothing_was_asked);
+        tcase_add_test(tc, the_deadline_is_the_unix_second_the_timeout_falls_at);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -303,6 +303,29 @@ enum cgroup_mechanism cgroup_probe(const struct trial_limits *l, struct cgroup_p
         return CGROUP_NONE;
 }
 
+void cgroup_probe_summary(const struct cgroup_probe *p, char *buf, size_t n)
+{
+        struct strbuf sb = { 0 };
+        if (p->mechanism == CGROUP_NONE) {
+                say(buf, n, "none: %s", p->reason);
+                return;
+        }
+        strbuf_add(&sb, cgroup_mechanism_name(p->mechanism));
+        if (p->mechanism == CGROUP_V2)
+                strbuf_addf(&sb, " at '%s'", p->parent[0]);
+        const char *sep = " (";
+        for (int c = 0; c < CG_N; c++) {
+                bool have = p->mechanism == CGROUP_V2 ? c != CG_CPUACCT && p->v2_controllers[c] : p->parent[c][0] != '\0';
+                if (have) {
+                        strbuf_addf(&sb, "%s%s", sep, controller_names[c]);
+                        sep = ", ";
+                }
+        }
+        strbuf_add(&sb, *sep == ',' ? ")" : " (no controllers)");
+        say(buf, n, "%s", sb.s);
+        free(sb.s);
+}
+
 /* ---- making one ---- */
 
 static bool valid_name(const char *name)

@@ -54,6 +54,11 @@ const char *cgroup_mechanism_name(enum cgroup_mechanism m);
  * mechanism; with CGROUP_NONE, `p->reason` says why and the fix. */
 enum cgroup_mechanism cgroup_probe(const struct trial_limits *l, struct cgroup_probe *p);
 
+/* One line for `trialbox check`'s `limits`: "cgroup v1 (memory, pids, cpu,
+ * cpuacct)", "cgroup v2 (delegated) at '/sys/fs/cgroup/…' (memory, pids,
+ * cpu)", or "none: <reason with the fix>". */
+void cgroup_probe_summary(const struct cgroup_probe *p, char *buf, size_t n);
+
 struct cgroup;
 
 /* Make the Trial's cgroup "trialbox-NAME" (NAME: letters, digits, '.', '_',

@@ -204,4 +204,9 @@ json_object *trial_limits_to_json(const struct trial_limits *l)
         return j;
 }
 
+long long trial_limits_deadline(const struct trial_limits *l, long long started_unix_ms)
+{
+        return l->timeout_ms == LIMIT_UNSET ? LIMIT_UNSET : (started_unix_ms + l->timeout_ms) / 1000;
+}
+
 long long trial_limits_tmpfs_size(const struct trial_limits *l) { return l->memory_bytes; }

@@ -55,6 +55,11 @@ bool trial_limits_need_cgroup(const struct trial_limits *l);
  * without a timeout; `cpus` is a number such as 1.5). A new reference. */
 json_object *trial_limits_to_json(const struct trial_limits *l);
 
+/* TRIALBOX_DEADLINE for the session: the Unix second the timeout falls at,
+ * for a session started at `started_unix_ms` (rounded down, so a wrapper
+ * that finishes by then is in time); LIMIT_UNSET without a timeout. */
+long long trial_limits_deadline(const struct trial_limits *l, long long started_unix_ms);
+
 /* The size for /tmp's tmpfs (bwrap `--size`, which applies to the next
  * `--tmpfs`; bwrap 0.8.0 has it): the memory limit when one is asked, since
  * tmpfs pages count against it anyway; LIMIT_UNSET for bwrap's default. */
