@@ -327,6 +327,18 @@ START_TEST(a_running_record_is_lost_when_its_pid_is_gone_or_the_boot_differs)
         write_running_with(dir, getpid(), "00000000-0000-0000-0000-000000000000");
         ck_assert_int_eq(outcome_launcher_lost(path), 1);
 
+        /* Our pid, this boot, but a process started at another time: the pid was reused. */
+        char record[512];
+        snprintf(record, sizeof record, "{\"outcome\": \"running\", \"pid\": %d, \"pid_start\": 1, \"boot_id\": \"%s\"}",
+                 (int)getpid(), boot);
+        write_text(path, record, 0644);
+        ck_assert_int_eq(outcome_launcher_lost(path), 1);
+        write_running_with(dir, getpid(), boot);
+        v = outcome_field(dir, "pid_start");
+        ck_assert_int_gt(atoll(v), 1);
+        free(v);
+        ck_assert_int_eq(outcome_launcher_lost(path), 0);
+
         /* The final Outcome replaces the record: nothing is lost. */
         struct outcome o = base();
         struct session_result r = { .started = true };

@@ -294,6 +294,22 @@ int outcome_boot_id(char *buf, size_t n, struct tb_error *err)
         return 0;
 }
 
+/* When `pid` started, in clock ticks after boot (/proc/PID/stat's 22nd
+ * field), or -1: with the boot id, tells a pid reused from the launcher. */
+static long long process_start_ticks(long long pid)
+{
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+        _cleanup_free_ char *stat = read_file(path, 4096, NULL);
+        const char *p = stat ? strrchr(stat, ')') : NULL; /* the command may hold spaces and ')' */
+        if (!p)
+                return -1;
+        /* After ")": field 3 (state) onward; the start time is field 22. */
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoll(p + 1, NULL, 10) : -1;
+}
+
 int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t pid, const char *boot_id,
                           struct tb_error *err)
 {
@@ -306,6 +322,8 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         json_object_object_add(j, "outcome", json_object_new_string("running"));
         json_object_object_add(j, "pid", json_object_new_int64(pid));
         json_object_object_add(j, "boot_id", json_object_new_string(boot_id));
+        long long start = process_start_ticks(pid);
+        json_object_object_add(j, "pid_start", start >= 0 ? json_object_new_int64(start) : NULL);
         json_object_object_add(j, "started_at", time_or_null(o->started_at_ms));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
@@ -344,6 +362,11 @@ int outcome_launcher_lost(const char *outcome_path)
                         bool same_boot = was && strcmp(was, boot) == 0;
                         /* EPERM: alive, someone else's. */
                         bool alive = pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+                        /* The pid reused by another process since: the launcher is gone. */
+                        json_object *start_j;
+                        if (alive && json_object_object_get_ex(j, "pid_start", &start_j) &&
+                            json_object_is_type(start_j, json_type_int))
+                                alive = json_object_get_int64(start_j) == process_start_ticks(pid);
                         lost = !same_boot || !alive;
                 }
         }

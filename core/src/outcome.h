@@ -105,10 +105,12 @@ int outcome_exit_status(const struct outcome *o);
 
 /* ---- the `running` record and the lost launcher ----
  * When the session starts, outcome.json says {"outcome": "running", "pid",
- * "boot_id", "started_at", "harness", "host", "trialbox_version"}; the final
- * Outcome replaces it. Whoever finds a running record whose pid is gone, or
- * whose boot_id is not this boot's, knows the launcher was lost (the batch
- * runner counts it void/launcher_lost). */
+ * "pid_start", "boot_id", "started_at", "harness", "host",
+ * "trialbox_version"}; the final Outcome replaces it. Whoever finds a running
+ * record whose pid is gone, or whose boot_id is not this boot's, or whose pid
+ * now belongs to a process started at another time than `pid_start` (clock
+ * ticks after boot, /proc/PID/stat), knows the launcher was lost (the batch
+ * runner counts it void/launcher_lost). Only meaningful on the launcher's host. */
 
 /* This boot's id (/proc/sys/kernel/random/boot_id, 36 characters) into buf (>= 37). */
 int outcome_boot_id(char *buf, size_t n, struct tb_error *err);
@@ -116,7 +118,7 @@ int outcome_boot_id(char *buf, size_t n, struct tb_error *err);
 int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t pid, const char *boot_id,
                           struct tb_error *err);
 /* 1: OUTCOME_PATH is a running record whose launcher is lost (its pid is
- * gone or its boot id is not this boot's); 0: it is not (a final Outcome, or
+ * gone or reused, or its boot id is not this boot's); 0: it is not (a final Outcome, or
  * a launcher still alive); negative errno when it cannot be read or parsed. */
 int outcome_launcher_lost(const char *outcome_path);
 
