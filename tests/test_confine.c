@@ -117,7 +117,7 @@ static int under_filter(bool nested, long (*call)(void))
         if (pid == 0) {
                 struct sock_fprog prog = { .len = (unsigned short)(st.st_size / 8), .filter = (void *)buf };
                 if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                        _exit(255);
+                        _exit(errno == ENOSYS ? 254 : 255); /* valgrind knows no seccomp(2) */
                 _exit(call() < 0 ? errno : 0);
         }
         free(buf);
@@ -128,6 +128,14 @@ static int under_filter(bool nested, long (*call)(void))
         return WEXITSTATUS(status);
 }
 
+static bool can_load_filters(void)
+{
+        if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &(unsigned){ SECCOMP_RET_ERRNO }) == 0)
+                return true;
+        fprintf(stderr, "the_exported_filter_…: skipped: seccomp(2) is not available (under valgrind?)\n");
+        return false;
+}
+
 static long call_keyctl(void) { return syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0); }
 static long call_unshare_user(void) { return unshare(CLONE_NEWUSER); }
 static long call_mount_api(void) { return syscall(SYS_fsopen, "tmpfs", 0); }
@@ -135,6 +143,8 @@ static long call_getppid(void) { return getppid() > 0 ? 0 : -1; }
 
 START_TEST(the_exported_filter_denies_when_loaded_and_lets_the_rest_through)
 {
+        if (!can_load_filters())
+                return;
         ck_assert_int_eq(under_filter(false, call_keyctl), ENOSYS);
         ck_assert_int_eq(under_filter(false, call_unshare_user), EPERM);
         ck_assert_int_eq(under_filter(false, call_mount_api), ENOSYS);

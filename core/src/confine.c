@@ -99,29 +99,40 @@ static int deny_all(scmp_filter_ctx ctx, const struct deny *d, size_t n)
         return 0;
 }
 
-/* Calls denied for one value of one argument (an int, so only its low 32
- * bits count: a caller may leave garbage above them). */
+/* Calls denied for one value of one argument. */
+struct deny_arg {
+        int nr;
+        unsigned arg;
+        scmp_datum_t mask, value;
+        int errnum;
+        bool userns; /* only when the Harness needs no nested user namespaces */
+};
+
+/* An int argument: only its low 32 bits count (a caller may leave garbage
+ * above them). clone's flags are its first argument on every architecture
+ * add_arches adds (s390 differs, and is not one of them). */
+#define LOW32 0xFFFFFFFFu
+static const struct deny_arg arg_denied[] = {
+        { SCMP_SYS(ptrace), 0, LOW32, PTRACE_ATTACH, EPERM, false },
+        { SCMP_SYS(ptrace), 0, LOW32, PTRACE_SEIZE, EPERM, false },
+        { SCMP_SYS(ioctl), 1, LOW32, TIOCSTI, EPERM, false },
+        { SCMP_SYS(ioctl), 1, LOW32, TIOCLINUX, EPERM, false },
+        { SCMP_SYS(unshare), 0, CLONE_NEWUSER, CLONE_NEWUSER, EPERM, true },
+        { SCMP_SYS(clone), 0, CLONE_NEWUSER, CLONE_NEWUSER, EPERM, true },
+};
+
 static int deny_args(scmp_filter_ctx ctx, bool nested_userns)
 {
-        const scmp_datum_t low = 0xFFFFFFFFu;
-        int r = 0;
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ptrace), 1,
-                                         SCMP_A0(SCMP_CMP_MASKED_EQ, low, PTRACE_ATTACH));
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ptrace), 1,
-                                         SCMP_A0(SCMP_CMP_MASKED_EQ, low, PTRACE_SEIZE));
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                                         SCMP_A1(SCMP_CMP_MASKED_EQ, low, TIOCSTI));
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                                         SCMP_A1(SCMP_CMP_MASKED_EQ, low, TIOCLINUX));
-        if (nested_userns)
-                return r;
-        /* clone's flags are its first argument on every architecture added
-         * above (s390 differs, and is not one of them). */
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-                                         SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-        r = r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                         SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-        return r;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(arg_denied); i++) {
+                const struct deny_arg *d = &arg_denied[i];
+                if (d->userns && nested_userns)
+                        continue;
+                struct scmp_arg_cmp cmp = { .arg = d->arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = d->mask, .datum_b = d->value };
+                int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(d->errnum), d->nr, 1, &cmp);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int build_filter(scmp_filter_ctx ctx, bool nested_userns, const char **step)
