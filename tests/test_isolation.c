@@ -1808,6 +1808,25 @@ START_TEST(the_real_codex_sandbox_runs_inside_a_trial_under_tmp)
 }
 END_TEST
 
+/* Claude Code's own sandbox (npm @anthropic-ai/sandbox-runtime, `srt`; it
+ * needs rg and socat): bwrap with a new pid namespace and a fresh /proc,
+ * refused while the Trial's /proc has a read-only cover over /proc/sys. */
+START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
+{
+        if (!host_can("command -v srt && command -v rg && command -v socat") || is_root()) {
+                skip_note("the_real_claude_sandbox_runtime_…",
+                          is_root() ? "root: see its _unprivileged run" : "srt, rg or socat is not installed");
+                return;
+        }
+        struct box b;
+        box_new(&b);
+        char *in = sandboxed(&b, ENV("TRIALBOX_NESTED_USERNS=1"), "srt -c 'echo srt=ok' 2>&1");
+        assert_line(in, "srt=ok");
+        free(in);
+        box_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("isolation");
@@ -1864,6 +1883,7 @@ static Suite *suite(void)
         tcase_add_test(tc, the_session_tmpdir_is_never_a_prefix_of_its_home);
         tcase_add_test(tc, a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_user_namespaces);
         tcase_add_test(tc, the_real_codex_sandbox_runs_inside_a_trial_under_tmp);
+        tcase_add_test(tc, the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial);
         suite_add_tcase(s, tc);
         return s;
 }
