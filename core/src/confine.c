@@ -9,10 +9,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
+#include <linux/seccomp.h>
 #include <unistd.h>
 
 struct deny {
@@ -242,5 +244,29 @@ int confine_exec_prepare(char *const argv[])
         int fd = confine_argv_fd(argv);
         if (fd >= 0 && fcntl(fd, F_SETFD, 0) < 0)
                 return -1;
+        return 0;
+}
+
+int confine_check(struct confine_status *st, struct tb_error *err)
+{
+        *st = (struct confine_status){ 0 };
+        errno = 0;
+        st->keyrings = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) >= 0 || errno != ENOSYS;
+        _cleanup_close_ int fd = -1;
+        int r = confine_filter_fd(false, &fd, err);
+        if (r < 0)
+                return r;
+        struct stat sb;
+        if (fstat(fd, &sb) < 0)
+                return tb_fail(err, -errno, "reading the seccomp filter: %s", strerror(errno));
+        st->filter_len = (int)(sb.st_size / 8);
+        /* The kernel enforces filters when it can tell which actions it has. */
+        unsigned action = SECCOMP_RET_ERRNO;
+        if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
+                return tb_fail(err, -errno,
+                               "the kernel enforces no seccomp filters (%s); use a kernel built with "
+                               "CONFIG_SECCOMP_FILTER",
+                               strerror(errno));
+        st->filter = true;
         return 0;
 }

@@ -89,4 +89,15 @@ void confine_close_fds(int from, char *const argv[]);
  * it as an exec failure: no session starts unconfined). */
 int confine_exec_prepare(char *const argv[]);
 
+/* For `trialbox check`: whether a Trial here would be confined. */
+struct confine_status {
+        bool filter;   /* the filter builds for this architecture and the kernel enforces filters */
+        bool keyrings; /* the kernel has keyrings (so a fresh one is joined); false: nothing to hide */
+        int filter_len; /* its BPF instructions */
+};
+
+/* Fill `st`. Returns 0, or a negative errno when no filter can be had
+ * here (err says why and what to do). */
+int confine_check(struct confine_status *st, struct tb_error *err);
+
 #endif
