@@ -10,6 +10,7 @@
  * the probes' own command lines ('AB''CD') so a probe never finds itself. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <linux/keyctl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -874,7 +876,7 @@ START_TEST(only_the_repository_the_home_and_private_mounts_are_writable)
                 repo_rw = repo_rw || strcmp(mp, b.f.repo) == 0;
                 home_rw = home_rw || strcmp(mp, home) == 0;
                 bool allowed = strcmp(mp, b.f.repo) == 0 || strcmp(mp, home) == 0 || strcmp(mp, "/tmp") == 0 ||
-                               strcmp(mp, "/proc") == 0 || path_is_under(mp, "/dev");
+                               strcmp(mp, "/sandbox/tmp") == 0 /* TMPDIR, private */ || strcmp(mp, "/proc") == 0 || path_is_under(mp, "/dev");
                 ck_assert_msg(allowed, "'%s' is mounted writable in the sandbox (%s)", mp, opts);
         }
         ck_assert_msg(mounts > 5, "the probe saw no mount table:\n%s", in);
@@ -1585,6 +1587,224 @@ START_TEST(setuid_programs_cannot_raise_the_session_s_privileges)
 }
 END_TEST
 
+/* ---- the kernel's surface (confine.h) ---- */
+
+/* The kernel probe, copied into the repository (bound in every Trial);
+ * returns the script that runs it. */
+static char *with_kernel_probe(struct box *b)
+{
+        _cleanup_free_ char *dest = path_in(b->f.repo, "kernel_probe");
+        size_t n = 0;
+        _cleanup_free_ char *bin = read_all(KERNEL_PROBE, &n, true);
+        ck_assert_msg(bin != NULL, "cannot read the kernel probe '%s'", KERNEL_PROBE);
+        int fd = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, bin, n), (ssize_t)n);
+        close(fd);
+        return xasprintf("'%s'", dest);
+}
+
+START_TEST(the_session_cannot_reach_keyrings_bpf_perf_userfaultfd_io_uring_or_ptrace_attach)
+{
+        struct box b;
+        box_new(&b);
+        _cleanup_free_ char *probe = with_kernel_probe(&b);
+        char *in = sandboxed(&b, NULL, probe);
+        char *out = unsandboxed(&b, NULL, probe);
+        assert_line(in, "keyctl=ENOSYS");
+        assert_line(in, "add_key=ENOSYS");
+        assert_line(in, "bpf=EPERM");
+        assert_line(in, "perf_event_open=EPERM");
+        assert_line(in, "userfaultfd=EPERM");
+        assert_line(in, "io_uring_setup=ENOSYS");
+        assert_line(in, "ptrace_attach=EPERM");
+        /* Positive control: the same calls, unfiltered, get past the
+         * point where the filter stops them. */
+        assert_line(out, "keyctl=ok");
+        assert_line(out, "add_key=ok");
+        assert_line(out, "bpf=EINVAL");
+        assert_line(out, "perf_event_open=EFAULT");
+        assert_line(out, "io_uring_setup=EFAULT");
+        assert_line(out, "ptrace_attach=ok");
+        free(in);
+        free(out);
+        box_free(&b);
+}
+END_TEST
+
+START_TEST(the_session_cannot_mount_or_make_a_user_namespace)
+{
+        struct box b;
+        box_new(&b);
+        _cleanup_free_ char *probe = with_kernel_probe(&b);
+        _cleanup_free_ char *script =
+                xasprintf("%s; unshare -U true 2>/dev/null && echo unshare-U=ok || echo unshare-U=refused; "
+                          "bwrap --unshare-user --ro-bind / / true 2>/dev/null && echo nested=ok || echo nested=refused",
+                          probe);
+        char *in = sandboxed(&b, NULL, script);
+        char *out = unsandboxed(&b, NULL, script);
+        assert_line(in, "mount=EPERM");
+        assert_line(in, "umount2=EPERM");
+        assert_line(in, "fsopen=ENOSYS");
+        assert_line(in, "clone3=ENOSYS");
+        assert_line(in, "unshare_user=EPERM");
+        assert_line(in, "unshare-U=refused");
+        assert_line(in, "nested=refused");
+        /* Positive control: unfiltered, the path is looked up before any
+         * permission is asked, and a user namespace can be made. */
+        assert_line(out, "mount=ENOENT");
+        assert_line(out, "umount2=ENOENT");
+        assert_line(out, "clone3=EINVAL");
+        ck_assert_msg(!has_line(out, "fsopen=ENOSYS"), "positive control: fsopen is there unfiltered:\n%s", out);
+        if (host_can("unshare -U true"))
+                assert_line(out, "unshare_user=ok");
+        else
+                skip_note("the_session_cannot_mount_or_make_a_user_namespace", "the host makes no user namespace");
+        free(in);
+        free(out);
+        box_free(&b);
+}
+END_TEST
+
+START_TEST(node_git_python_and_a_compiler_work_under_the_filter)
+{
+        struct box b;
+        box_new(&b);
+        const char *script =
+                "node -e 'console.log(\"node=\" + (6 * 7))'; "
+                "python3 -c 'import os, tempfile; tempfile.mkstemp(); print(\"python=\" + str(6 * 7))'; "
+                "git init -q g && cd g && echo hi > f && git add f && "
+                "git -c user.name=t -c user.email=t@example.com commit -qm one && git log --format=git=%s; cd ..; "
+                "printf '#include <stdio.h>\\nint main(void){puts(\"cc=hello\");return 0;}\\n' > h.c && "
+                "cc -o h h.c && ./h";
+        char *in = sandboxed(&b, NULL, script);
+        assert_line(in, "node=42");
+        assert_line(in, "python=42");
+        assert_line(in, "git=one");
+        assert_line(in, "cc=hello");
+        free(in);
+        box_free(&b);
+}
+END_TEST
+
+START_TEST(keys_in_trialbox_s_session_keyring_are_invisible_to_the_session)
+{
+        struct box b;
+        box_new(&b);
+        /* A session keyring of this test's own, holding a key only a
+         * possessor may see: the session sees it in /proc/keys (no keyctl
+         * needed) only if it shares trialbox's session keyring. */
+        _cleanup_free_ char *desc = marker("keyring");
+        ck_assert_int_ge(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "trialbox-test"), 0);
+        long key = syscall(SYS_add_key, "user", desc, "secret", 6, KEY_SPEC_SESSION_KEYRING);
+        ck_assert_int_ge(key, 0);
+        ck_assert_int_eq(syscall(SYS_keyctl, KEYCTL_SETPERM, key, 0x3f000000), 0); /* possessor: all; else none */
+        _cleanup_free_ char *script = xasprintf("grep -q '%s' /proc/keys && echo key=visible || echo key=hidden", desc);
+        char *in = sandboxed(&b, NULL, script);
+        char *out = unsandboxed(&b, NULL, script);
+        assert_line(in, "key=hidden");
+        assert_line(out, "key=visible");
+        free(in);
+        free(out);
+        box_free(&b);
+}
+END_TEST
+
+START_TEST(the_session_tmpdir_is_never_a_prefix_of_its_home)
+{
+        struct box b;
+        box_new(&b);
+        /* The output folder is under /tmp (the fixture's), so the home is. */
+        ck_assert(path_is_under(b.f.dir, "/tmp"));
+        const char *script = "echo \"tmpdir=$TMPDIR\"; echo \"home=$HOME\"; "
+                             "case \"$HOME/\" in \"${TMPDIR%/}\"/*) echo prefix=yes;; *) echo prefix=no;; esac; "
+                             "f=$(mktemp) && echo made > \"$f\" && echo mktemp=ok";
+        char *in = sandboxed(&b, NULL, script);
+        assert_line(in, "prefix=no");
+        assert_line(in, "mktemp=ok");
+        ck_assert_msg(!has_line(in, "tmpdir="), "TMPDIR is empty:\n%s", in);
+        free(in);
+        box_free(&b);
+}
+END_TEST
+
+/* A Harness that runs its own sandbox (Codex, Claude Code: bwrap with a new
+ * pid namespace and a fresh /proc) keeps nested user namespaces, with the
+ * filter on. INTERIM: TRIALBOX_NESTED_USERNS=1 stands for the plugin flag. */
+START_TEST(a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_user_namespaces)
+{
+        if (is_root()) {
+                skip_note("a_harness_s_own_sandbox_…", "root: a root session cannot map uid 0 for a nested sandbox");
+                return;
+        }
+        struct box b;
+        box_new(&b);
+        _cleanup_free_ char *probe = with_kernel_probe(&b);
+        _cleanup_free_ char *script = xasprintf(
+                "%s; bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --proc /proc --dev /dev "
+                "--tmpfs /tmp sh -c 'test -r /proc/self/status && echo nested=ok' || echo nested=refused",
+                probe);
+        char *in = sandboxed(&b, ENV("TRIALBOX_NESTED_USERNS=1"), script);
+        assert_line(in, "nested=ok");
+        assert_line(in, "unshare_user=ok");
+        /* The rest of the filter still holds. */
+        assert_line(in, "keyctl=ENOSYS");
+        assert_line(in, "bpf=EPERM");
+        free(in);
+        box_free(&b);
+}
+END_TEST
+
+/* The real Codex's sandbox (npm @openai/codex) inside a Trial whose output
+ * folder is under /tmp: CODEX_HOME must not lie under the temp folder, or
+ * Codex makes no helper binaries and its first command fails. */
+START_TEST(the_real_codex_sandbox_runs_inside_a_trial_under_tmp)
+{
+        if (!host_can("command -v codex >/dev/null")) {
+                skip_note("the_real_codex_sandbox_runs_inside_a_trial_under_tmp", "codex is not installed");
+                return;
+        }
+        if (is_root()) {
+                skip_note("the_real_codex_sandbox_runs_inside_a_trial_under_tmp", "root: see its _unprivileged run");
+                return;
+        }
+        struct box b;
+        box_new(&b);
+        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
+        ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
+        write_text(codex_auth, "{}", 0600);
+        _cleanup_free_ char *env_codex = xasprintf("CODEX_HOME=%s", codex_home);
+        box_next(&b);
+        struct proc_result r;
+        tb_run(&r, "codex", &b.f, ENV(env_codex, "TRIALBOX_NESTED_USERNS=1"),
+               EXTRA("--", "sandbox", "--", "sh", "-c", "echo codex-sandbox=ok"));
+        ck_assert_msg(r.status == 0 && has_line(r.out, "codex-sandbox=ok"),
+                      "codex sandbox in a Trial ended with status %d:\n%s\n%s", r.status, r.out, r.err);
+        proc_result_free(&r);
+        box_free(&b);
+}
+END_TEST
+
+/* Claude Code's own sandbox (npm @anthropic-ai/sandbox-runtime, `srt`; it
+ * needs rg and socat): bwrap with a new pid namespace and a fresh /proc,
+ * refused while the Trial's /proc has a read-only cover over /proc/sys. */
+START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
+{
+        if (!host_can("command -v srt && command -v rg && command -v socat") || is_root()) {
+                skip_note("the_real_claude_sandbox_runtime_…",
+                          is_root() ? "root: see its _unprivileged run" : "srt, rg or socat is not installed");
+                return;
+        }
+        struct box b;
+        box_new(&b);
+        char *in = sandboxed(&b, ENV("TRIALBOX_NESTED_USERNS=1"), "srt -c 'echo srt=ok' 2>&1");
+        assert_line(in, "srt=ok");
+        free(in);
+        box_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("isolation");
@@ -1633,6 +1853,15 @@ static Suite *suite(void)
         tcase_add_test(tc, a_read_only_bind_cannot_be_remounted_writable);
         tcase_add_test(tc, the_host_kernel_settings_refuse_writes);
         tcase_add_test(tc, setuid_programs_cannot_raise_the_session_s_privileges);
+        /* the kernel's surface */
+        tcase_add_test(tc, the_session_cannot_reach_keyrings_bpf_perf_userfaultfd_io_uring_or_ptrace_attach);
+        tcase_add_test(tc, the_session_cannot_mount_or_make_a_user_namespace);
+        tcase_add_test(tc, node_git_python_and_a_compiler_work_under_the_filter);
+        tcase_add_test(tc, keys_in_trialbox_s_session_keyring_are_invisible_to_the_session);
+        tcase_add_test(tc, the_session_tmpdir_is_never_a_prefix_of_its_home);
+        tcase_add_test(tc, a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_user_namespaces);
+        tcase_add_test(tc, the_real_codex_sandbox_runs_inside_a_trial_under_tmp);
+        tcase_add_test(tc, the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial);
         suite_add_tcase(s, tc);
         return s;
 }

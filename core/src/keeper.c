@@ -11,9 +11,9 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <linux/close_range.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "sandbox.h"
 
 /* SIGKILL every direct child; returns how many were found. */
@@ -70,10 +70,7 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
                 _exit(127);
         fcntl(err_fd, F_SETFD, FD_CLOEXEC);
         exec_err_w = err_fd;
-        if (close_range((unsigned)err_fd + 1, ~0U, 0) < 0) {
-                for (int fd = err_fd + 1; fd < 1024; fd++)
-                        close(fd);
-        }
+        confine_close_fds(err_fd + 1, argv); /* all but the seccomp filter bwrap's argv names */
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
@@ -94,7 +91,8 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
                 sigprocmask(SIG_SETMASK, old, NULL);
                 /* bwrap dies with its keeper: a second line of defence. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                execve(argv[0], argv, envp);
+                if (confine_exec_prepare(argv) == 0) /* a fresh session keyring; the filter fd crosses */
+                        execve(argv[0], argv, envp);
                 int e = errno;
                 if (write(exec_err_w, &e, sizeof e) < 0) {
                 }

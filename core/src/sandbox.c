@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include <string.h>
+#include <unistd.h>
 
 void sandbox_spec_free(struct sandbox_spec *spec)
 {
@@ -19,6 +20,8 @@ void sandbox_spec_free(struct sandbox_spec *spec)
         free(spec->env);
         strv_free(&spec->command);
         free(spec->chdir);
+        if (spec->seccomp_fd > 0)
+                close(spec->seccomp_fd);
         memset(spec, 0, sizeof *spec);
 }
 
@@ -107,6 +110,14 @@ static const char *const op_flag[] = {
 void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct strv *out)
 {
         strv_add(out, bwrap);
+        if (spec->seccomp_fd > 0) {
+                strv_add(out, "--seccomp");
+                strv_addf(out, "%d", spec->seccomp_fd);
+        }
+        if (spec->disable_userns) {
+                strv_add(out, "--unshare-user");
+                strv_add(out, "--disable-userns");
+        }
         strv_add(out, "--unshare-pid");
         /* The host's SysV shared memory and semaphores stay out of reach;
          * the network stays the host's, by design. */

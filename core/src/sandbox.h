@@ -44,6 +44,9 @@ struct sandbox_spec {
         size_t n_env, cap_env;
         struct strv command; /* argv of the session, as the sandbox sees it */
         char *chdir;         /* working folder of the session */
+        /* Confinement (confine.h). A zeroed spec has none of it. */
+        int seccomp_fd;      /* > 0: a BPF program bwrap loads (--seccomp N, first); owned, closed by _free */
+        bool disable_userns; /* --unshare-user --disable-userns: no nested user namespaces */
 };
 
 void sandbox_spec_free(struct sandbox_spec *spec);
@@ -67,7 +70,8 @@ bool sandbox_env_name_valid(const char *name);
 /* The environment as "NAME=value" strings, for execve. */
 void sandbox_envp(const struct sandbox_spec *spec, struct strv *out);
 
-/* The bwrap argv (argv[0] = bwrap) for this spec: the fixed isolation flags,
+/* The bwrap argv (argv[0] = bwrap) for this spec: --seccomp N first (where
+ * the keeper finds the fd to pass on: confine_argv_fd), the fixed isolation flags,
  * the operations, --chdir, --json-status-fd SANDBOX_STATUS_FD, then "--" and
  * the command. Secrets never appear in argv: the environment goes through
  * execve. */

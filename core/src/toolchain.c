@@ -43,10 +43,8 @@ void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf)
                 if (target && !sandbox_covers(spec, target))
                         sandbox_add(spec, SANDBOX_RO_BIND, target, target);
         }
+        /* /proc/sys is covered by confine_spec, when no user namespace protects it. */
         sandbox_add(spec, SANDBOX_PROC, NULL, "/proc");
-        /* bwrap 0.8 covers /proc/sys read-only only when it can write it
-         * itself, which root cannot (the folder is r-x): do it here. */
-        sandbox_add(spec, SANDBOX_RO_BIND, "/proc/sys", "/proc/sys");
         sandbox_add(spec, SANDBOX_DEV, NULL, "/dev");
         sandbox_add(spec, SANDBOX_TMPFS, NULL, "/tmp");
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "confine.h"
 #include "host.h"
 #include "outcome.h"
 #include "plugin_loader.h"
@@ -140,7 +141,6 @@ static void set_home_env(struct sandbox_spec *spec, const char *home)
                 _cleanup_free_ char *p = xasprintf("%s/%s", home, xdg[i][1]);
                 sandbox_setenv(spec, xdg[i][0], p, false);
         }
-        sandbox_setenv(spec, "TMPDIR", "/tmp", false);
 }
 
 static char *find_bwrap(void)
@@ -354,6 +354,32 @@ static int trial_setup(struct trial *t)
         return -1;
 }
 
+/* Does the Harness run its own sandbox? INTERIM: the lead replaces the
+ * body with `return plugin_needs_userns(&t->plugin);` (TB_HARNESS_NEEDS_USERNS). */
+static bool trial_needs_userns(const struct trial *t)
+{
+        (void)t;
+        const char *v = getenv("TRIALBOX_NESTED_USERNS");
+        return v && strcmp(v, "1") == 0;
+}
+
+/* The seccomp filter, nested user namespaces, TMPDIR (confine.h); last,
+ * once every bind is in place. Returns -1 to go on, or the exit status. */
+static int trial_confine(struct trial *t)
+{
+        struct tb_error err = { 0 };
+        if (t->opt->no_sandbox)
+                return -1;
+        const struct confine_options co = {
+                .nested_userns = trial_needs_userns(t),
+                /* bwrap (not setuid) makes a user namespace unless run by root. */
+                .bwrap_userns = geteuid() != 0,
+        };
+        if (confine_spec(&t->spec, &co, t->home, &err) < 0)
+                return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
+        return -1;
+}
+
 /* Build the spec through the plugin's hooks. Returns -1 to go on, or the exit status. */
 static int trial_prepare(struct trial *t)
 {
@@ -382,7 +408,7 @@ static int trial_prepare(struct trial *t)
         }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
-        return -1;
+        return trial_confine(t);
 }
 
 /* Run the session and write its Outcome. Returns the exit status. */

@@ -1,0 +1,272 @@
+#define _GNU_SOURCE
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <linux/close_range.h>
+#include <linux/keyctl.h>
+#include <linux/seccomp.h>
+#include <unistd.h>
+
+struct deny {
+        int nr;
+        int errnum;
+};
+
+static const struct deny always_denied[] = {
+        { SCMP_SYS(keyctl), ENOSYS },
+        { SCMP_SYS(add_key), ENOSYS },
+        { SCMP_SYS(request_key), ENOSYS },
+        { SCMP_SYS(bpf), EPERM },
+        { SCMP_SYS(perf_event_open), EPERM },
+        { SCMP_SYS(userfaultfd), EPERM },
+        { SCMP_SYS(kexec_load), EPERM },
+        { SCMP_SYS(kexec_file_load), EPERM },
+        { SCMP_SYS(init_module), EPERM },
+        { SCMP_SYS(finit_module), EPERM },
+        { SCMP_SYS(delete_module), EPERM },
+        { SCMP_SYS(swapon), EPERM },
+        { SCMP_SYS(swapoff), EPERM },
+        { SCMP_SYS(reboot), EPERM },
+        { SCMP_SYS(acct), EPERM },
+        { SCMP_SYS(quotactl), EPERM },
+        { SCMP_SYS(syslog), EPERM },
+        { SCMP_SYS(uselib), EPERM },
+        { SCMP_SYS(open_by_handle_at), EPERM },
+        { SCMP_SYS(process_vm_readv), EPERM },
+        { SCMP_SYS(process_vm_writev), EPERM },
+        { SCMP_SYS(io_uring_setup), ENOSYS },
+        { SCMP_SYS(io_uring_enter), ENOSYS },
+        { SCMP_SYS(io_uring_register), ENOSYS },
+};
+
+/* What a nested sandbox needs inside the user namespace it makes. */
+static const struct deny nested_denied[] = {
+        { SCMP_SYS(clone3), ENOSYS },
+        { SCMP_SYS(mount), EPERM },
+        { SCMP_SYS(umount), EPERM },
+        { SCMP_SYS(umount2), EPERM },
+        { SCMP_SYS(pivot_root), EPERM },
+        { SCMP_SYS(open_tree), ENOSYS },
+        { SCMP_SYS(move_mount), ENOSYS },
+        { SCMP_SYS(fsopen), ENOSYS },
+        { SCMP_SYS(fsconfig), ENOSYS },
+        { SCMP_SYS(fsmount), ENOSYS },
+        { SCMP_SYS(fspick), ENOSYS },
+        { SCMP_SYS(mount_setattr), ENOSYS },
+};
+
+static void seccomp_releasep(scmp_filter_ctx *ctx)
+{
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+static int add_arches(scmp_filter_ctx ctx)
+{
+        static const struct {
+                uint32_t native, compat;
+        } compat[] = {
+                { SCMP_ARCH_X86_64, SCMP_ARCH_X86 },
+                { SCMP_ARCH_X86_64, SCMP_ARCH_X32 },
+                { SCMP_ARCH_AARCH64, SCMP_ARCH_ARM },
+        };
+        uint32_t native = seccomp_arch_native();
+        for (size_t i = 0; i < TB_ARRAY_SIZE(compat); i++) {
+                if (compat[i].native != native)
+                        continue;
+                int r = seccomp_arch_add(ctx, compat[i].compat);
+                if (r < 0 && r != -EEXIST)
+                        return r;
+        }
+        return 0;
+}
+
+static int deny_all(scmp_filter_ctx ctx, const struct deny *d, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(d[i].errnum), d[i].nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Calls denied for one value of one argument. */
+struct deny_arg {
+        int nr;
+        unsigned arg;
+        scmp_datum_t mask, value;
+        int errnum;
+        bool userns; /* only when the Harness needs no nested user namespaces */
+};
+
+/* An int argument: only its low 32 bits count (a caller may leave garbage
+ * above them). clone's flags are its first argument on every architecture
+ * add_arches adds (s390 differs, and is not one of them). */
+#define LOW32 0xFFFFFFFFu
+static const struct deny_arg arg_denied[] = {
+        { SCMP_SYS(ptrace), 0, LOW32, PTRACE_ATTACH, EPERM, false },
+        { SCMP_SYS(ptrace), 0, LOW32, PTRACE_SEIZE, EPERM, false },
+        { SCMP_SYS(ioctl), 1, LOW32, TIOCSTI, EPERM, false },
+        { SCMP_SYS(ioctl), 1, LOW32, TIOCLINUX, EPERM, false },
+        { SCMP_SYS(unshare), 0, CLONE_NEWUSER, CLONE_NEWUSER, EPERM, true },
+        { SCMP_SYS(clone), 0, CLONE_NEWUSER, CLONE_NEWUSER, EPERM, true },
+};
+
+static int deny_args(scmp_filter_ctx ctx, bool nested_userns)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(arg_denied); i++) {
+                const struct deny_arg *d = &arg_denied[i];
+                if (d->userns && nested_userns)
+                        continue;
+                struct scmp_arg_cmp cmp = { .arg = d->arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = d->mask, .datum_b = d->value };
+                int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(d->errnum), d->nr, 1, &cmp);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int build_filter(scmp_filter_ctx ctx, bool nested_userns, const char **step)
+{
+        int r;
+        *step = "adding the compat architectures";
+        if ((r = add_arches(ctx)) < 0)
+                return r;
+        *step = "adding the rules";
+        if ((r = deny_all(ctx, always_denied, TB_ARRAY_SIZE(always_denied))) < 0)
+                return r;
+        if (!nested_userns && (r = deny_all(ctx, nested_denied, TB_ARRAY_SIZE(nested_denied))) < 0)
+                return r;
+        return deny_args(ctx, nested_userns);
+}
+
+int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)
+{
+        __attribute__((cleanup(seccomp_releasep))) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        _cleanup_close_ int mfd = -1, high = -1;
+        const char *step = "creating the filter";
+        int r;
+
+        if (!ctx)
+                return tb_fail(err, -ENOMEM, "building the seccomp filter: %s", strerror(ENOMEM));
+        if ((r = build_filter(ctx, nested_userns, &step)) < 0)
+                return tb_fail(err, r, "building the seccomp filter: %s: %s", step, strerror(-r));
+        mfd = memfd_create("trialbox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (mfd < 0)
+                return tb_fail(err, -errno, "creating the seccomp filter's memfd: %s", strerror(errno));
+        if ((r = seccomp_export_bpf(ctx, mfd)) < 0)
+                return tb_fail(err, r, "writing the seccomp filter: %s", strerror(-r));
+        if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            lseek(mfd, 0, SEEK_SET) < 0)
+                return tb_fail(err, -errno, "sealing the seccomp filter: %s", strerror(errno));
+        /* Above the fds the supervisor and keeper place (stdio, the status
+         * fd, the exec-error pipe), so placing them never closes this one. */
+        high = fcntl(mfd, F_DUPFD_CLOEXEC, SANDBOX_STATUS_FD + 2);
+        if (high < 0)
+                return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
+        *fd = tb_steal_fd(&high);
+        return 0;
+}
+
+const char *confine_tmpdir(const char *home)
+{
+        return path_is_under(home, CONFINE_TMPDIR) ? "/tmp" : CONFINE_TMPDIR;
+}
+
+int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, const char *home,
+                 struct tb_error *err)
+{
+        int fd = -1;
+        int r = confine_filter_fd(opt->nested_userns, &fd, err);
+        if (r < 0)
+                return r;
+        if (spec->seccomp_fd > 0)
+                close(spec->seccomp_fd);
+        spec->seccomp_fd = fd;
+        spec->disable_userns = opt->bwrap_userns && !opt->nested_userns;
+        if (!opt->bwrap_userns)
+                sandbox_add(spec, SANDBOX_RO_BIND, "/proc/sys", "/proc/sys");
+        const char *tmp = confine_tmpdir(home);
+        if (strcmp(tmp, "/tmp") != 0)
+                sandbox_add(spec, SANDBOX_TMPFS, NULL, tmp);
+        sandbox_setenv(spec, "TMPDIR", tmp, false);
+        return 0;
+}
+
+int confine_argv_fd(char *const argv[])
+{
+        if (!argv[0] || !argv[1] || strcmp(argv[1], "--seccomp") != 0 || !argv[2])
+                return -1;
+        char *end;
+        errno = 0;
+        long fd = strtol(argv[2], &end, 10);
+        if (errno || *end || end == argv[2] || fd < 0 || fd > 65535)
+                return -1;
+        return (int)fd;
+}
+
+static void close_from(unsigned from, unsigned to)
+{
+        if (from > to)
+                return;
+        if (close_range(from, to, 0) == 0)
+                return;
+        for (unsigned fd = from; fd <= to && fd < 1024; fd++)
+                close((int)fd);
+}
+
+void confine_close_fds(int from, char *const argv[])
+{
+        int keep = confine_argv_fd(argv);
+        if (keep < from) {
+                close_from((unsigned)from, ~0U);
+                return;
+        }
+        close_from((unsigned)from, (unsigned)keep - 1);
+        close_from((unsigned)keep + 1, ~0U);
+}
+
+int confine_exec_prepare(char *const argv[])
+{
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+                return -1;
+        int fd = confine_argv_fd(argv);
+        if (fd >= 0 && fcntl(fd, F_SETFD, 0) < 0)
+                return -1;
+        return 0;
+}
+
+int confine_check(struct confine_status *st, struct tb_error *err)
+{
+        *st = (struct confine_status){ 0 };
+        errno = 0;
+        st->keyrings = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) >= 0 || errno != ENOSYS;
+        _cleanup_close_ int fd = -1;
+        int r = confine_filter_fd(false, &fd, err);
+        if (r < 0)
+                return r;
+        struct stat sb;
+        if (fstat(fd, &sb) < 0)
+                return tb_fail(err, -errno, "reading the seccomp filter: %s", strerror(errno));
+        st->filter_len = (int)(sb.st_size / 8);
+        /* The kernel enforces filters when it can tell which actions it has. */
+        unsigned action = SECCOMP_RET_ERRNO;
+        if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
+                return tb_fail(err, -errno,
+                               "the kernel enforces no seccomp filters (%s); use a kernel built with "
+                               "CONFIG_SECCOMP_FILTER",
+                               strerror(errno));
+        st->filter = true;
+        return 0;
+}

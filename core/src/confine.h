@@ -1,0 +1,103 @@
+/* Confinement of the session beyond its mounts: what of the kernel it may
+ * reach. A seccomp filter (libseccomp, handed to bwrap as --seccomp FD),
+ * nested user namespaces only for a Harness that runs its own sandbox
+ * (--disable-userns where bwrap makes a user namespace, the filter where it
+ * does not), a fresh anonymous session keyring, and a TMPDIR that is never a
+ * prefix of the session's home.
+ *
+ * The filter denies, whatever the Harness:
+ *   keyctl, add_key, request_key                       ENOSYS (as a kernel without keys)
+ *   bpf, perf_event_open, userfaultfd                  EPERM  (as when their sysctls forbid them)
+ *   kexec_load, kexec_file_load, init_module, finit_module, delete_module,
+ *   swapon, swapoff, reboot, acct, quotactl, syslog, uselib,
+ *   open_by_handle_at, process_vm_readv, process_vm_writev   EPERM
+ *   io_uring_setup, io_uring_enter, io_uring_register  ENOSYS (callers fall back to plain calls)
+ *   ptrace(PTRACE_ATTACH), ptrace(PTRACE_SEIZE)        EPERM
+ *   ioctl(TIOCSTI), ioctl(TIOCLINUX)                   EPERM  (no typing into a terminal)
+ * and, unless the Harness needs nested user namespaces:
+ *   unshare and clone with CLONE_NEWUSER               EPERM
+ *   clone3                                             ENOSYS (its flags are in memory, out of
+ *                                                      the filter's reach; libc falls back to clone)
+ *   mount, umount2, pivot_root                         EPERM
+ *   open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr
+ *                                                      ENOSYS (callers fall back to mount(2))
+ * A Harness that runs its own bwrap needs the mount calls inside the user
+ * namespace it makes; they give nothing outside it (no capabilities there).
+ *
+ * ENOSYS where programs probe a feature and fall back (a kernel may lack it);
+ * EPERM where the kernel itself answers EPERM when the feature is forbidden,
+ * so programs already handle it.
+ *
+ * ptrace "of its own children only" cannot be said in seccomp (it sees
+ * numbers, not process relations): attaching to a running process is
+ * denied, while PTRACE_TRACEME and requests on a tracee stay allowed, so
+ * debuggers that fork and trace their child (gdb, lldb) work; `strace CMD`
+ * (which seizes its child) and `gdb -p` do not. The pid namespace already
+ * hides every process but the session's own.
+ *
+ * Architectures: the native one, plus its 32-bit compat ABIs (x86 and x32
+ * on x86_64, arm on aarch64) with the same rules, so a 32-bit program runs
+ * and is confined alike; a call from any other ABI kills the caller. */
+#ifndef TB_CONFINE_H
+#define TB_CONFINE_H
+
+#include <stdbool.h>
+
+#include "sandbox.h"
+#include "util.h"
+
+/* The session's temp folder when the home does not lie under it: a private
+ * tmpfs of its own, outside /tmp, where an output folder under /tmp puts
+ * the home (Codex refuses helper binaries under the temp folder). */
+#define CONFINE_TMPDIR "/sandbox/tmp"
+
+struct confine_options {
+        bool nested_userns; /* the Harness runs its own sandbox (plugin_needs_userns) */
+        bool bwrap_userns;  /* bwrap runs unprivileged, so it makes a user namespace */
+};
+
+/* Build the filter for `nested_userns` as a BPF program in a sealed memfd,
+ * positioned at its start, close-on-exec, numbered above every fd the
+ * keeper places (SANDBOX_STATUS_FD + 1). On success *fd owns it. Returns 0
+ * or a negative errno (err says which step failed). */
+int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err);
+
+/* Apply the confinement to a sandboxed spec whose home is `home`: the filter
+ * (spec->seccomp_fd), spec->disable_userns, /proc/sys read-only when bwrap
+ * makes no user namespace (with one, the kernel already refuses the writes,
+ * and the cover would make a nested sandbox's fresh proc mount fail), and
+ * TMPDIR on a private tmpfs (confine_tmpdir). Call after every bind is in
+ * place. Returns 0 or a negative errno. */
+int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, const char *home,
+                 struct tb_error *err);
+
+/* The session's TMPDIR for `home`: CONFINE_TMPDIR, or /tmp when the home
+ * lies under CONFINE_TMPDIR. Never a prefix of the home. Static string. */
+const char *confine_tmpdir(const char *home);
+
+/* The fd sandbox_argv passes with --seccomp (always argv[1] and argv[2]),
+ * or -1. */
+int confine_argv_fd(char *const argv[]);
+
+/* Close every fd from `from` on, but the one confine_argv_fd(argv) names. */
+void confine_close_fds(int from, char *const argv[]);
+
+/* In bwrap's own process, just before its exec: join a fresh anonymous
+ * session keyring (nothing of trialbox's keyring reaches the session), and
+ * let the filter fd argv names cross the exec. A kernel without keyrings
+ * has nothing to hide. Returns 0, or -1 with errno set (the caller reports
+ * it as an exec failure: no session starts unconfined). */
+int confine_exec_prepare(char *const argv[]);
+
+/* For `trialbox check`: whether a Trial here would be confined. */
+struct confine_status {
+        bool filter;   /* the filter builds for this architecture and the kernel enforces filters */
+        bool keyrings; /* the kernel has keyrings (so a fresh one is joined); false: nothing to hide */
+        int filter_len; /* its BPF instructions */
+};
+
+/* Fill `st`. Returns 0, or a negative errno when no filter can be had
+ * here (err says why and what to do). */
+int confine_check(struct confine_status *st, struct tb_error *err);
+
+#endif
