@@ -53,7 +53,8 @@ static bool label_char(char c)
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-/* A lowercased dotted name: labels of 1-63 allowed characters, 253 at most. */
+/* A lowercased dotted name: labels of 1-63 allowed characters, not
+ * beginning or ending with '-'; 253 at most. */
 static bool valid_name(const char *s)
 {
         size_t len = strlen(s), label = 0;
@@ -61,7 +62,7 @@ static bool valid_name(const char *s)
                 return false;
         for (size_t i = 0; i <= len; i++) {
                 if (s[i] == '.' || s[i] == '\0') {
-                        if (label == 0 || label > 63)
+                        if (label == 0 || label > 63 || s[i - 1] == '-' || s[i - label] == '-')
                                 return false;
                         label = 0;
                 } else if (!label_char(s[i])) {

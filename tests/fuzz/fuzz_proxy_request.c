@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else {
                 check((size_t)r == req.head_len && (size_t)r <= size, "the head length is within the input");
                 char host[NETPOLICY_HOST_MAX];
-                snprintf(host, sizeof(host), "%s", req.host);
+                snprintf(host, sizeof(host), strchr(req.host, ':') ? "[%s]" : "%s", req.host);
                 check(req.host[0] && netpolicy_normalize_host(host) && strcmp(host, req.host) == 0,
                       "an accepted head names a normalised host");
                 check(req.port > 0, "an accepted head has a port");
