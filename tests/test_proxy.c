@@ -807,6 +807,8 @@ START_TEST(every_connection_is_one_exact_json_line_and_counted_per_host)
         close(fd);
         _cleanup_free_ char *denied = exchange(&h, "GET http://denied.test:8080/ HTTP/1.1\r\n\r\n");
         _cleanup_free_ char *bad = exchange(&h, "nonsense\r\n\r\n");
+        assert_contains(denied, "HTTP/1.1 403 Forbidden\r\n");
+        assert_contains(bad, "HTTP/1.1 400 Bad Request\r\n");
         _cleanup_free_ char *stats = harness_stop(&h);
         ck_assert_str_eq(stats, "{\"allowed\":1,\"denied\":2,\"hosts\":{\"allowed.test\":{\"allowed\":1,\"denied\":0},"
                                 "\"denied.test\":{\"allowed\":0,\"denied\":1}}}");
