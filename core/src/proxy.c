@@ -19,7 +19,7 @@
 
 #include "proxy_request.h"
 
-#define RELAY_PIPE_SIZE 65536     /* bytes a flow moves per splice */
+#define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
 #define DRAIN_MS 2000             /* how long a refused client may take to read the answer */
 #define LOOKUPS_MAX 256           /* name lookups at once (more are answered 503) */
@@ -44,7 +44,7 @@ struct end {
 /* One direction of a relay: from one end to the other. */
 struct flow {
         int pipe[2];
-        size_t in_pipe;
+        size_t in_pipe, cap;
         char *pending;       /* sent before anything spliced: a rewritten head, an answer, early bytes */
         size_t pending_len, pending_off;
         size_t pending_own;  /* leading pending bytes that are the proxy's own (not counted) */
@@ -405,6 +405,12 @@ static int flow_start(struct flow *f)
 {
         if (pipe2(f->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                 return -errno;
+        /* A bigger pipe moves more per splice (fewer calls for bulk); pages are only taken while it is
+         * full, and past the user's pipe quota the kernel refuses: the default (64 KiB) then. */
+        int size = fcntl(f->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+        if (size < 0)
+                size = fcntl(f->pipe[1], F_GETPIPE_SZ);
+        f->cap = size > 0 ? (size_t)size : 65536;
         return 0;
 }
 
@@ -415,8 +421,8 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                 return;
         for (int round = 0; round < PUMP_ROUNDS && !f->shut; round++) {
                 bool moved = false;
-                if (!f->eof && f->in_pipe < RELAY_PIPE_SIZE) {
-                        ssize_t n = splice(src, NULL, f->pipe[1], NULL, RELAY_PIPE_SIZE - f->in_pipe,
+                if (!f->eof && f->in_pipe < f->cap) {
+                        ssize_t n = splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
                                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
                         if (n > 0) {
                                 f->in_pipe += (size_t)n;
@@ -456,7 +462,7 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
 static uint32_t wants(const struct flow *f, bool as_src)
 {
         if (as_src)
-                return !f->eof && !f->pending && !f->full && f->in_pipe < RELAY_PIPE_SIZE ? EPOLLIN : 0;
+                return !f->eof && !f->pending && !f->full && f->in_pipe < f->cap ? EPOLLIN : 0;
         return !f->shut && (f->pending || f->in_pipe > 0) ? EPOLLOUT : 0;
 }
 
@@ -631,7 +637,8 @@ static void lookup_notify(union sigval v)
         struct notifier *n = lk->n;
         pthread_mutex_lock(&n->lock);
         /* The pipe holds LOOKUPS_MAX pointers many times over: this write never blocks. */
-        bool handed = n->fd >= 0 && write(n->fd, &lk, sizeof(lk)) == (ssize_t)sizeof(lk);
+        void *ptr = lk;
+        bool handed = n->fd >= 0 && write(n->fd, &ptr, sizeof(ptr)) == (ssize_t)sizeof(ptr);
         pthread_mutex_unlock(&n->lock);
         if (!handed)
                 lookup_free(lk);
@@ -653,9 +660,9 @@ static void lookup_finished(struct proxy *p, struct lookup *lk)
 
 static void lookups_ready(struct proxy *p)
 {
-        struct lookup *lk;
-        while (read(p->lookup_pipe[0], &lk, sizeof(lk)) == (ssize_t)sizeof(lk))
-                lookup_finished(p, lk);
+        void *ptr;
+        while (read(p->lookup_pipe[0], &ptr, sizeof(ptr)) == (ssize_t)sizeof(ptr))
+                lookup_finished(p, ptr);
 }
 
 static void resolve(struct conn *c)

@@ -165,14 +165,19 @@ static size_t head_end(const char *buf, size_t len)
 int proxy_request_parse(const char *buf, size_t len, struct proxy_request *req)
 {
         memset(req, 0, sizeof(*req));
-        size_t scan = len < PROXY_HEAD_MAX ? len : PROXY_HEAD_MAX;
+        if (len == 0)
+                return 0;
+        size_t scan = len > PROXY_HEAD_MAX ? (size_t)PROXY_HEAD_MAX : len;
         size_t first = line_end(buf, scan, 0);
+        /* cppcheck takes scan for 0 here (it is not: len > 0 above). */
+        // cppcheck-suppress knownConditionTrueFalse
         if (first < scan) {
                 int r = parse_request_line(buf, first, req);
                 if (r < 0)
                         return r;
         } else {
                 /* No whole request line yet: fail early on what can never become one. */
+                // cppcheck-suppress knownConditionTrueFalse
                 for (size_t i = 0; i < scan; i++)
                         if ((unsigned char)buf[i] < ' ' && buf[i] != '\r')
                                 return fail(req, 400, "malformed request line");
