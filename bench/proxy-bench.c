@@ -132,6 +132,7 @@ static void *server(void *arg)
 struct loop {
         struct proxy *p;
         int stop;
+        double cpu_s; /* the proxy thread's CPU time, when it stopped */
 };
 
 static void *proxy_loop(void *arg)
@@ -141,8 +142,12 @@ static void *proxy_loop(void *arg)
                 struct pollfd pfd[2] = { { .fd = proxy_fd(l->p), .events = POLLIN }, { .fd = l->stop, .events = POLLIN } };
                 if (poll(pfd, 2, -1) < 0)
                         continue;
-                if (pfd[1].revents)
+                if (pfd[1].revents) {
+                        struct timespec ts;
+                        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+                        l->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
                         return NULL;
+                }
                 if (proxy_dispatch(l->p) < 0)
                         die("proxy_dispatch");
         }
@@ -271,6 +276,8 @@ int main(int argc, char **argv)
         uint64_t one = 1;
         (void)!write(l.stop, &one, sizeof(one));
         pthread_join(t, NULL);
+        double moved = (double)bytes * (rounds + 1.0 / 16) / 1e9;
+        printf("proxy_cpu_s %.2f\nproxy_cpu_ms_per_gb %.0f\n", l.cpu_s, l.cpu_s * 1e3 / moved);
         proxy_free(l.p);
         free(d);
         free(p);
