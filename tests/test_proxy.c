@@ -712,6 +712,24 @@ START_TEST(loopback_is_refused_unless_its_address_is_listed)
 }
 END_TEST
 
+START_TEST(an_allowed_server_that_refuses_gets_502_and_is_recorded_allowed)
+{
+        uint16_t closed;
+        close(listen_loopback(&closed)); /* nothing listens there now */
+        snprintf(map_extra, sizeof(map_extra), "closed.test=127.0.0.1:%u", closed);
+        struct harness h;
+        harness_start(&h, ALLOWED("closed.test"));
+        _cleanup_free_ char *resp = exchange(&h, "GET http://closed.test/ HTTP/1.1\r\n\r\n");
+        _cleanup_free_ char *why = xasprintf("trialbox: cannot connect to 127.0.0.1 port %u: Connection refused\n", closed);
+        assert_contains(resp, "HTTP/1.1 502 Bad Gateway\r\n");
+        assert_contains(resp, why);
+        _cleanup_free_ char *stats = harness_stop(&h);
+        assert_contains(stats, "\"closed.test\":{\"allowed\":1,\"denied\":0}");
+        map_extra[0] = '\0';
+        harness_free(&h);
+}
+END_TEST
+
 START_TEST(a_thousand_idle_connections_do_not_block_a_new_request)
 {
         struct harness h;
@@ -898,6 +916,7 @@ static Suite *suite(void)
                 tcase_add_test(t, tls_through_connect_with_openssl);
                 tcase_add_test(t, a_denied_name_gets_403_with_the_reason_and_is_never_resolved);
                 tcase_add_test(t, wildcards_match_strict_subdomains_and_ports_are_honoured);
+                tcase_add_test(t, an_allowed_server_that_refuses_gets_502_and_is_recorded_allowed);
                 tcase_add_test(t, a_thousand_idle_connections_do_not_block_a_new_request);
                 tcase_add_test(t, a_client_that_never_speaks_gets_408_and_others_are_served_meanwhile);
                 tcase_add_test(t, oversized_and_malformed_heads_get_4xx);

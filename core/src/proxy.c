@@ -560,10 +560,13 @@ static void connect_next(struct conn *c, int last_error)
                 return;
         }
         char where[INET6_ADDRSTRLEN] = "?";
-        if (c->n_addrs > 0)
+        uint16_t port = c->req.port;
+        if (c->n_addrs > 0) {
                 addr_text(&c->addrs[c->n_addrs - 1], where, sizeof(where));
+                port = get_port(&c->addrs[c->n_addrs - 1]);
+        }
         c->allowed = true; /* allowed by the policy; the server could not be reached */
-        snprintf(c->reason, sizeof(c->reason), "cannot connect to %s port %u: %s", where, (unsigned)c->req.port,
+        snprintf(c->reason, sizeof(c->reason), "cannot connect to %s port %u: %s", where, (unsigned)port,
                  strerror(last_error));
         respond(c, 502);
 }
