@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "proxy_request.h"
+#include "resolver.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
@@ -54,25 +55,6 @@ struct flow {
         uint64_t bytes;
 };
 
-/* The resolver's side: shared with getaddrinfo_a's notification threads, so
- * it outlives the proxy while a lookup is still running. */
-struct notifier {
-        pthread_mutex_t lock;
-        int fd;   /* write end of the lookup pipe; -1 once the proxy is gone */
-        int refs; /* the proxy + every lookup not yet handed back */
-};
-
-struct lookup {
-        struct gaicb cb;
-        struct gaicb *list[1];
-        struct addrinfo hints;
-        struct sigevent sev;
-        char host[NETPOLICY_HOST_MAX];
-        char service[8];
-        struct notifier *n;
-        struct conn *c; /* NULL once the connection is gone (the loop thread only) */
-};
-
 struct conn {
         struct proxy *p;
         struct conn *prev, *next;
@@ -87,7 +69,7 @@ struct conn {
         char reason[320];
         long long start_ms, deadline_ms;
         struct timespec start_real;
-        struct lookup *lookup;
+        struct resolver_lookup *lookup;
         struct sockaddr_storage addrs[ADDRS_MAX];
         size_t n_addrs, next_addr;
         size_t drained;
@@ -101,8 +83,7 @@ struct test_host {
 struct proxy {
         int epfd;
         struct end listener, timer, lookups;
-        int lookup_pipe[2];
-        struct notifier *notifier;
+        struct resolver *resolver;
         int running_lookups;
         int record_fd;
         struct netpolicy *policy;
@@ -254,7 +235,14 @@ static void record(struct conn *c)
 
 /* ---- connections: end, answer ---- */
 
-static void lookup_release(struct proxy *p, struct lookup *lk);
+static void lookup_cancel(struct conn *c)
+{
+        if (!c->lookup)
+                return;
+        resolver_cancel(c->p->resolver, c->lookup);
+        c->lookup = NULL;
+        c->p->running_lookups--;
+}
 
 static void conn_close(struct conn *c)
 {
@@ -263,12 +251,7 @@ static void conn_close(struct conn *c)
                 return;
         record(c);
         c->state = ST_DEAD;
-        if (c->lookup) {
-                c->lookup->c = NULL;
-                if (gai_cancel(&c->lookup->cb) == EAI_CANCELED)
-                        lookup_release(p, c->lookup); /* no notification will come for it */
-                c->lookup = NULL;
-        }
+        lookup_cancel(c);
         close_end(&c->client);
         close_end(&c->upstream);
         flow_done(&c->up);
@@ -310,14 +293,8 @@ static void client_write(struct conn *c);
  * then close once it is sent and the client had a moment to read it. */
 static void respond(struct conn *c, int status)
 {
-        struct proxy *p = c->p;
         close_end(&c->upstream);
-        if (c->lookup) {
-                c->lookup->c = NULL;
-                if (gai_cancel(&c->lookup->cb) == EAI_CANCELED)
-                        lookup_release(p, c->lookup);
-                c->lookup = NULL;
-        }
+        lookup_cancel(c);
         free(c->down.pending);
         c->down.pending = xasprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                                     "Connection: close\r\n\r\ntrialbox: %s\n",
@@ -607,65 +584,19 @@ static void use_addresses(struct conn *c, const struct addrinfo *ai)
 
 /* ---- resolving ---- */
 
-static void notifier_unref(struct notifier *n)
-{
-        pthread_mutex_lock(&n->lock);
-        int refs = --n->refs;
-        pthread_mutex_unlock(&n->lock);
-        if (refs == 0) {
-                pthread_mutex_destroy(&n->lock);
-                free(n);
-        }
-}
-
-static void lookup_free(struct lookup *lk)
-{
-        if (lk->cb.ar_result)
-                freeaddrinfo(lk->cb.ar_result);
-        struct notifier *n = lk->n;
-        free(lk);
-        notifier_unref(n);
-}
-
-static void lookup_release(struct proxy *p, struct lookup *lk)
-{
-        p->running_lookups--;
-        lookup_free(lk);
-}
-
-/* getaddrinfo_a's notification, on a thread of its own: hand the lookup to the loop. */
-static void lookup_notify(union sigval v)
-{
-        struct lookup *lk = v.sival_ptr;
-        struct notifier *n = lk->n;
-        pthread_mutex_lock(&n->lock);
-        /* The pipe holds LOOKUPS_MAX pointers many times over: this write never blocks. */
-        void *ptr = lk;
-        bool handed = n->fd >= 0 && write(n->fd, &ptr, sizeof(ptr)) == (ssize_t)sizeof(ptr);
-        pthread_mutex_unlock(&n->lock);
-        if (!handed)
-                lookup_free(lk);
-}
-
-static void lookup_finished(struct proxy *p, struct lookup *lk)
-{
-        struct conn *c = lk->c;
-        if (c) {
-                c->lookup = NULL;
-                int e = gai_error(&lk->cb);
-                if (e != 0)
-                        deny(c, 502, "cannot resolve '%s': %s", c->req.host, gai_strerror(e));
-                else
-                        use_addresses(c, lk->cb.ar_result);
-        }
-        lookup_release(p, lk);
-}
-
 static void lookups_ready(struct proxy *p)
 {
-        void *ptr;
-        while (read(p->lookup_pipe[0], &ptr, sizeof(ptr)) == (ssize_t)sizeof(ptr))
-                lookup_finished(p, ptr);
+        struct resolver_lookup *lk;
+        while ((lk = resolver_next(p->resolver))) {
+                struct conn *c = lk->data;
+                p->running_lookups--;
+                c->lookup = NULL;
+                if (lk->error != 0)
+                        deny(c, 502, "cannot resolve '%s': %s", c->req.host, gai_strerror(lk->error));
+                else
+                        use_addresses(c, lk->result);
+                resolver_lookup_free(lk);
+        }
 }
 
 static void resolve(struct conn *c)
@@ -677,28 +608,12 @@ static void resolve(struct conn *c)
                 respond(c, 503);
                 return;
         }
-        struct lookup *lk = xcalloc(1, sizeof(*lk));
-        snprintf(lk->host, sizeof(lk->host), "%s", c->req.host);
-        snprintf(lk->service, sizeof(lk->service), "%u", (unsigned)c->req.port);
-        lk->hints = (struct addrinfo){ .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                       .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
-        lk->cb = (struct gaicb){ .ar_name = lk->host, .ar_service = lk->service, .ar_request = &lk->hints };
-        lk->list[0] = &lk->cb;
-        lk->sev = (struct sigevent){ .sigev_notify = SIGEV_THREAD, .sigev_notify_function = lookup_notify,
-                                     .sigev_value.sival_ptr = lk };
-        lk->n = p->notifier;
-        lk->c = c;
-        pthread_mutex_lock(&p->notifier->lock);
-        p->notifier->refs++;
-        pthread_mutex_unlock(&p->notifier->lock);
-        int e = getaddrinfo_a(GAI_NOWAIT, lk->list, 1, &lk->sev);
-        if (e != 0) {
-                lookup_free(lk);
-                deny(c, 502, "cannot resolve '%s': %s", c->req.host, gai_strerror(e));
+        c->lookup = resolver_start(p->resolver, c->req.host, c->req.port, c);
+        if (!c->lookup) {
+                deny(c, 503, "cannot start a name lookup: %s", strerror(errno));
                 return;
         }
         p->running_lookups++;
-        c->lookup = lk;
         c->state = ST_RESOLVING;
         c->deadline_ms = now_ms() + p->connect_timeout_ms;
         (void)set_events(p, &c->client, 0);
@@ -990,10 +905,12 @@ static int proxy_setup(struct proxy *p, const struct proxy_config *cfg, struct t
         if (p->epfd < 0)
                 return tb_fail(err, -errno, "creating the proxy's epoll set: %s", strerror(errno));
         p->timer = (struct end){ .kind = END_TIMER, .fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) };
-        if (p->timer.fd < 0 || pipe2(p->lookup_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+        if (p->timer.fd < 0)
                 return tb_fail(err, -errno, "creating the proxy's timer: %s", strerror(errno));
-        p->lookups = (struct end){ .kind = END_LOOKUP, .fd = p->lookup_pipe[0] };
-        p->notifier->fd = p->lookup_pipe[1];
+        p->resolver = resolver_new();
+        if (!p->resolver)
+                return tb_fail(err, -errno, "creating the proxy's resolver: %s", strerror(errno));
+        p->lookups = (struct end){ .kind = END_LOOKUP, .fd = resolver_fd(p->resolver) };
         int tick_ms = p->head_timeout_ms / 4;
         tick_ms = tick_ms < 10 ? 10 : tick_ms > 250 ? 250 : tick_ms;
         struct itimerspec its = { .it_interval = { 0, tick_ms * 1000000L }, .it_value = { 0, tick_ms * 1000000L } };
@@ -1009,7 +926,7 @@ int proxy_new(const struct proxy_config *cfg, struct proxy **out, struct tb_erro
 {
         struct proxy *p = xcalloc(1, sizeof(*p));
         p->listener = (struct end){ .kind = END_LISTEN, .fd = cfg->listen_fd };
-        p->timer.fd = p->lookup_pipe[0] = p->lookup_pipe[1] = -1;
+        p->timer.fd = -1;
         p->lookups.fd = -1;
         p->epfd = -1;
         p->record_fd = cfg->record_fd;
@@ -1022,10 +939,6 @@ int proxy_new(const struct proxy_config *cfg, struct proxy **out, struct tb_erro
         p->other_hosts = json_object_new_object();
         json_object_object_add(p->other_hosts, "allowed", json_object_new_int64(0));
         json_object_object_add(p->other_hosts, "denied", json_object_new_int64(0));
-        p->notifier = xcalloc(1, sizeof(*p->notifier));
-        pthread_mutex_init(&p->notifier->lock, NULL);
-        p->notifier->fd = -1;
-        p->notifier->refs = 1;
         raise_nofile();
         int r = proxy_setup(p, cfg, err);
         if (r < 0) {
@@ -1071,17 +984,7 @@ void proxy_free(struct proxy *p)
         if (!p)
                 return;
         proxy_finish(p);
-        if (p->notifier) {
-                /* Lookups still running free themselves when they end; those already handed back are freed here. */
-                pthread_mutex_lock(&p->notifier->lock);
-                tb_closep(&p->notifier->fd);
-                pthread_mutex_unlock(&p->notifier->lock);
-                if (p->lookup_pipe[0] >= 0)
-                        lookups_ready(p);
-                p->lookup_pipe[1] = -1; /* closed through the notifier */
-                notifier_unref(p->notifier);
-        }
-        tb_closep(&p->lookup_pipe[0]);
+        resolver_free(p->resolver);
         tb_closep(&p->timer.fd);
         tb_closep(&p->epfd);
         netpolicy_free(p->policy);

@@ -8,9 +8,9 @@
  *   with Proxy-* and hop-by-hop headers removed, Host set from the target,
  *   and `Connection: close`: one request per connection).
  * - host:port is checked against the netpolicy before anything is resolved:
- *   a denied name never reaches the resolver. Allowed names are resolved with
- *   getaddrinfo_a (glibc's own threads; the loop never blocks on DNS), and
- *   addresses netpolicy_refuses_address() names are not connected to.
+ *   a denied name never reaches the resolver. Allowed names are resolved by
+ *   resolver.c's threads (the loop never blocks on DNS), and addresses
+ *   netpolicy_refuses_address() names are not connected to.
  * - Refusals are answered `HTTP/1.1 403 Forbidden` (400/431/505 for bad
  *   requests, 408 for a head not sent in time, 502/504 when the server
  *   cannot be reached) with a one-line body saying why.
