@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,9 +176,19 @@ static int open_conn(bool proxied)
         return fd;
 }
 
+static double cpu_s(void)
+{
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static double bulk_cpu[2]; /* the whole process's CPU seconds in bulk runs: direct, proxied */
+
 static double bulk(bool proxied, uint64_t bytes)
 {
         static char buf[1 << 17];
+        double c0 = cpu_s();
         double t0 = now_s();
         int fd = open_conn(proxied);
         full_write(fd, "D", 1);
@@ -187,6 +198,7 @@ static double bulk(bool proxied, uint64_t bytes)
                 got += (uint64_t)r;
         double t = now_s() - t0;
         close(fd);
+        bulk_cpu[proxied] += cpu_s() - c0;
         if (got != bytes)
                 die("short bulk transfer");
         return (double)bytes / t / 1e6;
@@ -231,12 +243,16 @@ int main(int argc, char **argv)
         double *p = calloc((size_t)(rounds > conns ? rounds : conns), sizeof(double));
         bulk(false, bytes >> 4); /* warm up both paths */
         bulk(true, bytes >> 4);
+        bulk_cpu[0] = bulk_cpu[1] = 0;
         for (int i = 0; i < rounds; i++) {
                 d[i] = bulk(false, bytes);
                 p[i] = bulk(true, bytes);
         }
         double bd = pct(d, rounds, 0.5), bp = pct(p, rounds, 0.5);
         printf("bulk_direct_mbs %.0f\nbulk_proxied_mbs %.0f\nbulk_ratio %.2f\n", bd, bp, bp / bd);
+        double gb = (double)bytes * rounds / 1e9;
+        printf("bulk_cpu_ms_per_gb_direct %.0f\nbulk_cpu_ms_per_gb_proxied %.0f\n", bulk_cpu[0] * 1e3 / gb,
+               bulk_cpu[1] * 1e3 / gb);
 
         /* Setup: a new connection and its first 1-byte round trip. */
         for (int i = 0; i < conns; i++) {

@@ -36,6 +36,7 @@ echo "| proxy | new connection + first round trip, p50 direct / proxied | $(f se
 echo "| proxy | latency a proxied connection adds, p50 | $added us | < 1000 us | $(verdict "$added" 1000 '<') |"
 echo "| proxy | new connection p99, direct / proxied | $(f setup_direct_p99_us) / $(f setup_proxied_p99_us) us | | |"
 echo "| proxy | round trip in an open connection, p50 direct / proxied | $(f rtt_direct_p50_us) / $(f rtt_proxied_p50_us) us | | |"
+echo "| proxy | CPU per GB in bulk runs (server + client [+ proxy]), direct / proxied | $(f bulk_cpu_ms_per_gb_direct) / $(f bulk_cpu_ms_per_gb_proxied) ms | | |"
 echo "| proxy | CPU time of the proxy's thread per GB relayed (bulk; includes the latency runs) | $(f proxy_cpu_ms_per_gb) ms | | |"
 echo "method: one process holds a loopback server, the proxy (its own thread, epoll, splice) and the client;" \
         "direct and proxied runs alternate; bulk is the median of $rounds transfers of $mib MiB from server to" \
