@@ -854,6 +854,7 @@ int proxy_fd(const struct proxy *p)
 
 /* ---- set-up and tear-down ---- */
 
+#ifdef TRIALBOX_TESTING
 static int parse_test_hosts(struct proxy *p, const char *spec, struct tb_error *err)
 {
         _cleanup_free_ char *copy = xstrdup(spec);
@@ -887,6 +888,8 @@ static int parse_test_hosts(struct proxy *p, const char *spec, struct tb_error *
         return 0;
 }
 
+#endif
+
 static void raise_nofile(void)
 {
         struct rlimit rl;
@@ -917,8 +920,14 @@ static int proxy_setup(struct proxy *p, const struct proxy_config *cfg, struct t
         if (timerfd_settime(p->timer.fd, 0, &its, NULL) < 0 || add_end(p, &p->listener, EPOLLIN) < 0 ||
             add_end(p, &p->timer, EPOLLIN) < 0 || add_end(p, &p->lookups, EPOLLIN) < 0)
                 return tb_fail(err, -errno, "setting up the proxy's event loop: %s", strerror(errno));
-        if (cfg->test_hosts && proxy_test_hosts_enabled())
+        /* The host's own addresses, as seen from here (trialbox's namespace, where connections start). */
+        int r = netpolicy_add_own_addresses(p->policy, err);
+        if (r < 0)
+                return r;
+#ifdef TRIALBOX_TESTING
+        if (cfg->test_hosts)
                 return parse_test_hosts(p, cfg->test_hosts, err);
+#endif
         return 0;
 }
 
@@ -930,7 +939,7 @@ int proxy_new(const struct proxy_config *cfg, struct proxy **out, struct tb_erro
         p->lookups.fd = -1;
         p->epfd = -1;
         p->record_fd = cfg->record_fd;
-        p->policy = cfg->policy;
+        p->policy = cfg->policy ? cfg->policy : netpolicy_new();
         p->head_timeout_ms = cfg->head_timeout_ms > 0 ? cfg->head_timeout_ms : 30000;
         p->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 10000;
         p->on_lookup = cfg->on_lookup;

@@ -57,7 +57,8 @@ struct proxy_config {
 
 struct proxy;
 
-/* Start serving cfg->listen_fd (made non-blocking here). Also raises this
+/* Start serving cfg->listen_fd (made non-blocking here). Adds the host's own
+ * addresses (getifaddrs, here) to cfg->policy's refused ones. Also raises this
  * process's RLIMIT_NOFILE soft limit to its hard limit (children forked later
  * inherit it). 0, or a negative errno with err set (cfg's fd and policy are
  * released then too). */
