@@ -9,8 +9,8 @@
 enum secret_base { BASE_HOME, BASE_CONFIG, BASE_DATA, BASE_STATE, BASE_CARGO };
 
 struct secret_place {
-        enum secret_base base;
         const char *rel;
+        enum secret_base base;
         bool if_token; /* secret only when the file names a `token` */
 };
 
@@ -18,40 +18,40 @@ struct secret_place {
  * that hold keys, tokens or logins, never a tool a session needs. */
 static const struct secret_place places[] = {
         /* Keys and keyrings. */
-        { BASE_HOME, ".ssh", false },
-        { BASE_HOME, ".gnupg", false },
-        { BASE_HOME, ".password-store", false },
-        { BASE_DATA, "keyrings", false },
+        { ".ssh", BASE_HOME, false },
+        { ".gnupg", BASE_HOME, false },
+        { ".password-store", BASE_HOME, false },
+        { "keyrings", BASE_DATA, false },
         /* Cloud, cluster and container logins. */
-        { BASE_HOME, ".aws", false },
-        { BASE_HOME, ".azure", false },
-        { BASE_CONFIG, "gcloud", false },
-        { BASE_HOME, ".kube", false },
-        { BASE_HOME, ".docker/config.json", false },
-        { BASE_HOME, ".vault-token", false },
+        { ".aws", BASE_HOME, false },
+        { ".azure", BASE_HOME, false },
+        { "gcloud", BASE_CONFIG, false },
+        { ".kube", BASE_HOME, false },
+        { ".docker/config.json", BASE_HOME, false },
+        { ".vault-token", BASE_HOME, false },
         /* Git, package registries and forges. */
-        { BASE_HOME, ".netrc", false },
-        { BASE_HOME, ".git-credentials", false },
-        { BASE_CONFIG, "git/credentials", false },
-        { BASE_CONFIG, "gh", false },
-        { BASE_HOME, ".npmrc", false },
-        { BASE_HOME, ".pypirc", false },
-        { BASE_CARGO, "credentials", false },
-        { BASE_CARGO, "credentials.toml", false },
-        { BASE_CARGO, "config", true },
-        { BASE_CARGO, "config.toml", true },
+        { ".netrc", BASE_HOME, false },
+        { ".git-credentials", BASE_HOME, false },
+        { "git/credentials", BASE_CONFIG, false },
+        { "gh", BASE_CONFIG, false },
+        { ".npmrc", BASE_HOME, false },
+        { ".pypirc", BASE_HOME, false },
+        { "credentials", BASE_CARGO, false },
+        { "credentials.toml", BASE_CARGO, false },
+        { "config", BASE_CARGO, true },
+        { "config.toml", BASE_CARGO, true },
         /* Harnesses' logins (a Trial gets its own in its fresh home). */
-        { BASE_HOME, ".codex", false },
-        { BASE_HOME, ".claude", false },
-        { BASE_HOME, ".claude.json", false },
-        { BASE_CONFIG, "muse", false },
-        { BASE_HOME, ".gemini", false },
-        { BASE_CONFIG, "opencode", false },
-        { BASE_DATA, "opencode", false },
-        { BASE_HOME, ".grok", false },
+        { ".codex", BASE_HOME, false },
+        { ".claude", BASE_HOME, false },
+        { ".claude.json", BASE_HOME, false },
+        { "muse", BASE_CONFIG, false },
+        { ".gemini", BASE_HOME, false },
+        { "opencode", BASE_CONFIG, false },
+        { "opencode", BASE_DATA, false },
+        { ".grok", BASE_HOME, false },
         /* trialbox's own: the Trials homes and the Credentials. */
-        { BASE_STATE, "trialbox", false },
-        { BASE_CONFIG, "trialbox/credentials.json", false },
+        { "trialbox", BASE_STATE, false },
+        { "trialbox/credentials.json", BASE_CONFIG, false },
 };
 
 static const char *const base_default[] = {

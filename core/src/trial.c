@@ -389,11 +389,6 @@ static int trial_prepare(struct trial *t)
                                                : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
                 return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
         }
-        /* Last, over every bind the core and the plugin made. */
-        if (!t->opt->no_sandbox) {
-                struct toolchain_host th = trial_toolchain_host(t);
-                toolchain_mask_secrets(&t->spec, &th);
-        }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
         return -1;
@@ -404,6 +399,11 @@ static int trial_execute(struct trial *t)
 {
         const struct trial_options *opt = t->opt;
         struct tb_error err = { 0 };
+        /* Last, over every bind the core and the plugin made. */
+        if (!opt->no_sandbox) {
+                struct toolchain_host th = trial_toolchain_host(t);
+                toolchain_mask_secrets(&t->spec, &th);
+        }
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
