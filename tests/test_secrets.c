@@ -719,10 +719,10 @@ static const char *const secret_places[] = {
 static const char *const home_tools[] = { "bin/tbtool-bin", ".local/bin/tbtool-local", ".cargo/bin/cargo" };
 
 /* The PATHs tried (H the home): the tool folders alone, then with the home
- * and a top-level folder of it on the PATH too. */
+ * and top-level folders holding secret folders and files on the PATH too. */
 static const char *const home_paths[] = {
         "H/bin:H/.local/bin:H/.cargo/bin:/usr/bin:/bin",
-        "H/bin:H/.local/bin:H/.cargo/bin:H:H/.local:/usr/bin:/bin",
+        "H/bin:H/.local/bin:H/.cargo/bin:H:H/.local:H/.config:H/.cargo:H/.docker:/usr/bin:/bin",
 };
 
 static char *expand_home(const char *s, const char *home)
