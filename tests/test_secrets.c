@@ -614,6 +614,118 @@ START_TEST(credentials_set_takes_the_secret_from_stdin_and_prints_it_nowhere)
 }
 END_TEST
 
+/* The well-known secret places, each as a file holding a secret (under
+ * HOME). Whatever the PATH and the toolchains bind, a session reads none. */
+static const char *const secret_places[] = {
+        ".ssh/id_ed25519",
+        ".gnupg/private-keys-v1.d/key.key",
+        ".aws/credentials",
+        ".azure/msal_token_cache.json",
+        ".config/gcloud/credentials.db",
+        ".kube/config",
+        ".docker/config.json",
+        ".netrc",
+        ".git-credentials",
+        ".npmrc",
+        ".pypirc",
+        ".cargo/credentials",
+        ".cargo/credentials.toml",
+        ".cargo/config.toml",
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".claude.json",
+        ".config/muse/auth.json",
+        ".gemini/oauth_creds.json",
+        ".config/opencode/opencode.json",
+        ".local/share/opencode/auth.json",
+        ".local/share/keyrings/login.keyring",
+        ".grok/auth.json",
+        ".local/state/trialbox/trials/grok/auth.json",
+        ".config/trialbox/credentials.json",
+};
+
+/* A tool the session must still run: in ~/bin, ~/.local/bin and the Cargo
+ * home, each printing "ran NAME". */
+static const char *const home_tools[] = { "bin/tbtool-bin", ".local/bin/tbtool-local", ".cargo/bin/cargo" };
+
+/* The PATHs tried (H the home): the tool folders alone, then with the home
+ * and top-level folders holding secret folders and files on the PATH too. */
+static const char *const home_paths[] = {
+        "H/bin:H/.local/bin:H/.cargo/bin:/usr/bin:/bin",
+        "H/bin:H/.local/bin:H/.cargo/bin:H:H/.local:H/.config:H/.cargo:H/.docker:/usr/bin:/bin",
+};
+
+static char *expand_home(const char *s, const char *home)
+{
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        for (const char *p = s; *p; p++) {
+                if (*p == 'H')
+                        strbuf_add(&sb, home);
+                else
+                        strbuf_addf(&sb, "%c", *p);
+        }
+        return sb.s;
+}
+
+START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
+{
+        const bool broad = strstr(home_paths[_i], "H/.local:") != NULL;
+        struct fixture f;
+        fixture_new(&f);
+        char *secret = new_secret("place");
+        char *home = in_dir(f.dir, "host-home");
+        struct strbuf script = { 0 };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(secret_places); i++) {
+                /* A Cargo config counts as secret for its registry token. */
+                _cleanup_free_ char *text = xasprintf("[registry]\ntoken = \"%s\"\n", secret);
+                write_in(home, secret_places[i], text);
+        }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(home_tools); i++) {
+                const char *name = strrchr(home_tools[i], '/') + 1;
+                _cleanup_free_ char *text = xasprintf("#!/bin/sh\necho ran %s\n", name);
+                _cleanup_free_ char *p = in_dir(home, home_tools[i]);
+                write_in(home, home_tools[i], text);
+                ck_assert_int_eq(chmod(p, 0755), 0);
+                strbuf_addf(&script, "%s; ", name);
+        }
+        /* Positive control: a plain file beside the places, in a folder the PATH binds. */
+        write_in(home, ".local/share/notes.txt", "tbvisible-notes\n");
+        ck_assert_int_eq(chmod(home, 0755), 0);
+        /* Each place, then the whole home: a secret read prints "visible PATH". */
+        strbuf_addf(&script, "cat '%s/.local/share/notes.txt'; for p in", home);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(secret_places); i++)
+                strbuf_addf(&script, " '%s/%s'", home, secret_places[i]);
+        strbuf_addf(&script, "; do grep -qs tbsecret- \"$p\" && echo \"visible $p\"; done; "
+                             "grep -rls tbsecret- '%s' | sed 's/^/visible /'; true", home);
+
+        /* The home itself, ~/.local (a top-level folder) and the tool folders
+         * on the PATH; the tools named as toolchains. */
+        _cleanup_free_ char *dirs = expand_home(home_paths[_i], home);
+        _cleanup_free_ char *path = xasprintf("PATH=%s", dirs);
+        _cleanup_free_ char *home_env = xasprintf("HOME=%s", home);
+        char *env[] = { home_env, path, "TRIALBOX_TOOLCHAINS=tbtool-bin tbtool-local", "CARGO_HOME", "RUSTUP_HOME",
+                        "PYENV_ROOT", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", NULL };
+        struct proc_result r;
+        tb_run(&r, "shell", &f, env, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script.s));
+        ck_assert_msg(r.status == 0, "the Trial ended with status %d: %s", r.status, r.err);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(home_tools); i++) {
+                _cleanup_free_ char *l = xasprintf("ran %s", strrchr(home_tools[i], '/') + 1);
+                ck_assert_msg(has_line(r.out, l), "the session could not run '%s':\n%s%s", home_tools[i], r.out, r.err);
+        }
+        ck_assert_msg(count_prefixed(r.out, "visible ") == 0, "with PATH %s, the session reads secret places:\n%s", dirs,
+                      r.out);
+        ck_assert_msg(has_line(r.out, "tbvisible-notes") == broad, "positive control: ~/.local is%s bound with PATH %s:\n%s",
+                      broad ? " not" : "", dirs, r.out);
+        assert_outcome(&f, "outcome", "completed");
+        proc_result_free(&r);
+        free(script.s);
+        free(home);
+        free(secret);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("secrets");
@@ -626,6 +738,8 @@ static Suite *suite(void)
         tcase_add_test(tc, check_harnesses_and_credentials_list_print_no_secret);
         tcase_add_test(tc, a_malformed_credentials_file_is_reported_without_its_secrets);
         tcase_add_test(tc, credentials_set_takes_the_secret_from_stdin_and_prints_it_nowhere);
+        tcase_add_loop_test(tc, a_session_runs_the_tools_in_the_home_but_reads_no_secret_place, 0,
+                            (int)TB_ARRAY_SIZE(home_paths));
         suite_add_tcase(s, tc);
         return s;
 }

@@ -27,11 +27,21 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 
 void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest)
 {
+        sandbox_insert(spec, spec->n_ops, kind, src, dest);
+}
+
+void sandbox_insert(struct sandbox_spec *spec, size_t index, enum sandbox_op_kind kind, const char *src,
+                    const char *dest)
+{
         if (spec->n_ops == spec->cap_ops) {
                 spec->cap_ops = spec->cap_ops ? spec->cap_ops * 2 : 32;
                 spec->ops = xrealloc(spec->ops, spec->cap_ops * sizeof *spec->ops);
         }
-        spec->ops[spec->n_ops++] = (struct sandbox_op){
+        if (index > spec->n_ops)
+                index = spec->n_ops;
+        memmove(&spec->ops[index + 1], &spec->ops[index], (spec->n_ops - index) * sizeof *spec->ops);
+        spec->n_ops++;
+        spec->ops[index] = (struct sandbox_op){
                 .kind = kind,
                 .src = src ? xstrdup(src) : NULL,
                 .dest = xstrdup(dest),

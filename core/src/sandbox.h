@@ -53,6 +53,9 @@ void sandbox_spec_free(struct sandbox_spec *spec);
 
 /* Append an operation; operations are applied in order, later ones on top. */
 void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest);
+/* Insert an operation before the one at `index` (index n_ops appends). */
+void sandbox_insert(struct sandbox_spec *spec, size_t index, enum sandbox_op_kind kind, const char *src,
+                    const char *dest);
 
 /* Is `path` already visible in the sandbox as the same host path, through a
  * bind of a folder onto itself that contains it? */

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "toolchain.h"
 
+#include "secret_places.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -69,10 +71,13 @@ struct ro_dirs {
         size_t n, cap;
 };
 
-static void ro_dirs_add(struct ro_dirs *d, const char *dest)
+/* Add `dest` when it is a folder, or with `file_ok` a regular file. */
+static void ro_paths_add(struct ro_dirs *d, const char *dest, bool file_ok)
 {
         char *src = realpath(dest, NULL);
-        if (!src || !is_dir(src) || strcmp(src, "/") == 0) {
+        struct stat st;
+        if (!src || stat(src, &st) < 0 || !(S_ISDIR(st.st_mode) || (file_ok && S_ISREG(st.st_mode))) ||
+            strcmp(src, "/") == 0) {
                 free(src);
                 return;
         }
@@ -87,6 +92,8 @@ static void ro_dirs_add(struct ro_dirs *d, const char *dest)
         }
         d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest) };
 }
+
+static void ro_dirs_add(struct ro_dirs *d, const char *dest) { ro_paths_add(d, dest, false); }
 
 static int ro_dir_cmp(const void *a, const void *b)
 {
@@ -138,6 +145,91 @@ static char *home_path(const struct toolchain_host *host, const char *override, 
         return host->home ? xasprintf("%s/%s", host->home, rel) : NULL;
 }
 
+/* Is `p` the user's home or a folder above it (or "/")? Such a folder is
+ * never bound: it holds everything of the user. */
+static bool holds_home(const struct toolchain_host *host, const char *p)
+{
+        if (strcmp(p, "/") == 0)
+                return true;
+        if (!host->home || host->home[0] != '/')
+                return false;
+        _cleanup_free_ char *real = realpath(host->home, NULL);
+        return path_is_under(host->home, p) || (real && path_is_under(real, p));
+}
+
+/* Is `p` too broad to be a tool's home: the home, a folder above it, a
+ * top-level folder of it (~/.local, ~/.config, ~/bin) or an XDG base
+ * folder (~/.local/share)? Those hold far more than one tool. */
+bool toolchain_too_broad(const struct toolchain_host *host, const char *p)
+{
+        if (holds_home(host, p))
+                return true;
+        if (!host->home || host->home[0] != '/' || strcmp(host->home, "/") == 0)
+                return false;
+        _cleanup_free_ char *parent = path_dirname(p);
+        _cleanup_free_ char *real = realpath(host->home, NULL);
+        if (strcmp(parent, host->home) == 0 || (real && strcmp(parent, real) == 0))
+                return true;
+        const char *const xdg[] = { ".local/share", ".local/state", host->config_home, host->data_home,
+                                    host->state_home };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(xdg); i++) {
+                /* The first two are the defaults, under the home; the rest count when absolute. */
+                if (!xdg[i] || (i >= 2 && xdg[i][0] != '/'))
+                        continue;
+                _cleanup_free_ char *x = i >= 2 ? xstrdup(xdg[i]) : xasprintf("%s/%s", host->home, xdg[i]);
+                _cleanup_free_ char *xr = realpath(x, NULL);
+                if (strcmp(p, x) == 0 || (xr && strcmp(p, xr) == 0))
+                        return true;
+        }
+        return false;
+}
+
+/* The home of the tool whose real path is `real`, or when that is too
+ * broad (~/bin/tool, ~/.local/bin/tool), the tool's own file. */
+static void add_tool_home(struct ro_dirs *dirs, const struct toolchain_host *host, const char *real)
+{
+        _cleanup_free_ char *home = toolchain_home_of(real);
+        if (toolchain_too_broad(host, home))
+                ro_paths_add(dirs, real, true);
+        else
+                ro_dirs_add(dirs, home);
+}
+
+/* A version manager's own folder (~/.rustup, ~/.pyenv): bound whole, the
+ * secret places in it masked later; never the home itself. */
+static void add_manager_dir(struct ro_dirs *dirs, const struct toolchain_host *host, const char *dir)
+{
+        _cleanup_free_ char *real = realpath(dir, NULL);
+        if (real && !holds_home(host, real) && !holds_home(host, dir))
+                ro_dirs_add(dirs, dir);
+}
+
+/* A rustup install: of the Cargo home, the binaries, the download caches and
+ * a config without registry tokens ([source] replacements) — never the
+ * credentials; the rustup home (toolchains) whole. */
+static void add_cargo(struct ro_dirs *dirs, struct sandbox_spec *spec, const struct toolchain_host *host,
+                      const char *cargo)
+{
+        static const char *const dirs_in[] = { "bin", "registry", "git" };
+        static const char *const configs[] = { "config", "config.toml" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(dirs_in); i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%s", cargo, dirs_in[i]);
+                add_manager_dir(dirs, host, p);
+        }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(configs); i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%s", cargo, configs[i]);
+                _cleanup_free_ char *real = realpath(p, NULL);
+                if (real && !secret_file_has_token(real))
+                        ro_paths_add(dirs, p, true);
+        }
+        sandbox_setenv(spec, "CARGO_HOME", cargo, false);
+        _cleanup_free_ char *rustup = home_path(host, host->rustup_home, ".rustup");
+        if (rustup && is_dir(rustup)) {
+                add_manager_dir(dirs, host, rustup);
+                sandbox_setenv(spec, "RUSTUP_HOME", rustup, false);
+        }
+}
+
 /* The tool at `found` (as found on PATH): bind its home, and what its version
  * manager keeps in the real home. */
 static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const struct toolchain_host *host,
@@ -146,22 +238,15 @@ static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const stru
         _cleanup_free_ char *real = realpath(found, NULL);
         if (!real)
                 return;
-        _cleanup_free_ char *home = toolchain_home_of(real);
-        ro_dirs_add(dirs, home);
-
         _cleanup_free_ char *cargo = home_path(host, host->cargo_home, ".cargo");
         if (cargo && (path_is_under(found, cargo) || path_is_under(real, cargo))) {
-                _cleanup_free_ char *rustup = home_path(host, host->rustup_home, ".rustup");
-                ro_dirs_add(dirs, cargo);
-                sandbox_setenv(spec, "CARGO_HOME", cargo, false);
-                if (rustup && is_dir(rustup)) {
-                        ro_dirs_add(dirs, rustup);
-                        sandbox_setenv(spec, "RUSTUP_HOME", rustup, false);
-                }
+                add_cargo(dirs, spec, host, cargo);
+                return;
         }
+        add_tool_home(dirs, host, real);
         _cleanup_free_ char *pyenv = home_path(host, host->pyenv_root, ".pyenv");
         if (pyenv && (path_is_under(found, pyenv) || path_is_under(real, pyenv))) {
-                ro_dirs_add(dirs, pyenv);
+                add_manager_dir(dirs, host, pyenv);
                 sandbox_setenv(spec, "PYENV_ROOT", pyenv, false);
         }
 }
@@ -182,10 +267,15 @@ struct tools_ctx {
         const struct toolchain_host *host;
 };
 
+/* A PATH folder is bound as itself, never its parent; the home and the
+ * folders above it never (a tool there is bound alone when named). */
 static void add_path_entry(const char *w, void *ud)
 {
         struct tools_ctx *c = ud;
-        if (w[0] == '/')
+        if (w[0] != '/' || holds_home(c->host, w))
+                return;
+        _cleanup_free_ char *real = realpath(w, NULL);
+        if (real && !holds_home(c->host, real))
                 ro_dirs_add(c->dirs, w);
 }
 
@@ -259,10 +349,8 @@ static void add_interpreter(struct sandbox_spec *spec, const char *bin, const ch
         struct ro_dirs dirs = { 0 };
         if (!via_env) {
                 _cleanup_free_ char *found = realpath(prog, NULL);
-                if (found) {
-                        _cleanup_free_ char *home = toolchain_home_of(found);
-                        ro_dirs_add(&dirs, home);
-                }
+                if (found)
+                        add_tool_home(&dirs, host, found);
                 ro_dirs_apply(&dirs, spec);
                 return;
         }
@@ -281,8 +369,11 @@ static void add_interpreter(struct sandbox_spec *spec, const char *bin, const ch
                 sandbox_setenv(spec, "PATH", np, false);
                 if (!sandbox_covers(spec, found_dir)) {
                         _cleanup_free_ char *real_dir = realpath(found_dir, NULL);
-                        if (real_dir)
+                        _cleanup_free_ char *found_real = realpath(found, NULL);
+                        if (real_dir && !holds_home(host, real_dir) && !holds_home(host, found_dir))
                                 sandbox_add(spec, SANDBOX_RO_BIND, real_dir, found_dir);
+                        else if (found_real && !sandbox_covers(spec, found))
+                                sandbox_add(spec, SANDBOX_RO_BIND, found_real, found);
                 }
         }
 }
@@ -310,4 +401,17 @@ char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const c
         }
         add_interpreter(spec, bin, real, host);
         return dest;
+}
+
+void toolchain_mask_secrets(struct sandbox_spec *spec, const struct toolchain_host *host)
+{
+        const struct secret_homes h = {
+                .home = host->home,
+                .config_home = host->config_home,
+                .data_home = host->data_home,
+                .state_home = host->state_home,
+                .cargo_home = host->cargo_home,
+                .extra = host->secret_places,
+        };
+        secret_places_mask(spec, &h);
 }

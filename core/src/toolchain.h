@@ -14,6 +14,8 @@ struct toolchain_host {
         const char *home;      /* the host user's real home */
         const char *tools;     /* extra tools, ':'- or space-separated (TRIALBOX_TOOLCHAINS), or NULL */
         const char *cargo_home, *rustup_home, *pyenv_root; /* host overrides, or NULL */
+        const char *config_home, *data_home, *state_home;  /* XDG_*_HOME, or NULL */
+        const char *secret_places; /* more secret places (TRIALBOX_SECRET_PLACES), or NULL */
 };
 
 /* Add to `spec` the system folders (/usr, /etc, the merged-usr links, the
@@ -24,8 +26,28 @@ void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf);
 
 /* Add read-only binds for every folder on the host PATH and the resolved
  * homes of the default and extra tools, with the variables version managers
- * need once HOME is the fresh home (CARGO_HOME, RUSTUP_HOME, PYENV_ROOT). */
+ * need once HOME is the fresh home (CARGO_HOME, RUSTUP_HOME, PYENV_ROOT).
+ * The rules keep the user's private files out:
+ *   - a PATH folder is bound as itself, never its parent; the home and the
+ *     folders above it are never bound;
+ *   - a tool's home (the parent of its bin folder: /usr, ~/.nvm/versions/
+ *     node/v22) is bound unless toolchain_too_broad(); then only the tool's
+ *     own file is (~/bin/tool, ~/.local/bin/tool);
+ *   - a tool in the Cargo home brings its bin, registry and git folders, its
+ *     config.toml when that names no `token`, and the rustup home; never the
+ *     Cargo home whole (credentials.toml);
+ *   - a tool in the pyenv root brings the root, whole.
+ * Whatever these bind, toolchain_mask_secrets() hides the secret places. */
 void toolchain_add_tools(struct sandbox_spec *spec, const struct toolchain_host *host);
+
+/* Is the folder `p` too broad to be bound as a tool's home: the host home, a
+ * folder above it, a top-level folder of it (~/.local, ~/.cargo, ~/bin) or an
+ * XDG base folder (~/.local/share, $XDG_STATE_HOME)? */
+bool toolchain_too_broad(const struct toolchain_host *host, const char *p);
+
+/* Hide the secret places (secret_places.h) wherever a bind of `spec` makes
+ * one visible. Call it last, once every bind (the plugins' too) is in. */
+void toolchain_mask_secrets(struct sandbox_spec *spec, const struct toolchain_host *host);
 
 /* The home of a resolved tool binary: the parent of its folder when that
  * folder is called "bin", else the folder. malloc'd. */

@@ -262,6 +262,22 @@ static int trial_void(struct trial *t, enum outcome_cause cause, const char *det
                                : trial_finish(t);
 }
 
+static struct toolchain_host trial_toolchain_host(const struct trial *t)
+{
+        return (struct toolchain_host){
+                .path = host_path(),
+                .home = t->user_home,
+                .tools = getenv("TRIALBOX_TOOLCHAINS"),
+                .cargo_home = getenv("CARGO_HOME"),
+                .rustup_home = getenv("RUSTUP_HOME"),
+                .pyenv_root = getenv("PYENV_ROOT"),
+                .config_home = getenv("XDG_CONFIG_HOME"),
+                .data_home = getenv("XDG_DATA_HOME"),
+                .state_home = getenv("XDG_STATE_HOME"),
+                .secret_places = getenv("TRIALBOX_SECRET_PLACES"),
+        };
+}
+
 static void trial_build_spec(struct trial *t)
 {
         struct sandbox_spec *spec = &t->spec;
@@ -273,14 +289,7 @@ static void trial_build_spec(struct trial *t)
                 spec->chdir = xstrdup(t->repo);
                 return;
         }
-        struct toolchain_host th = {
-                .path = host_path(),
-                .home = t->user_home,
-                .tools = getenv("TRIALBOX_TOOLCHAINS"),
-                .cargo_home = getenv("CARGO_HOME"),
-                .rustup_home = getenv("RUSTUP_HOME"),
-                .pyenv_root = getenv("PYENV_ROOT"),
-        };
+        struct toolchain_host th = trial_toolchain_host(t);
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
@@ -416,6 +425,11 @@ static int trial_execute(struct trial *t)
 {
         const struct trial_options *opt = t->opt;
         struct tb_error err = { 0 };
+        /* Last, over every bind the core and the plugin made. */
+        if (!opt->no_sandbox) {
+                struct toolchain_host th = trial_toolchain_host(t);
+                toolchain_mask_secrets(&t->spec, &th);
+        }
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
