@@ -674,23 +674,23 @@ START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
         struct fixture f;
         fixture_new(&f);
         char *secret = new_secret("place");
-        char *home = in_dir(f.dir, "host-home");
+        char *home = path_in(f.dir, "host-home");
         struct strbuf script = { 0 };
         for (size_t i = 0; i < TB_ARRAY_SIZE(secret_places); i++) {
                 /* A Cargo config counts as secret for its registry token. */
                 _cleanup_free_ char *text = xasprintf("[registry]\ntoken = \"%s\"\n", secret);
-                write_in(home, secret_places[i], text);
+                write_in(home, secret_places[i], text, 0600);
         }
         for (size_t i = 0; i < TB_ARRAY_SIZE(home_tools); i++) {
                 const char *name = strrchr(home_tools[i], '/') + 1;
                 _cleanup_free_ char *text = xasprintf("#!/bin/sh\necho ran %s\n", name);
-                _cleanup_free_ char *p = in_dir(home, home_tools[i]);
-                write_in(home, home_tools[i], text);
+                _cleanup_free_ char *p = path_in(home, home_tools[i]);
+                write_in(home, home_tools[i], text, 0600);
                 ck_assert_int_eq(chmod(p, 0755), 0);
                 strbuf_addf(&script, "%s; ", name);
         }
         /* Positive control: a plain file beside the places, in a folder the PATH binds. */
-        write_in(home, ".local/share/notes.txt", "tbvisible-notes\n");
+        write_in(home, ".local/share/notes.txt", "tbvisible-notes\n", 0600);
         ck_assert_int_eq(chmod(home, 0755), 0);
         /* Each place, then the whole home: a secret read prints "visible PATH". */
         strbuf_addf(&script, "cat '%s/.local/share/notes.txt'; for p in", home);
