@@ -35,10 +35,10 @@ START_TEST(a_plugin_reads_only_its_own_section_of_the_credentials)
         ck_assert_ptr_null(svc->credential(&codex, "api_key"));
         ck_assert_ptr_null(svc->credential(&codex, "../claude/setup_token"));
         ck_assert_str_eq(svc->credential(&codex, "note"), "n");
-        host_free(&codex);
+        host_done(&codex);
         struct tb_host claude = { .harness = "claude", .credentials_path = path, .checking = true };
         ck_assert_str_eq(svc->credential(&claude, "setup_token"), "tok-claude");
-        host_free(&claude);
+        host_done(&claude);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -54,7 +54,7 @@ START_TEST(a_malformed_credentials_file_voids_with_its_error)
         ck_assert(h.voided);
         ck_assert_ptr_nonnull(strstr(h.void_detail, "'claude.setup_token' must be a string"));
         ck_assert_ptr_nonnull(strstr(h.void_detail, path));
-        host_free(&h);
+        host_done(&h);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -78,8 +78,8 @@ START_TEST(home_files_are_written_0600_only_in_the_fresh_home)
         /* Logins must land inside the session home. */
         h.sandboxed = true;
         ck_assert_int_eq(svc->login_in_place(&h, "/etc/hostname", "/etc/hostname"), -EINVAL);
-        host_free(&h);
-        sandbox_spec_free(&spec);
+        host_done(&h);
+        sandbox_spec_done(&spec);
         tmpdir_remove(dir);
         free(dir);
 }

@@ -43,7 +43,7 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         ck_assert_int_eq(host_call(&host, h->preflight), -ECANCELED);
         ck_assert_ptr_nonnull(strstr(host.void_detail, "no login at '"));
         ck_assert_ptr_nonnull(strstr(host.void_detail, "/.demo/login'; run demo login"));
-        host_free(&host);
+        host_done(&host);
 
         char p[1100];
         snprintf(p, sizeof p, "%s/.demo", dir);
@@ -56,8 +56,8 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         ck_assert_int_eq(host_call(&ok, h->env), 0);
         ck_assert_str_eq(sandbox_getenv(&spec, "DEMO_NO_UPDATE"), "1");
         ck_assert_ptr_null(sandbox_getenv(&spec, "DEMO_API_KEY"));
-        host_free(&ok);
-        sandbox_spec_free(&spec);
+        host_done(&ok);
+        sandbox_spec_done(&spec);
         manifest_free(m);
         tmpdir_remove(dir);
         free(dir);

@@ -63,8 +63,8 @@ START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_com
         ck_assert_str_eq(a.v[dd + 1], "/sandbox/harness/x");
         ck_assert_str_eq(a.v[dd + 2], "--flag");
         ck_assert_uint_eq(a.n, (size_t)dd + 3);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -85,9 +85,9 @@ START_TEST(secrets_are_in_the_environment_never_in_argv_and_redacted_when_printe
         ck_assert_ptr_nonnull(strstr(line, "'API_KEY=<redacted>'"));
         ck_assert_ptr_nonnull(strstr(line, "PATH=/usr/bin"));
         free(line);
-        strv_free(&a);
-        strv_free(&e);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        strv_done(&e);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -103,7 +103,7 @@ START_TEST(a_variable_set_twice_keeps_the_last_value_and_stays_secret)
         ck_assert(!sandbox_env_name_valid("A=B"));
         ck_assert(!sandbox_env_name_valid(""));
         ck_assert(sandbox_env_name_valid("CLAUDE_CODE_OAUTH_TOKEN"));
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -119,7 +119,7 @@ START_TEST(the_printed_line_quotes_what_a_shell_would_split)
         ck_assert_ptr_nonnull(strstr(line, "'echo '\\''it'\\'''\\''s'\\'' $HOME'"));
         ck_assert_ptr_nonnull(strstr(line, " 3>/dev/null"));
         free(line);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -132,7 +132,7 @@ START_TEST(covers_means_a_folder_bound_onto_itself_that_contains_the_path)
         ck_assert(sandbox_covers(&s, "/usr"));
         ck_assert(!sandbox_covers(&s, "/usrx"));
         ck_assert(!sandbox_covers(&s, "/opt/link/bin"));
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -157,14 +157,14 @@ START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_
         ck_assert_int_gt(find_arg(&a, "--proc"), 0);
         ck_assert_int_gt(find_arg(&a, "--dev"), 0);
         ck_assert_int_gt(find_arg(&a, "--tmpfs"), 0);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 
         /* A plain file brings nothing more. */
         struct sandbox_spec s2 = { 0 };
         toolchain_add_system(&s2, target);
         ck_assert_ptr_null(sandbox_find(&s2, target));
-        sandbox_spec_free(&s2);
+        sandbox_spec_done(&s2);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -225,7 +225,7 @@ START_TEST(path_folders_and_version_manager_homes_are_bound_read_only_with_their
         ck_assert_ptr_null(sandbox_find(&s, "/usr/bin"));
         for (size_t i = 0; i < s.n_ops; i++)
                 ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -268,7 +268,7 @@ START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
         ck_assert_ptr_nonnull(op);
         ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
         free(run);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         /* A native binary is bound read-only at the harness path itself. */
         struct sandbox_spec s2 = { 0 };
@@ -279,7 +279,7 @@ START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
         ck_assert_str_eq(op->src, truth);
         free(truth);
         free(run);
-        sandbox_spec_free(&s2);
+        sandbox_spec_done(&s2);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -311,7 +311,7 @@ START_TEST(an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path)
         char want[2048];
         snprintf(want, sizeof want, "%s/bin:/usr/bin:/bin", vdir);
         ck_assert_str_eq(sandbox_getenv(&s, "PATH"), want);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         tmpdir_remove(dir);
         free(dir);
 }

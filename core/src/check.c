@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "credentials.h"
+#include "env.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "sandbox.h"
@@ -165,14 +166,14 @@ static void check_plugins(struct report *rep)
         verdict(rep, "plugins", usable > 0, d,
                 usable ? NULL : "install a trialbox-plugin-NAME package, or set TRIALBOX_PLUGIN_PATH");
         free(where.s);
-        strv_free(&dirs);
+        strv_done(&dirs);
 }
 
-static void check_credentials(struct report *rep, const char *path_override)
+static void check_credentials(struct report *rep, const struct tb_env *env, const char *path_override)
 {
         _cleanup_free_ char *def = NULL;
         const char *path = path_override;
-        if (!path && credentials_default_path(&def) < 0) {
+        if (!path && credentials_default_path(env, &def) < 0) {
                 verdict(rep, "credentials", WARN, "no home folder to look in", "set HOME");
                 return;
         }
@@ -196,11 +197,11 @@ static void check_credentials(struct report *rep, const char *path_override)
         credentials_free(c);
 }
 
-static void check_sandbox(struct report *rep)
+static void check_sandbox(struct report *rep, const struct tb_env *env)
 {
-        const char *over = getenv("TRIALBOX_BWRAP");
+        const char *over = env->bwrap;
         _cleanup_free_ char *bwrap = over && *over ? (access(over, X_OK) == 0 ? xstrdup(over) : NULL)
-                                                   : find_on_path("bwrap", host_path());
+                                                   : find_on_path("bwrap", env->path);
         if (!bwrap) {
                 verdict(rep, "bwrap", false, over && *over ? "TRIALBOX_BWRAP does not name an executable" : "bwrap is not on the PATH",
                         "install bubblewrap: sudo apt-get install bubblewrap");
@@ -222,8 +223,8 @@ static void check_sandbox(struct report *rep)
         strv_add(&spec.command, "true");
         sandbox_argv(&spec, bwrap, &argv);
         st = run_capture(argv.v, out, sizeof out);
-        strv_free(&argv);
-        sandbox_spec_free(&spec);
+        strv_done(&argv);
+        sandbox_spec_done(&spec);
         out[strcspn(out, "\n")] = '\0';
         if (st == 0) {
                 _cleanup_free_ char *ok = xasprintf("bwrap created its mount and pid namespaces (as uid %u)",
@@ -236,7 +237,7 @@ static void check_sandbox(struct report *rep)
         }
 }
 
-static void check_harness(struct report *rep, const char *name, int verbosity)
+static void check_harness(struct report *rep, const struct tb_env *env, const char *name)
 {
         struct plugin p;
         struct tb_error err = { 0 };
@@ -253,7 +254,7 @@ static void check_harness(struct report *rep, const char *name, int verbosity)
         _cleanup_free_ char *d = xasprintf("%s (ABI %u.%u)", p.path, TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi));
         verdict(rep, "plugin", true, d, NULL);
         struct readiness rd;
-        readiness_check(&p, verbosity, &rd);
+        readiness_check(&p, env, &rd);
         _cleanup_free_ char *bin = rd.binary ? xstrdup(rd.binary)
                                              : xasprintf("'%s' is not on the PATH", p.harness->default_binary);
         verdict(rep, "binary", rd.binary != NULL, bin, rd.binary ? NULL : "install it, or pass --harness-bin to run");
@@ -262,18 +263,18 @@ static void check_harness(struct report *rep, const char *name, int verbosity)
                         verdict(rep, "login", true, rd.notes[i], NULL);
         else
                 verdict(rep, "login", false, rd.detail, NULL);
-        readiness_free(&rd);
+        readiness_done(&rd);
         plugin_unload(&p);
 }
 
-int check_main(const char *harness, int json, int verbosity)
+int check_main(const struct tb_env *env, const char *harness, int json)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
-        check_sandbox(&rep);
+        check_sandbox(&rep, env);
         check_plugins(&rep);
-        check_credentials(&rep, NULL);
+        check_credentials(&rep, env, NULL);
         if (harness)
-                check_harness(&rep, harness, verbosity);
+                check_harness(&rep, env, harness);
         if (rep.arr) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "ready", json_object_new_boolean(!rep.failed));

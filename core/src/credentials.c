@@ -3,10 +3,11 @@
 
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "env.h"
 
 struct credential {
         char *key;
@@ -57,12 +58,6 @@ void credentials_free(struct credentials *c)
 struct credentials *credentials_new(void) { return xcalloc(1, sizeof(struct credentials)); }
 
 bool credentials_loose_mode(const struct credentials *c) { return c->loose; }
-
-void credentials_warn_loose(const char *path)
-{
-        fprintf(stderr, "trialbox: warning: credentials '%s' is readable by others; run: chmod 600 '%s'\n", path,
-                path);
-}
 
 /* ---- names ---- */
 
@@ -257,21 +252,18 @@ static char *join_trimmed(const char *dir, const char *rest)
         return xasprintf("%.*s%s", (int)n, dir, rest);
 }
 
-int credentials_default_path(char **out)
+int credentials_default_path(const struct tb_env *env, char **out)
 {
-        const char *xdg = getenv("XDG_CONFIG_HOME");
+        if (!env)
+                return -ENOENT;
+        const char *xdg = env->xdg_config_home;
         if (xdg && xdg[0] == '/') {
                 *out = join_trimmed(xdg, "/trialbox/credentials.json");
                 return 0;
         }
-        const char *home = getenv("HOME");
-        if (!home || home[0] != '/') {
-                struct passwd *pw = getpwuid(getuid());
-                home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-        }
-        if (!home)
+        if (!env->home)
                 return -ENOENT;
-        *out = join_trimmed(home, "/.config/trialbox/credentials.json");
+        *out = join_trimmed(env->home, "/.config/trialbox/credentials.json");
         return 0;
 }
 

@@ -1,13 +1,17 @@
 #define _GNU_SOURCE
 #include "credentials.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
 
+#include "cli.h"
+#include "env.h"
+#include "log.h"
+
 #define CREDS_EXIT_FAIL 1
-#define CREDS_EXIT_USAGE 2
 
 static const char credentials_usage[] =
         "usage: trialbox credentials [--credentials FILE] set KEY   (the value is read from stdin)\n"
@@ -27,17 +31,7 @@ static const char credentials_usage[] =
         "\n"
         "The file is written atomically with mode 0600.\n";
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("trialbox: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputs("; see 'trialbox credentials --help'\n", stderr);
-        va_end(ap);
-        return CREDS_EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("credentials ", __VA_ARGS__)
 
 /* ---- reading the value ---- */
 
@@ -120,7 +114,7 @@ static int read_value(const char *name, char **out, size_t *out_len)
 
         int status = 0;
         if (e) {
-                fprintf(stderr, "trialbox: cannot read the value from stdin: %s\n", strerror(e));
+                log_error("cannot read the value from stdin: %s", strerror(e));
                 status = CREDS_EXIT_FAIL;
         } else if (n > CREDENTIALS_MAX_SIZE) {
                 status = usage_error("the value on stdin is larger than 1 MiB");
@@ -154,7 +148,7 @@ static int load_or_say(const char *path, struct credentials **c)
 {
         struct tb_error err = { 0 };
         if (credentials_load(path, c, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
+                log_error("%s", err.msg);
                 return CREDS_EXIT_FAIL;
         }
         return 0;
@@ -164,13 +158,13 @@ static int save_or_say(const struct credentials *c, const char *path)
 {
         struct tb_error err = { 0 };
         if (credentials_save(c, path, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
+                log_error("%s", err.msg);
                 return CREDS_EXIT_FAIL;
         }
         return 0;
 }
 
-static int cmd_set(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+static int cmd_set(const char *path, const char *dotted, const char *section, const char *key)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
         char *value = NULL;
@@ -192,12 +186,11 @@ static int cmd_set(const char *path, const char *dotted, const char *section, co
         r = save_or_say(c, path);
         if (r)
                 return r;
-        if (verbosity >= 1)
-                fprintf(stderr, "trialbox: saved '%s' in credentials '%s'\n", dotted, path);
+        log_notice("saved '%s' in credentials '%s'", dotted, path);
         return 0;
 }
 
-static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
 
@@ -205,39 +198,53 @@ static int cmd_unset(const char *path, const char *dotted, const char *section, 
         if (r)
                 return r;
         if (credentials_unset(c, section, key) == -ENOENT) {
-                fprintf(stderr, "trialbox: '%s' is not in credentials '%s'; see 'trialbox credentials list'\n", dotted,
-                        path);
+                log_error("'%s' is not in credentials '%s'; see 'trialbox credentials list'", dotted, path);
                 return CREDS_EXIT_FAIL;
         }
         r = save_or_say(c, path);
         if (r)
                 return r;
-        if (verbosity >= 1)
-                fprintf(stderr, "trialbox: removed '%s' from credentials '%s'\n", dotted, path);
+        log_notice("removed '%s' from credentials '%s'", dotted, path);
         return 0;
 }
 
 static int cmd_list(const char *path)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         int r = load_or_say(path, &c);
         if (r)
                 return r;
         if (credentials_loose_mode(c))
-                credentials_warn_loose(path);
+                log_warn(CREDENTIALS_LOOSE_WARNING, path, path);
         credentials_names(c, &names);
         for (size_t i = 0; i < names.n; i++)
                 puts(names.v[i]);
         if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "trialbox: cannot write the list to stdout: %s\n", strerror(errno));
+                log_error("cannot write the list to stdout: %s", strerror(errno));
                 return CREDS_EXIT_FAIL;
         }
         return 0;
 }
 
-int credentials_main(int argc, char **argv, const char *path_override, int verbosity)
+/* How an invalid KEY is named in its message. A short one of plain
+ * characters is a mistyped name: quoted, so the user sees what was wrong.
+ * Anything else may be a secret given where the KEY belongs, or carry control
+ * characters: only its length and first few characters are shown. */
+#define KEY_SHOWN_MAX 16
+static char *key_shown(const char *key)
+{
+        size_t n = strlen(key);
+        bool plain = n <= KEY_SHOWN_MAX;
+        for (const char *p = key; plain && *p; p++)
+                plain = isascii((unsigned char)*p) && isprint((unsigned char)*p) && *p != '\'';
+        if (plain)
+                return xasprintf("'%s'", key);
+        return xasprintf("a KEY of %zu characters starting '%.4s...'", n, key);
+}
+
+int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override)
 {
         const char *pos[3];
         size_t npos = 0;
@@ -287,27 +294,28 @@ int credentials_main(int argc, char **argv, const char *path_override, int verbo
 
         _cleanup_free_ char *section = NULL, *key = NULL;
         if (is_set || is_unset) {
-                if (credentials_parse_key(pos[1], &section, &key) < 0)
-                        return usage_error("'%s' is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
+                if (credentials_parse_key(pos[1], &section, &key) < 0) {
+                        _cleanup_free_ char *shown = key_shown(pos[1]);
+                        return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
                                            "'_' and '-' and a key of A-Z, a-z, 0-9, '_' and '-', e.g. "
                                            "claude.setup_token",
-                                           pos[1]);
+                                           shown);
+                }
         }
 
         _cleanup_free_ char *default_path = NULL;
         if (!path) {
-                if (credentials_default_path(&default_path) < 0) {
-                        fputs("trialbox: cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is "
-                              "set; give --credentials FILE\n",
-                              stderr);
+                if (credentials_default_path(env, &default_path) < 0) {
+                        log_error("cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is set; give "
+                                  "--credentials FILE");
                         return CREDS_EXIT_FAIL;
                 }
                 path = default_path;
         }
 
         if (is_set)
-                return cmd_set(path, pos[1], section, key, verbosity);
+                return cmd_set(path, pos[1], section, key);
         if (is_unset)
-                return cmd_unset(path, pos[1], section, key, verbosity);
+                return cmd_unset(path, pos[1], section, key);
         return cmd_list(path);
 }

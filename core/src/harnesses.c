@@ -4,25 +4,26 @@
 #include <string.h>
 
 #include "cli.h"
+#include "env.h"
 #include "host.h"
+#include "log.h"
 #include "plugin_loader.h"
 
-void readiness_check(const struct plugin *p, int verbosity, struct readiness *out)
+void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out)
 {
         const struct tb_harness *h = p->harness;
-        _cleanup_free_ char *home = NULL;
-        const char *env_home = getenv("HOME");
-        home = xstrdup(env_home ? env_home : "/");
+        /* The home a Trial would use (trial.c), so `check` looks where `run` will. */
+        const char *home = env->home ? env->home : "/";
 
         *out = (struct readiness){ 0 };
-        out->binary = find_on_path(h->default_binary, host_path());
+        out->binary = find_on_path(h->default_binary, env->path);
         struct tb_host host = {
                 .harness = h->name,
+                .env = env,
                 .sandboxed = 1,
                 .checking = true,
                 .host_home = home,
                 .session_home = home,
-                .verbosity = verbosity,
         };
         host_call(&host, p->preflight);
         out->login_ok = !host.voided;
@@ -35,10 +36,10 @@ void readiness_check(const struct plugin *p, int verbosity, struct readiness *ou
         out->n_notes = host.notes.n;
         out->notes = steal_pointer(&host.notes.v);
         host.notes.n = 0;
-        host_free(&host);
+        host_done(&host);
 }
 
-void readiness_free(struct readiness *r)
+void readiness_done(struct readiness *r)
 {
         free(r->binary);
         free(r->detail);
@@ -48,7 +49,7 @@ void readiness_free(struct readiness *r)
         *r = (struct readiness){ 0 };
 }
 
-int harnesses_main(int json, int verbosity)
+int harnesses_main(const struct tb_env *env, int json)
 {
         struct plugin_entry *v;
         size_t n;
@@ -86,7 +87,7 @@ int harnesses_main(int json, int verbosity)
                         continue;
                 }
                 struct readiness rd;
-                readiness_check(&p, verbosity, &rd);
+                readiness_check(&p, env, &rd);
                 uint32_t abi = p.harness->abi_version;
                 if (o) {
                         json_object_object_add(o, "status", json_object_new_string(rd.ready ? "ready" : "not_ready"));
@@ -108,10 +109,10 @@ int harnesses_main(int json, int verbosity)
                                p.harness->summary ? p.harness->summary : "");
                         if (rd.detail)
                                 printf("%-10s           %s\n", "", rd.detail);
-                        for (size_t k = 0; k < rd.n_notes && verbosity >= 2; k++)
+                        for (size_t k = 0; k < rd.n_notes && log_get_verbosity() >= 2; k++)
                                 printf("%-10s           %s\n", "", rd.notes[k]);
                 }
-                readiness_free(&rd);
+                readiness_done(&rd);
                 plugin_unload(&p);
         }
         plugin_list_free(v, n);

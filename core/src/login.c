@@ -145,9 +145,16 @@ int login_sync_now(struct login_set *set, size_t i)
         return 0;
 }
 
-void login_sync_ready(void *p)
+/* Keep the first failure (the others are alike), naming its login. */
+static int note_failure(int r, int first, const struct login_sync *l, struct tb_error *err)
 {
-        struct login_set *set = p;
+        if (r >= 0 || first < 0)
+                return first;
+        return tb_fail(err, r, "writing the login back to '%s' failed: %s", l->host_real, strerror(-r));
+}
+
+int login_sync_ready(struct login_set *set, struct tb_error *err)
+{
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         bool changed[64] = { false };
         ssize_t n;
@@ -161,26 +168,21 @@ void login_sync_ready(void *p)
                         e += sizeof *ev + ev->len;
                 }
         }
-        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++) {
-                int r = changed[i] ? login_sync_now(set, i) : 0;
-                if (r < 0)
-                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
-                                set->v[i].host_real, strerror(-r));
-        }
+        int first = 0;
+        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++)
+                first = note_failure(changed[i] ? login_sync_now(set, i) : 0, first, &set->v[i], err);
+        return first;
 }
 
-void login_sync_finish(void *p)
+int login_sync_finish(struct login_set *set, struct tb_error *err)
 {
-        struct login_set *set = p;
-        for (size_t i = 0; i < set->n; i++) {
-                int r = login_sync_now(set, i);
-                if (r < 0)
-                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
-                                set->v[i].host_real, strerror(-r));
-        }
+        int first = 0;
+        for (size_t i = 0; i < set->n; i++)
+                first = note_failure(login_sync_now(set, i), first, &set->v[i], err);
+        return first;
 }
 
-void login_set_free(struct login_set *set)
+void login_set_done(struct login_set *set)
 {
         for (size_t i = 0; i < set->n; i++) {
                 struct login_sync *l = &set->v[i];

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-void sandbox_spec_free(struct sandbox_spec *spec)
+void sandbox_spec_done(struct sandbox_spec *spec)
 {
         for (size_t i = 0; i < spec->n_ops; i++) {
                 free(spec->ops[i].src);
@@ -17,7 +17,7 @@ void sandbox_spec_free(struct sandbox_spec *spec)
                 free(spec->env[i].value);
         }
         free(spec->env);
-        strv_free(&spec->command);
+        strv_done(&spec->command);
         free(spec->chdir);
         memset(spec, 0, sizeof *spec);
 }
@@ -167,6 +167,6 @@ char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap)
         /* bwrap writes its status to fd 3: give a shell that runs this line one. */
         if (bwrap)
                 strbuf_addf(&sb, " %d>/dev/null", SANDBOX_STATUS_FD);
-        strv_free(&argv);
+        strv_done(&argv);
         return sb.s;
 }

@@ -46,7 +46,7 @@ struct sandbox_spec {
         char *chdir;         /* working folder of the session */
 };
 
-void sandbox_spec_free(struct sandbox_spec *spec);
+void sandbox_spec_done(struct sandbox_spec *spec);
 
 /* Append an operation; operations are applied in order, later ones on top. */
 void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest);

@@ -3,12 +3,13 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "env.h"
 #include "host.h"
+#include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "supervisor.h"
@@ -23,40 +24,30 @@ static int usage_error(const char *fmt, ...)
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
         va_end(ap);
-        fprintf(stderr, "trialbox: %s\n", msg ? str_printable(msg) : "usage error");
+        log_error("%s", msg ? msg : "usage error");
         return TB_EXIT_USAGE;
 }
 
-static void add_allowed(struct sandbox_spec *spec, const char *list)
+static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
         _cleanup_free_ char *copy = xstrdup(list);
         char *save = NULL;
         for (char *name = strtok_r(copy, ":, ", &save); name; name = strtok_r(NULL, ":, ", &save)) {
-                const char *v = getenv(name);
+                const char *v = tb_env_get(env, name);
                 if (v && sandbox_env_name_valid(name))
                         sandbox_setenv(spec, name, v, false);
         }
 }
 
-void trial_add_allowed_env(struct sandbox_spec *spec, bool sandboxed)
+void trial_add_allowed_env(struct sandbox_spec *spec, const struct tb_env *env, bool sandboxed)
 {
-        sandbox_setenv(spec, "PATH", host_path(), false);
-        add_allowed(spec, TRIAL_ENV_ALLOW);
+        sandbox_setenv(spec, "PATH", env->path, false);
+        add_allowed(spec, env, TRIAL_ENV_ALLOW);
         /* Unsandboxed, the session shares the real home and its layout. */
         if (!sandboxed)
-                add_allowed(spec, "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
-        const char *extra = getenv("TRIALBOX_ENV_ALLOW");
-        if (extra)
-                add_allowed(spec, extra);
-}
-
-static char *real_home(void)
-{
-        const char *h = getenv("HOME");
-        if (h && h[0] == '/')
-                return xstrdup(h);
-        struct passwd *pw = getpwuid(getuid());
-        return xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
+                add_allowed(spec, env, "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
+        if (env->env_allow)
+                add_allowed(spec, env, env->env_allow);
 }
 
 /* `p` made absolute against the working folder, links not resolved. */
@@ -143,17 +134,18 @@ static void set_home_env(struct sandbox_spec *spec, const char *home)
         sandbox_setenv(spec, "TMPDIR", "/tmp", false);
 }
 
-static char *find_bwrap(void)
+static char *find_bwrap(const struct tb_env *env)
 {
-        const char *over = getenv("TRIALBOX_BWRAP");
+        const char *over = env->bwrap;
         if (over && *over)
                 return access(over, X_OK) == 0 ? xstrdup(over) : NULL;
-        return find_on_path("bwrap", host_path());
+        return find_on_path("bwrap", env->path);
 }
 
 /* Everything a Trial holds, freed in one place. */
 struct trial {
         const struct trial_options *opt;
+        const struct tb_env *env;
         char *repo, *output, *home, *user_home, *bin, *bwrap, *skills;
         struct plugin plugin;
         struct sandbox_spec spec;
@@ -164,8 +156,8 @@ struct trial {
 
 static void trial_free(struct trial *t)
 {
-        host_free(&t->host);
-        sandbox_spec_free(&t->spec);
+        host_done(&t->host);
+        sandbox_spec_done(&t->spec);
         plugin_unload(&t->plugin);
         free(t->repo);
         free(t->output);
@@ -223,7 +215,8 @@ static int trial_validate(struct trial *t)
         _cleanup_free_ char *outcome = xasprintf("%s/outcome.json", t->output);
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
                 return usage_error("output folder '%s' already holds a Trial; give each Trial a new folder", t->output);
-        t->user_home = real_home();
+        /* The host's home as `check` sees it too (env.c); "/" when there is none. */
+        t->user_home = xstrdup(t->env->home ? t->env->home : "/");
         t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
         return 0;
 }
@@ -234,7 +227,7 @@ static int trial_finish(struct trial *t)
         struct tb_error err = { 0 };
         t->outcome.duration_ms = now_ms() - t->start_ms;
         if (outcome_write(&t->outcome, t->output, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
+                log_error("%s", err.msg);
                 return TB_EXIT_ERROR;
         }
         if (t->opt->json) {
@@ -245,21 +238,20 @@ static int trial_finish(struct trial *t)
         }
         const struct outcome *o = &t->outcome;
         if (o->kind == OUTCOME_VOID)
-                host_logf(t->opt->verbosity, TB_LOG_ERROR, "%s: void (%s): %s", o->harness,
-                          outcome_cause_name(o->cause), o->detail);
+                log_error("%s: void (%s): %s", o->harness, outcome_cause_name(o->cause), o->detail);
         else
-                host_notice(t->opt->verbosity, "%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness,
-                          outcome_kind_name(o->kind), o->detail, o->duration_ms, t->output);
+                log_notice("%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness, outcome_kind_name(o->kind),
+                           o->detail, o->duration_ms, t->output);
         return outcome_exit_status(o);
 }
 
 static int trial_void(struct trial *t, enum outcome_cause cause, const char *detail)
 {
         outcome_set_void(&t->outcome, cause, detail);
-        return t->opt->dry_run ? (host_logf(t->opt->verbosity, TB_LOG_ERROR, "%s: void (%s): %s", t->opt->harness,
-                                            outcome_cause_name(cause), detail),
-                                  TB_EXIT_VOID)
-                               : trial_finish(t);
+        if (!t->opt->dry_run)
+                return trial_finish(t);
+        log_error("%s: void (%s): %s", t->opt->harness, outcome_cause_name(cause), detail);
+        return TB_EXIT_VOID;
 }
 
 static void trial_build_spec(struct trial *t)
@@ -267,19 +259,19 @@ static void trial_build_spec(struct trial *t)
         struct sandbox_spec *spec = &t->spec;
         const bool sandboxed = !t->opt->no_sandbox;
 
-        trial_add_allowed_env(spec, sandboxed);
+        trial_add_allowed_env(spec, t->env, sandboxed);
         if (!sandboxed) {
                 strv_add(&spec->command, t->bin);
                 spec->chdir = xstrdup(t->repo);
                 return;
         }
         struct toolchain_host th = {
-                .path = host_path(),
+                .path = t->env->path,
                 .home = t->user_home,
-                .tools = getenv("TRIALBOX_TOOLCHAINS"),
-                .cargo_home = getenv("CARGO_HOME"),
-                .rustup_home = getenv("RUSTUP_HOME"),
-                .pyenv_root = getenv("PYENV_ROOT"),
+                .tools = t->env->toolchains,
+                .cargo_home = t->env->cargo_home,
+                .rustup_home = t->env->rustup_home,
+                .pyenv_root = t->env->pyenv_root,
         };
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
@@ -326,27 +318,27 @@ static int trial_setup(struct trial *t)
         };
         t->host = (struct tb_host){
                 .harness = opt->harness,
+                .env = t->env,
                 .spec = &t->spec,
                 .sandboxed = !opt->no_sandbox,
                 .host_home = t->user_home,
                 .session_home = t->home,
-                .verbosity = opt->verbosity,
                 .dry_run = opt->dry_run,
                 .credentials_path = opt->credentials,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
-        t->bin = find_on_path(want, host_path());
+        t->bin = find_on_path(want, t->env->path);
         if (!t->bin) {
                 _cleanup_free_ char *d = xasprintf("the %s binary '%s' was not found%s; install it or pass --harness-bin",
                                                    opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
                 return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
         }
         if (!opt->no_sandbox) {
-                t->bwrap = find_bwrap();
+                t->bwrap = find_bwrap(t->env);
                 if (!t->bwrap)
                         return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE,
-                                          getenv("TRIALBOX_BWRAP")
+                                          t->env->bwrap
                                                   ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
                                                   : "bwrap was not found on the PATH; install bubblewrap (apt-get "
                                                     "install bubblewrap)");
@@ -385,6 +377,22 @@ static int trial_prepare(struct trial *t)
         return -1;
 }
 
+/* The login watch's handlers: a login not written back is worth a warning
+ * as it happens, not the end of the session. */
+static void logins_ready(void *set)
+{
+        struct tb_error err = { 0 };
+        if (login_sync_ready(set, &err) < 0)
+                log_warn("%s", err.msg);
+}
+
+static void logins_finish(void *set)
+{
+        struct tb_error err = { 0 };
+        if (login_sync_finish(set, &err) < 0)
+                log_warn("%s", err.msg);
+}
+
 /* Run the session and write its Outcome. Returns the exit status. */
 static int trial_execute(struct trial *t)
 {
@@ -396,8 +404,8 @@ static int trial_execute(struct trial *t)
                 printf("%s\n", line);
                 return 0;
         }
-        host_logf(opt->verbosity, TB_LOG_INFO, "plugin '%s'", t->plugin.path);
-        host_logf(opt->verbosity, TB_LOG_INFO, "running: %s", line);
+        log_info("plugin '%s'", t->plugin.path);
+        log_info("running: %s", line);
 
         struct strv argv = { 0 }, envp = { 0 };
         if (t->bwrap)
@@ -408,8 +416,8 @@ static int trial_execute(struct trial *t)
         sandbox_envp(&t->spec, &envp);
         struct supervisor_watch logins = {
                 .fd = t->host.logins.inotify_fd,
-                .ready = login_sync_ready,
-                .finish = login_sync_finish,
+                .ready = logins_ready,
+                .finish = logins_finish,
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
@@ -424,17 +432,17 @@ static int trial_execute(struct trial *t)
         int r = supervisor_run(&run, &res, &err);
         for (size_t i = 0; i < envp.n; i++)
                 explicit_bzero(envp.v[i], strlen(envp.v[i]));
-        strv_free(&argv);
-        strv_free(&envp);
+        strv_done(&argv);
+        strv_done(&envp);
         if (r < 0)
                 return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
         outcome_from_session(&t->outcome, &res);
         return trial_finish(t);
 }
 
-int trial_run(const struct trial_options *opt)
+int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
-        struct trial t = { .opt = opt, .start_ms = now_ms() };
+        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms() };
         int status = trial_setup(&t);
         if (status < 0)
                 status = trial_prepare(&t);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include "log.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -42,7 +44,7 @@ int tb_wrap(struct tb_error *err, const char *fmt, ...)
 
 static void oom(void)
 {
-        static const char m[] = "trialbox: out of memory\n";
+        static const char m[] = LOG_PREFIX "out of memory\n";
         if (write(STDERR_FILENO, m, sizeof m - 1) < 0) {
         }
         abort();
@@ -124,7 +126,7 @@ bool strv_contains(const struct strv *s, const char *x)
         return false;
 }
 
-void strv_free(struct strv *s)
+void strv_done(struct strv *s)
 {
         for (size_t i = 0; i < s->n; i++)
                 free(s->v[i]);
@@ -133,12 +135,58 @@ void strv_free(struct strv *s)
         s->n = s->cap = 0;
 }
 
-char *str_printable(char *s)
+/* Length of the valid UTF-8 sequence at `p` (1 to 4), or 0; *cp gets the
+ * code point. Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_seq(const unsigned char *p, unsigned int *cp)
 {
-        for (unsigned char *p = (unsigned char *)s; *p; p++)
-                if (*p < 0x20 || *p == 0x7f)
-                        *p = '?';
-        return s;
+        size_t need;
+        unsigned int c, min;
+        if (*p < 0x80) {
+                *cp = *p;
+                return 1;
+        } else if ((*p & 0xe0) == 0xc0) {
+                need = 1, c = *p & 0x1f, min = 0x80;
+        } else if ((*p & 0xf0) == 0xe0) {
+                need = 2, c = *p & 0x0f, min = 0x800;
+        } else if ((*p & 0xf8) == 0xf0) {
+                need = 3, c = *p & 0x07, min = 0x10000;
+        } else {
+                return 0;
+        }
+        for (size_t k = 1; k <= need; k++) {
+                if ((p[k] & 0xc0) != 0x80) /* also stops at the terminator */
+                        return 0;
+                c = (c << 6) | (p[k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *cp = c;
+        return need + 1;
+}
+
+static void strbuf_addn(struct strbuf *sb, const char *s, size_t n);
+
+char *str_escape(const char *s)
+{
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                unsigned int cp = 0;
+                size_t n = utf8_seq(p, &cp);
+                /* C0 and C1 controls (a C1 CSI starts escape sequences too), DEL,
+                 * and bytes that are not UTF-8: shown, never sent. */
+                bool shown = n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+                if (n == 0)
+                        n = 1;
+                if (shown) {
+                        for (size_t k = 0; k < n; k++)
+                                strbuf_addf(&sb, "\\x%02x", p[k]);
+                } else {
+                        strbuf_addn(&sb, (const char *)p, n);
+                }
+                p += n;
+        }
+        return sb.s;
 }
 
 bool str_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -218,12 +266,6 @@ char *find_on_path(const char *prog, const char *path_env)
                 p = *end ? end + 1 : end;
         }
         return NULL;
-}
-
-const char *host_path(void)
-{
-        const char *p = getenv("PATH");
-        return p && *p ? p : TB_DEFAULT_PATH;
 }
 
 char *path_dirname(const char *path)

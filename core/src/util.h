@@ -76,15 +76,21 @@ void strv_add(struct strv *s, const char *x);           /* copies x */
 void strv_add_take(struct strv *s, char *x);             /* takes ownership */
 void strv_addf(struct strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool strv_contains(const struct strv *s, const char *x);
-void strv_free(struct strv *s);
+/* Free the strings and the vector's array; `s` is left empty, reusable. */
+void strv_done(struct strv *s);
+/* The old name, for plugin_loader.c until its owner renames its calls. */
+static inline void strv_free(struct strv *s) { strv_done(s); }
 
 /* ---- strings and paths ---- */
 bool str_has_prefix(const char *s, const char *prefix);
 /* Is `path` equal to `dir` or inside it? Both must be absolute and clean. */
 bool path_is_under(const char *path, const char *dir);
-/* Replace control characters in `s` (in place) with '?', so a message that
- * quotes user input stays one line and sends the terminal nothing. Returns s. */
-char *str_printable(char *s);
+/* `s` made safe for a terminal, malloc'd: control characters (C0, DEL, C1),
+ * and so every escape sequence, and bytes that are not UTF-8 are written
+ * visibly as \xNN ("\x1b[31m"), so a message that quotes user input stays one
+ * line and sends the terminal nothing. The one escaping function: the logger
+ * passes every line through it. */
+char *str_escape(const char *s);
 
 /* A growable string (git's strbuf, reduced). Zero-initialise; `s` is
  * NUL-terminated once anything was added; free(sb.s) when done. */
@@ -100,10 +106,9 @@ void strbuf_add_quoted(struct strbuf *sb, const char *s);
  * has a '/': a malloc'd absolute path (links not resolved) to an executable
  * regular file, or NULL. */
 char *find_on_path(const char *prog, const char *path_env);
-/* The host PATH, or the usual default when it is unset or empty (as execvp
- * does): trialbox must work from an empty environment. */
+/* The PATH used when the host's is unset or empty (as execvp does):
+ * trialbox must work from an empty environment (env.h). */
 #define TB_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-const char *host_path(void);
 
 /* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
 char *path_dirname(const char *path);
