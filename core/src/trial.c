@@ -15,19 +15,6 @@
 #include "supervisor.h"
 #include "toolchain.h"
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        _cleanup_free_ char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        log_error("%s", msg ? msg : "usage error");
-        return TB_EXIT_USAGE;
-}
-
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
         _cleanup_free_ char *copy = xstrdup(list);
@@ -45,7 +32,8 @@ void trial_add_allowed_env(struct sandbox_spec *spec, const struct tb_env *env, 
         add_allowed(spec, env, TRIAL_ENV_ALLOW);
         /* Unsandboxed, the session shares the real home and its layout. */
         if (!sandboxed)
-                add_allowed(spec, env, "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
+                add_allowed(spec, env,
+                            "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
         if (env->env_allow)
                 add_allowed(spec, env, env->env_allow);
 }
@@ -151,10 +139,11 @@ struct trial {
         struct sandbox_spec spec;
         struct tb_host host;
         struct outcome outcome;
+        enum outcome_cause cause; /* why the Trial is void, when a step failed */
         long long start_ms;
 };
 
-static void trial_free(struct trial *t)
+static void trial_done(struct trial *t)
 {
         host_done(&t->host);
         sandbox_spec_done(&t->spec);
@@ -168,68 +157,91 @@ static void trial_free(struct trial *t)
         free(t->skills);
 }
 
-/* Check the request; usage errors print one line and return TB_EXIT_USAGE. */
-static int trial_validate(struct trial *t)
+/* Check the request: 0, or a negative errno with `err` saying what is wrong
+ * with it (a usage error: nothing was run or written). */
+static int trial_validate(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
         struct stat st;
 
         if (!plugin_name_valid(opt->harness))
-                return usage_error("'%s' is not a harness name (lowercase letters, digits, '-' and '_'); see "
-                                   "'trialbox harnesses'",
-                                   opt->harness);
+                return tb_fail(err, -EINVAL,
+                               "'%s' is not a harness name (lowercase letters, digits, '-' and '_'); see "
+                               "'trialbox harnesses'",
+                               opt->harness);
         if (stat(opt->repo, &st) < 0)
-                return usage_error("repository '%s': %s; pass the prepared repository's folder with --repo",
-                                   opt->repo, strerror(errno));
+                return tb_fail(err, -errno, "repository '%s': %s; pass the prepared repository's folder with --repo",
+                               opt->repo, strerror(errno));
         if (!S_ISDIR(st.st_mode))
-                return usage_error("repository '%s' is not a folder; pass the prepared repository's folder with --repo",
-                                   opt->repo);
+                return tb_fail(err, -ENOTDIR,
+                               "repository '%s' is not a folder; pass the prepared repository's folder with --repo",
+                               opt->repo);
         t->repo = realpath(opt->repo, NULL);
         if (!t->repo)
-                return usage_error("repository '%s': %s", opt->repo, strerror(errno));
+                return tb_fail(err, -errno, "repository '%s': %s", opt->repo, strerror(errno));
         if (opt->skills) {
                 if (stat(opt->skills, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return usage_error("skills folder '%s' is not a folder; pass an existing folder with --skills",
-                                           opt->skills);
+                        return tb_fail(err, -ENOTDIR,
+                                       "skills folder '%s' is not a folder; pass an existing folder with --skills",
+                                       opt->skills);
                 t->skills = realpath(opt->skills, NULL);
         }
 
         if (lstat(opt->output_dir, &st) == 0) {
                 if (S_ISLNK(st.st_mode))
-                        return usage_error("output folder '%s' is a symbolic link; pass the real folder", opt->output_dir);
+                        return tb_fail(err, -ELOOP, "output folder '%s' is a symbolic link; pass the real folder",
+                                       opt->output_dir);
                 if (!S_ISDIR(st.st_mode))
-                        return usage_error("output folder '%s' is not a folder; pass a new or empty folder",
-                                           opt->output_dir);
+                        return tb_fail(err, -ENOTDIR, "output folder '%s' is not a folder; pass a new or empty folder",
+                                       opt->output_dir);
         } else if (errno != ENOENT) {
-                return usage_error("output folder '%s': %s", opt->output_dir, strerror(errno));
+                return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
         t->output = resolve_new_path(opt->output_dir);
         if (!t->output)
-                return usage_error("output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
-                                   opt->output_dir);
+                return tb_fail(err, -EINVAL,
+                               "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
+                               opt->output_dir);
         if (path_is_under(t->output, t->repo))
-                return usage_error("output folder '%s' is inside the repository '%s', where the session could read "
-                                   "its home; choose a folder outside it",
-                                   t->output, t->repo);
+                return tb_fail(err, -EINVAL,
+                               "output folder '%s' is inside the repository '%s', where the session could read "
+                               "its home; choose a folder outside it",
+                               t->output, t->repo);
         _cleanup_free_ char *home = xasprintf("%s/home", t->output);
         _cleanup_free_ char *outcome = xasprintf("%s/outcome.json", t->output);
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
-                return usage_error("output folder '%s' already holds a Trial; give each Trial a new folder", t->output);
+                return tb_fail(err, -EEXIST, "output folder '%s' already holds a Trial; give each Trial a new folder",
+                               t->output);
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
         t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
         return 0;
 }
 
-/* End the Trial: write the Outcome, print it, return the exit status. */
-static int trial_finish(struct trial *t)
+/* Load the plugin and make the output folder: 0, or a negative errno with
+ * `err` filled (a usage error too: the request names what cannot be had). */
+static int trial_load(struct trial *t, struct tb_error *err)
 {
-        struct tb_error err = { 0 };
+        int r = plugin_load(t->opt->harness, &t->plugin, err);
+        if (r < 0)
+                return r;
+        if (t->opt->dry_run)
+                return 0;
+        r = mkdir_p(t->output, 0755);
+        if (r < 0)
+                return tb_fail(err, r, "cannot create output folder '%s': %s; choose a writable folder", t->output,
+                               strerror(-r));
+        return 0;
+}
+
+/* Write the Outcome, print it and the summary line: 0, or a negative errno
+ * with `err` filled when outcome.json cannot be written. */
+static int trial_finish(struct trial *t, struct tb_error *err)
+{
         t->outcome.duration_ms = now_ms() - t->start_ms;
-        if (outcome_write(&t->outcome, t->output, &err) < 0) {
-                log_error("%s", err.msg);
-                return TB_EXIT_ERROR;
-        }
+        int r = outcome_write(&t->outcome, t->output, err);
+        if (r < 0)
+                return r;
         if (t->opt->json) {
                 _cleanup_free_ char *json = outcome_to_json(&t->outcome);
                 fflush(stdout);
@@ -242,16 +254,7 @@ static int trial_finish(struct trial *t)
         else
                 log_notice("%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness, outcome_kind_name(o->kind),
                            o->detail, o->duration_ms, t->output);
-        return outcome_exit_status(o);
-}
-
-static int trial_void(struct trial *t, enum outcome_cause cause, const char *detail)
-{
-        outcome_set_void(&t->outcome, cause, detail);
-        if (!t->opt->dry_run)
-                return trial_finish(t);
-        log_error("%s: void (%s): %s", t->opt->harness, outcome_cause_name(cause), detail);
-        return TB_EXIT_VOID;
+        return 0;
 }
 
 static void trial_build_spec(struct trial *t)
@@ -292,24 +295,12 @@ static void trial_build_spec(struct trial *t)
         spec->chdir = xstrdup(t->repo);
 }
 
-/* Load the plugin, find the binaries, make the output folder. Returns -1
- * to go on, or the exit status to end with. */
-static int trial_setup(struct trial *t)
+/* Fill in the Outcome and the host context, find the binaries: 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_setup(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        struct tb_error err = { 0 };
 
-        int status = trial_validate(t);
-        if (status != 0)
-                return status;
-        if (plugin_load(opt->harness, &t->plugin, &err) < 0)
-                return usage_error("%s", err.msg);
-        if (!opt->dry_run) {
-                int r = mkdir_p(t->output, 0755);
-                if (r < 0)
-                        return usage_error("cannot create output folder '%s': %s; choose a writable folder", t->output,
-                                           strerror(-r));
-        }
         t->outcome = (struct outcome){
                 .harness = opt->harness,
                 .exit_code = -1,
@@ -330,32 +321,33 @@ static int trial_setup(struct trial *t)
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
         t->bin = find_on_path(want, t->env->path);
         if (!t->bin) {
-                _cleanup_free_ char *d = xasprintf("the %s binary '%s' was not found%s; install it or pass --harness-bin",
-                                                   opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
-                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return tb_fail(err, -ENOENT, "the %s binary '%s' was not found%s; install it or pass --harness-bin",
+                               opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
         }
-        if (!opt->no_sandbox) {
-                t->bwrap = find_bwrap(t->env);
-                if (!t->bwrap)
-                        return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE,
-                                          t->env->bwrap
-                                                  ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
-                                                  : "bwrap was not found on the PATH; install bubblewrap (apt-get "
-                                                    "install bubblewrap)");
+        if (opt->no_sandbox)
+                return 0;
+        t->bwrap = find_bwrap(t->env);
+        if (!t->bwrap) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return tb_fail(err, -ENOENT, "%s",
+                               t->env->bwrap ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
+                                             : "bwrap was not found on the PATH; install bubblewrap (apt-get "
+                                               "install bubblewrap)");
         }
-        return -1;
+        return 0;
 }
 
-/* Build the spec through the plugin's hooks. Returns -1 to go on, or the exit status. */
-static int trial_prepare(struct trial *t)
+/* Build the spec through the plugin's hooks: 0, or a negative errno with
+ * `err` and t->cause saying why the Trial is void. */
+static int trial_prepare(struct trial *t, struct tb_error *err)
 {
         /* The fresh home first: logins and configs are put into it. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
                 int r = make_fresh_home(t->home);
                 if (r < 0) {
-                        _cleanup_free_ char *d =
-                                xasprintf("cannot create the fresh home '%s': %s", t->home, strerror(-r));
-                        return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
+                        return tb_fail(err, r, "cannot create the fresh home '%s': %s", t->home, strerror(-r));
                 }
         }
         trial_build_spec(t);
@@ -365,16 +357,17 @@ static int trial_prepare(struct trial *t)
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
         if (r < 0) {
-                _cleanup_free_ char *d =
-                        t->host.voided         ? xstrdup(t->host.void_detail)
-                        : t->host.fail_detail[0] ? xasprintf("the %s login could not be handed over: %s",
-                                                             t->opt->harness, t->host.fail_detail)
-                                               : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
-                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                if (t->host.voided)
+                        return tb_fail(err, r, "%s", t->host.void_detail);
+                if (t->host.fail_detail[0])
+                        return tb_fail(err, r, "the %s login could not be handed over: %s", t->opt->harness,
+                                       t->host.fail_detail);
+                return tb_fail(err, r, "the %s plugin failed: %s", t->opt->harness, strerror(-r));
         }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
-        return -1;
+        return 0;
 }
 
 /* The login watch's handlers: a login not written back is worth a warning
@@ -393,11 +386,11 @@ static void logins_finish(void *set)
                 log_warn("%s", err.msg);
 }
 
-/* Run the session and write its Outcome. Returns the exit status. */
-static int trial_execute(struct trial *t)
+/* Run the session (or, with --dry-run, print its command line): 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_execute(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        struct tb_error err = { 0 };
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
@@ -429,25 +422,53 @@ static int trial_execute(struct trial *t)
                 .n_watches = t->host.logins.watching ? 1 : 0,
         };
         struct session_result res;
-        int r = supervisor_run(&run, &res, &err);
+        int r = supervisor_run(&run, &res, err);
         for (size_t i = 0; i < envp.n; i++)
                 explicit_bzero(envp.v[i], strlen(envp.v[i]));
         strv_done(&argv);
         strv_done(&envp);
-        if (r < 0)
-                return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
+        if (r < 0) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return r;
+        }
         outcome_from_session(&t->outcome, &res);
-        return trial_finish(t);
+        return 0;
 }
 
+/* The command layer of `run`: each step returns 0 or a negative errno with
+ * `err`; here alone that becomes an exit status. */
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
         struct trial t = { .opt = opt, .env = env, .start_ms = now_ms() };
-        int status = trial_setup(&t);
-        if (status < 0)
-                status = trial_prepare(&t);
-        if (status < 0)
-                status = trial_execute(&t);
-        trial_free(&t);
+        struct tb_error err = { 0 };
+        int status;
+
+        int r = trial_validate(&t, &err);
+        if (r >= 0)
+                r = trial_load(&t, &err);
+        if (r < 0) {
+                log_error("%s", err.msg);
+                trial_done(&t);
+                return TB_EXIT_USAGE;
+        }
+        r = trial_setup(&t, &err);
+        if (r >= 0)
+                r = trial_prepare(&t, &err);
+        if (r >= 0)
+                r = trial_execute(&t, &err);
+        if (r < 0)
+                outcome_set_void(&t.outcome, t.cause, err.msg);
+
+        if (opt->dry_run) { /* nothing is written: a void is said, and that is all */
+                if (r < 0)
+                        log_error("%s: void (%s): %s", opt->harness, outcome_cause_name(t.cause), err.msg);
+                status = r < 0 ? TB_EXIT_VOID : 0;
+        } else if (trial_finish(&t, &err) < 0) {
+                log_error("%s", err.msg);
+                status = TB_EXIT_ERROR;
+        } else {
+                status = outcome_exit_status(&t.outcome);
+        }
+        trial_done(&t);
         return status;
 }
