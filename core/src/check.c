@@ -19,15 +19,12 @@
  * into `out` (at most `cap` bytes). Returns the wait status, or -1. */
 static int run_capture(char **argv, char *out, size_t cap)
 {
-        int p[2];
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -1;
         pid_t pid = fork();
-        if (pid < 0) {
-                close(p[0]);
-                close(p[1]);
+        if (pid < 0)
                 return -1;
-        }
         if (pid == 0) {
                 int null = open("/dev/null", O_RDWR);
                 if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 ||
@@ -37,7 +34,7 @@ static int run_capture(char **argv, char *out, size_t cap)
                 execve(argv[0], argv, envp);
                 _exit(127);
         }
-        close(p[1]);
+        tb_closep(&p[1]);
         /* Keep the first cap-1 bytes; read the rest to the end all the same. */
         size_t len = 0;
         for (;;) {
@@ -52,7 +49,7 @@ static int run_capture(char **argv, char *out, size_t cap)
                 len += take;
         }
         out[len] = '\0';
-        close(p[0]);
+        tb_closep(&p[0]);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
@@ -157,7 +154,7 @@ static void check_plugins(struct report *rep)
         for (size_t i = 0; i < n; i++)
                 usable += !v[i].shadowed;
         plugin_list_free(v, n);
-        struct strv dirs = { 0 };
+        _cleanup_strv_ struct strv dirs = { 0 };
         plugin_search_path(&dirs);
         struct strbuf where = { 0 };
         for (size_t i = 0; i < dirs.n; i++)
@@ -166,7 +163,6 @@ static void check_plugins(struct report *rep)
         verdict(rep, "plugins", usable > 0, d,
                 usable ? NULL : "install a trialbox-plugin-NAME package, or set TRIALBOX_PLUGIN_PATH");
         free(where.s);
-        strv_done(&dirs);
 }
 
 static void check_credentials(struct report *rep, const struct tb_env *env, const char *path_override)

@@ -132,8 +132,7 @@ static int read_value(const char *name, char **out, size_t *out_len)
                         status = usage_error("the value on stdin contains a NUL byte; a credential must be text");
         }
         if (status) {
-                explicit_bzero(buf, n);
-                free(buf);
+                erase_and_free(buf);
                 return status;
         }
         buf[n] = '\0';
@@ -167,7 +166,7 @@ static int save_or_say(const struct credentials *c, const char *path)
 static int cmd_set(const char *path, const char *dotted, const char *section, const char *key)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        char *value = NULL;
+        _cleanup_erase_ char *value = NULL;
         size_t len = 0;
 
         /* A broken file is reported before anyone types a secret. */
@@ -178,8 +177,7 @@ static int cmd_set(const char *path, const char *dotted, const char *section, co
         if (r)
                 return r;
         r = credentials_set(c, section, key, value);
-        explicit_bzero(value, len);
-        free(value);
+        erase_and_free(steal_pointer(&value));
         if (r < 0)
                 /* The names were checked already: only the value can be wrong here. */
                 return usage_error("the value on stdin is not UTF-8 text");
@@ -211,7 +209,7 @@ static int cmd_unset(const char *path, const char *dotted, const char *section, 
 static int cmd_list(const char *path)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(strv_done) struct strv names = { 0 };
+        _cleanup_strv_ struct strv names = { 0 };
 
         int r = load_or_say(path, &c);
         if (r)

@@ -83,10 +83,7 @@ static void ro_dirs_add(struct ro_dirs *d, const char *dest)
                         free(src);
                         return;
                 }
-        if (d->n == d->cap) {
-                d->cap = d->cap ? d->cap * 2 : 16;
-                d->v = xrealloc(d->v, d->cap * sizeof *d->v);
-        }
+        GREEDY_REALLOC(d->v, d->cap, d->n + 1);
         d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest) };
 }
 

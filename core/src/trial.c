@@ -400,7 +400,8 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         log_info("plugin '%s'", t->plugin.path);
         log_info("running: %s", line);
 
-        struct strv argv = { 0 }, envp = { 0 };
+        _cleanup_strv_ struct strv argv = { 0 };
+        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
         if (t->bwrap)
                 sandbox_argv(&t->spec, t->bwrap, &argv);
         else
@@ -423,10 +424,6 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         };
         struct session_result res;
         int r = supervisor_run(&run, &res, err);
-        for (size_t i = 0; i < envp.n; i++)
-                explicit_bzero(envp.v[i], strlen(envp.v[i]));
-        strv_done(&argv);
-        strv_done(&envp);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,24 +23,6 @@ void tb_fail_set(struct tb_error *err, int code, const char *fmt, ...)
                 err->code = code;
                 errno = saved;
         }
-}
-
-int tb_wrap(struct tb_error *err, const char *fmt, ...)
-{
-        _cleanup_free_ char *prefix = NULL, *whole = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&prefix, fmt, ap) < 0)
-                prefix = NULL;
-        va_end(ap);
-        whole = xasprintf("%s: %s", prefix ? prefix : "", err->msg);
-        size_t n = strlen(whole);
-        if (n >= sizeof err->msg)
-                n = sizeof err->msg - 1;
-        memcpy(err->msg, whole, n);
-        err->msg[n] = '\0';
-        return err->code;
 }
 
 static void oom(void)
@@ -94,12 +77,30 @@ char *xasprintf(const char *fmt, ...)
         return p;
 }
 
+void *tb_greedy_realloc(void *p, size_t *cap, size_t need, size_t elem_size)
+{
+        size_t n = *cap ? *cap : 4;
+        while (n < need) {
+                if (n > SIZE_MAX / 2 / elem_size)
+                        oom();
+                n *= 2;
+        }
+        p = xrealloc(p, n * elem_size);
+        *cap = n;
+        return p;
+}
+
+void erase_and_free(void *p)
+{
+        if (!p)
+                return;
+        explicit_bzero(p, malloc_usable_size(p));
+        free(p);
+}
+
 void strv_add_take(struct strv *s, char *x)
 {
-        if (s->n + 2 > s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 16;
-                s->v = xrealloc(s->v, s->cap * sizeof *s->v);
-        }
+        GREEDY_REALLOC(s->v, s->cap, s->n + 2);
         s->v[s->n++] = x;
         s->v[s->n] = NULL;
 }
@@ -124,6 +125,15 @@ bool strv_contains(const struct strv *s, const char *x)
                 if (strcmp(s->v[i], x) == 0)
                         return true;
         return false;
+}
+
+void strv_done_erase(struct strv *s)
+{
+        for (size_t i = 0; i < s->n; i++) {
+                erase_and_free(s->v[i]);
+                s->v[i] = NULL;
+        }
+        strv_done(s);
 }
 
 void strv_done(struct strv *s)
@@ -344,45 +354,91 @@ fail:
         return r;
 }
 
+/* Read `fd` to its end into *out (malloc'd, NUL-terminated), at most `max`
+ * bytes, starting with room for `hint`. With `secure`, a buffer is never
+ * realloc'd (that could leave a copy behind) but copied and erased, and it
+ * is erased on error. 0 or a negative errno (-EFBIG over `max`). */
+static int read_fd_all(int fd, size_t max, size_t hint, bool secure, char **out, size_t *len)
+{
+        /* One byte more than expected: the read that finds the end needs room. */
+        size_t cap = (hint < max ? hint : max) + 2, n = 0;
+        char *buf = xmalloc(cap);
+        int r = 0;
+
+        for (;;) {
+                if (n + 1 >= cap) {
+                        if (n > max) {
+                                r = -EFBIG;
+                                break;
+                        }
+                        size_t want = cap < 4096 ? 4096 : cap * 2;
+                        if (secure) {
+                                char *bigger = xmalloc(want);
+                                memcpy(bigger, buf, n);
+                                erase_and_free(buf);
+                                buf = bigger;
+                        } else {
+                                buf = xrealloc(buf, want);
+                        }
+                        cap = want;
+                }
+                ssize_t got = read(fd, buf + n, cap - n - 1);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0) {
+                        r = errno > 0 ? -errno : -EIO;
+                        break;
+                }
+                if (got == 0)
+                        break;
+                n += (size_t)got;
+        }
+        if (r == 0 && n > max)
+                r = -EFBIG;
+        if (r < 0) {
+                if (secure)
+                        erase_and_free(buf);
+                else
+                        free(buf);
+                return r;
+        }
+        buf[n] = '\0';
+        *out = buf;
+        *len = n;
+        return 0;
+}
+
 char *read_file(const char *path, size_t max, size_t *len_out)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return NULL;
-        size_t cap = 4096, len = 0;
-        char *buf = xmalloc(cap);
-        for (;;) {
-                if (len + 1 >= cap) {
-                        if (cap > max) {
-                                free(buf);
-                                errno = EFBIG;
-                                return NULL;
-                        }
-                        cap *= 2;
-                        buf = xrealloc(buf, cap);
-                }
-                ssize_t r = read(fd, buf + len, cap - len - 1);
-                if (r < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int e = errno;
-                        free(buf);
-                        errno = e;
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-        }
-        if (len > max) {
-                free(buf);
-                errno = EFBIG;
+        char *buf = NULL;
+        size_t len = 0;
+        int r = read_fd_all(fd, max, 4094, false, &buf, &len);
+        if (r < 0) {
+                errno = -r;
                 return NULL;
         }
-        buf[len] = '\0';
         if (len_out)
                 *len_out = len;
         return buf;
+}
+
+int read_file_secure(const char *path, size_t max, char **out, size_t *len, struct stat *st)
+{
+        struct stat own;
+        st = st ? st : &own;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, st) < 0)
+                return errno > 0 ? -errno : -EIO;
+        if (S_ISDIR(st->st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st->st_mode))
+                return -EINVAL;
+        if ((uintmax_t)st->st_size > max)
+                return -EFBIG;
+        return read_fd_all(fd, max, (size_t)st->st_size, true, out, len);
 }
 
 long long now_ms(void)
