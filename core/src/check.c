@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "credentials.h"
 #include "env.h"
+#include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "sandbox.h"
@@ -107,9 +108,9 @@ static void verdict(struct report *rep, const char *what, int ok, const char *de
                 json_object_array_add(rep->arr, o);
                 return;
         }
-        printf("%-4s %-12s %s\n", ok == WARN ? "warn" : ok ? "ok" : "FAIL", what, detail);
+        log_print("%-4s %-12s %s", ok == WARN ? "warn" : ok ? "ok" : "FAIL", what, detail);
         if (fix)
-                printf("     %-12s fix: %s\n", "", fix);
+                log_print("     %-12s fix: %s", "", fix);
 }
 
 /* A sysctl's value, or -1 when this kernel has none. */

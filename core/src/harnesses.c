@@ -71,8 +71,8 @@ int harnesses_main(const struct tb_env *env, int json)
                                 json_object_object_add(o, "status", json_object_new_string("shadowed"));
                                 json_object_array_add(arr, o);
                         } else {
-                                printf("%-10s shadowed  %s (an earlier folder has %s.so)\n", v[i].name, v[i].path,
-                                       v[i].name);
+                                log_print("%-10s shadowed  %s (an earlier folder has %s.so)", v[i].name, v[i].path,
+                                          v[i].name);
                         }
                         continue;
                 }
@@ -82,7 +82,7 @@ int harnesses_main(const struct tb_env *env, int json)
                                 json_object_object_add(o, "detail", json_object_new_string(err.msg));
                                 json_object_array_add(arr, o);
                         } else {
-                                printf("%-10s refused   %s\n", v[i].name, err.msg);
+                                log_print("%-10s refused   %s", v[i].name, err.msg);
                         }
                         continue;
                 }
@@ -104,13 +104,13 @@ int harnesses_main(const struct tb_env *env, int json)
                         json_object_object_add(o, "notes", notes);
                         json_object_array_add(arr, o);
                 } else {
-                        printf("%-10s %-9s %s (ABI %u.%u): %s\n", v[i].name, rd.ready ? "ready" : "not-ready", v[i].path,
-                               TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi),
-                               p.harness->summary ? p.harness->summary : "");
+                        log_print("%-10s %-9s %s (ABI %u.%u): %s", v[i].name, rd.ready ? "ready" : "not-ready",
+                                  v[i].path, TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi),
+                                  p.harness->summary ? p.harness->summary : "");
                         if (rd.detail)
-                                printf("%-10s           %s\n", "", rd.detail);
+                                log_print("%-10s           %s", "", rd.detail);
                         for (size_t k = 0; k < rd.n_notes && log_get_verbosity() >= 2; k++)
-                                printf("%-10s           %s\n", "", rd.notes[k]);
+                                log_print("%-10s           %s", "", rd.notes[k]);
                 }
                 readiness_done(&rd);
                 plugin_unload(&p);

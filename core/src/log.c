@@ -29,6 +29,19 @@ void log_fullv(int level, const char *who, const char *fmt, va_list ap)
         vlog(level, who, level == 1 ? "warning: " : "", fmt, ap);
 }
 
+void log_print(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *msg = NULL;
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        _cleanup_free_ char *shown = str_escape(msg);
+        printf("%s\n", shown);
+}
+
 void log_full(int level, const char *who, const char *fmt, ...)
 {
         va_list ap;

@@ -24,6 +24,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /*
 void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* >= 1 */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /* >= 2 */
 
+/* One line of a command's own output on stdout (a table row of `check` or
+ * `harnesses`), passed through str_escape() like every log line: it quotes
+ * paths and plugin text. No prefix, never filtered by the verbosity. */
+void log_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A line at `level` (0 error, 1 warning, 2 info, 3 debug), shown when level
  * <= verbosity; `who` (may be NULL) follows the prefix: "trialbox: codex: …".
  * The plugins' log and note services end here. */
