@@ -17,15 +17,17 @@
 #include "toolchain.h"
 
 /* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
- * into `out` (at most `cap` bytes). Returns the wait status, or -1. */
-static int run_capture(char **argv, char *out, size_t cap)
+ * into `out` (at most `cap` bytes), its wait status in *status. 0, or a
+ * negative errno when it could not be run or waited for. */
+static int run_capture(char **argv, char *out, size_t cap, int *status)
 {
         _cleanup_close_pair_ int p[2] = { -1, -1 };
+        out[0] = '\0';
         if (pipe2(p, O_CLOEXEC) < 0)
-                return -1;
+                return -errno;
         pid_t pid = fork();
         if (pid < 0)
-                return -1;
+                return -errno;
         if (pid == 0) {
                 int null = open("/dev/null", O_RDWR);
                 if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 ||
@@ -51,11 +53,10 @@ static int run_capture(char **argv, char *out, size_t cap)
         }
         out[len] = '\0';
         tb_closep(&p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
+        while (waitpid(pid, status, 0) < 0)
                 if (errno != EINTR)
-                        return -1;
-        return status;
+                        return -errno;
+        return 0;
 }
 
 /* Ubuntu 24.04 and later restrict unprivileged user namespaces through
@@ -207,9 +208,10 @@ static void check_sandbox(struct report *rep, const struct tb_env *env)
         }
         char out[2048];
         char *vargv[] = { bwrap, "--version", NULL };
-        int st = run_capture(vargv, out, sizeof out);
+        int st = 0;
+        bool ran = run_capture(vargv, out, sizeof out, &st) == 0 && st == 0;
         out[strcspn(out, "\n")] = '\0';
-        _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, st == 0 && out[0] ? out : "version unknown");
+        _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, ran && out[0] ? out : "version unknown");
         verdict(rep, "bwrap", true, d, NULL);
         check_userns_sysctls(rep, bwrap);
 
@@ -219,11 +221,11 @@ static void check_sandbox(struct report *rep, const struct tb_env *env)
         toolchain_add_system(&spec, TOOLCHAIN_RESOLV_CONF);
         strv_add(&spec.command, "true");
         sandbox_argv(&spec, bwrap, &argv);
-        st = run_capture(argv.v, out, sizeof out);
+        ran = run_capture(argv.v, out, sizeof out, &st) == 0 && st == 0;
         strv_done(&argv);
         sandbox_spec_done(&spec);
         out[strcspn(out, "\n")] = '\0';
-        if (st == 0) {
+        if (ran) {
                 _cleanup_free_ char *ok = xasprintf("bwrap created its mount and pid namespaces (as uid %u)",
                                                     (unsigned)getuid());
                 verdict(rep, "namespaces", true, ok, NULL);

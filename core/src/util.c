@@ -427,7 +427,7 @@ char *read_file(const char *path, size_t max, size_t *len_out)
 
 int read_file_secure(const char *path, size_t max, char **out, size_t *len, struct stat *st)
 {
-        struct stat own;
+        struct stat own = { 0 };
         st = st ? st : &own;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0 || fstat(fd, st) < 0)
