@@ -1234,6 +1234,49 @@ START_TEST(credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_fil
 }
 END_TEST
 
+/* A KEY that is not valid may be a secret typed in its place, or carry
+ * control characters and escape sequences: `credentials` says it is not
+ * valid without repeating it in full, and sends the terminal nothing raw
+ * (issue 9, defect 2). */
+START_TEST(an_invalid_credentials_key_is_neither_repeated_in_full_nor_echoed_raw)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *path = xasprintf("%s/credentials.json", f.dir);
+        static const char *const keys[] = {
+                "sk-ant-oat01-tbtest-a-secret-typed-where-the-KEY-belongs",
+                "claude.\033]0;owned\007setup_token",
+                "\033[2J\033[31mclaude.setup_token",
+                "a\tb",
+                "x\033[2J",
+        };
+        static const char *const verbs[] = { "set", "unset" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(keys) * TB_ARRAY_SIZE(verbs); i++) {
+                const char *key = keys[i / TB_ARRAY_SIZE(verbs)], *verb = verbs[i % TB_ARRAY_SIZE(verbs)];
+                struct proc_result r;
+                run_argv(&r, tb_env(NULL),
+                         (char *[]){ TRIALBOX_BIN, "credentials", "--credentials", path, (char *)verb, (char *)key, NULL });
+                ck_assert_int_eq(r.status, 2);
+                ck_assert_msg(strstr(r.err, "is not a valid KEY") != NULL, "%s: %s", verb, r.err);
+                ck_assert_msg(strstr(r.err, key) == NULL, "%s repeats the KEY: %s", verb, r.err);
+                size_t n = strlen(r.err);
+                ck_assert_msg(n > 0 && r.err[n - 1] == '\n', "%s: not one line: %s", verb, r.err);
+                for (size_t k = 0; k + 1 < n; k++)
+                        ck_assert_msg((unsigned char)r.err[k] >= 0x20 && r.err[k] != 0x7f,
+                                      "%s: byte %zu of stderr is 0x%02x, sent raw", verb, k, (unsigned char)r.err[k]);
+                proc_result_free(&r);
+        }
+        /* An unknown command is quoted, escaped. */
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "credentials", "--credentials", path, "sh\033[2Jow", NULL });
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "unknown credentials command 'sh\\x1b[2Jow'") != NULL, "%s", r.err);
+        proc_result_free(&r);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("badinput");
@@ -1255,6 +1298,7 @@ static Suite *suite(void)
         tcase_add_test(tc, bad_plugins_are_refused_with_one_line_naming_the_file);
         tcase_add_test(tc, a_truncated_plugin_is_refused_not_a_crash);
         tcase_add_test(tc, credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_file_as_it_was);
+        tcase_add_test(tc, an_invalid_credentials_key_is_neither_repeated_in_full_nor_echoed_raw);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -60,22 +60,22 @@ START_TEST(the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_
         ck_assert_int_gt(find_arg(&a, "--disable-userns"), 0);
         /* With a user namespace, /proc/sys is left to the kernel. */
         ck_assert_int_lt(find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), 0);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 
         /* A Harness with a sandbox of its own keeps them. */
         confined_argv(true, true, "/tmp/t/out/home", &s, &a);
         ck_assert_int_lt(find_arg(&a, "--disable-userns"), 0);
         ck_assert_str_eq(a.v[1], "--seccomp");
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 
         /* Root: no user namespace to disable (the filter does it); /proc/sys covered. */
         confined_argv(false, false, "/tmp/t/out/home", &s, &a);
         ck_assert_int_lt(find_arg(&a, "--disable-userns"), 0);
         ck_assert_int_gt(find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), find_arg(&a, "--proc"));
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -96,8 +96,8 @@ START_TEST(the_tmpdir_is_a_private_tmpfs_and_never_a_prefix_of_the_home)
         ck_assert_str_eq(sandbox_getenv(&s, "TMPDIR"), CONFINE_TMPDIR);
         ck_assert_ptr_nonnull(sandbox_find(&s, CONFINE_TMPDIR));
         ck_assert_int_eq(sandbox_find(&s, CONFINE_TMPDIR)->kind, SANDBOX_TMPFS);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 }
 END_TEST
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "credentials.h"
+#include "env.h"
 #include "testutil.h"
 
 /* Planted in every malformed file: no message may ever contain it. */
@@ -66,7 +67,7 @@ START_TEST(a_missing_file_is_empty_credentials)
 {
         struct tb_error err = { 0 };
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         ck_assert_int_eq(credentials_load(path, &c, &err), 0);
         ck_assert_ptr_nonnull(c);
@@ -81,7 +82,7 @@ START_TEST(a_well_formed_file_gives_each_value)
 {
         struct tb_error err = { 0 };
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         write_text(path, "{\"claude\": {\"setup_token\": \"tok\"},\n"
                          " \"opencode\": {\"api_key\": \"k\\u00e9y\", \"provider\": \"anthropic\"}}\n", 0600);
@@ -291,7 +292,7 @@ START_TEST(set_then_names_round_trips_through_the_file)
         struct tb_error err = { 0 };
         _cleanup_credentials_ struct credentials *c = credentials_new();
         _cleanup_credentials_ struct credentials *back = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         ck_assert_int_eq(credentials_set(c, "opencode", "provider", "anthropic"), 0);
         ck_assert_int_eq(credentials_set(c, "claude", "setup_token", "old"), 0);
@@ -337,7 +338,7 @@ END_TEST
 START_TEST(set_refuses_bad_names_empty_values_and_invalid_utf8)
 {
         _cleanup_credentials_ struct credentials *c = credentials_new();
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         ck_assert_int_eq(credentials_set(c, "Claude", "setup_token", "x"), -EINVAL);
         ck_assert_int_eq(credentials_set(c, "claude", "setup.token", "x"), -EINVAL);
@@ -356,7 +357,7 @@ START_TEST(unset_removes_the_key_and_drops_an_emptied_section)
         struct tb_error err = { 0 };
         _cleanup_credentials_ struct credentials *c = credentials_new();
         _cleanup_credentials_ struct credentials *back = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_(strv_done) struct strv names = { 0 };
 
         ck_assert_int_eq(credentials_set(c, "claude", "setup_token", "t"), 0);
         ck_assert_int_eq(credentials_set(c, "opencode", "api_key", "k"), 0);
@@ -488,6 +489,26 @@ static void set_env(const char *name, const char *value)
                 unsetenv(name);
 }
 
+/* The default path as the command finds it: the environment read now. */
+static int default_path(char **out)
+{
+        struct tb_env env;
+        tb_env_init(&env);
+        int r = credentials_default_path(&env, out);
+        tb_env_done(&env);
+        return r;
+}
+
+/* `trialbox credentials` as cli_main runs it. */
+static int credentials_command(int argc, char **argv, const char *override)
+{
+        struct tb_env env;
+        tb_env_init(&env);
+        int status = credentials_main(&env, argc, argv, override);
+        tb_env_done(&env);
+        return status;
+}
+
 START_TEST(the_default_path_follows_xdg_config_home_then_home)
 {
         _cleanup_free_ char *old_xdg = getenv("XDG_CONFIG_HOME") ? xstrdup(getenv("XDG_CONFIG_HOME")) : NULL;
@@ -496,12 +517,12 @@ START_TEST(the_default_path_follows_xdg_config_home_then_home)
 
         set_env("XDG_CONFIG_HOME", "/xdg/conf/");
         set_env("HOME", "/home/someone");
-        ck_assert_int_eq(credentials_default_path(&a), 0);
+        ck_assert_int_eq(default_path(&a), 0);
         /* A relative XDG_CONFIG_HOME is ignored, as the XDG spec says. */
         set_env("XDG_CONFIG_HOME", "relative/conf");
-        ck_assert_int_eq(credentials_default_path(&b), 0);
+        ck_assert_int_eq(default_path(&b), 0);
         set_env("XDG_CONFIG_HOME", "");
-        ck_assert_int_eq(credentials_default_path(&d), 0);
+        ck_assert_int_eq(default_path(&d), 0);
         set_env("XDG_CONFIG_HOME", old_xdg);
         set_env("HOME", old_home);
 
@@ -538,7 +559,7 @@ static struct proc_result run_cmd(const char *in, size_t len, const char *overri
                 close(pin[1]);
                 close(pout[0]);
                 close(perr[0]);
-                int status = credentials_main(argc, argv, override, 1);
+                int status = credentials_command(argc, argv, override);
                 fflush(stdout);
                 fflush(stderr);
                 _exit(status);
@@ -794,7 +815,7 @@ START_TEST(a_value_typed_at_a_terminal_is_not_echoed)
                 dup2(slave, STDERR_FILENO);
                 dup2(null, STDOUT_FILENO);
                 char *argv[] = { "credentials", "set", "claude.setup_token", NULL };
-                int status = credentials_main(3, argv, path, 1);
+                int status = credentials_command(3, argv, path);
                 fflush(NULL);
                 _exit(status);
         }

@@ -268,7 +268,7 @@ START_TEST(credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_va
                 credentials_names(c, &names);
                 ck_assert_msg(names.n == 1 && strcmp(names.v[0], "fault.key") == 0,
                               "iteration %ld: the file holds %zu names", i, names.n);
-                strv_free(&names);
+                strv_done(&names);
                 if (strcmp(got, value) == 0) {
                         fresh++;
                         free(committed);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "host.h"
 #include "testutil.h"
 #include "trials_home.h"
@@ -35,10 +36,10 @@ START_TEST(a_plugin_reads_only_its_own_section_of_the_credentials)
         ck_assert_ptr_null(svc->credential(&codex, "api_key"));
         ck_assert_ptr_null(svc->credential(&codex, "../claude/setup_token"));
         ck_assert_str_eq(svc->credential(&codex, "note"), "n");
-        host_free(&codex);
+        host_done(&codex);
         struct tb_host claude = { .harness = "claude", .credentials_path = path, .checking = true };
         ck_assert_str_eq(svc->credential(&claude, "setup_token"), "tok-claude");
-        host_free(&claude);
+        host_done(&claude);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -54,7 +55,7 @@ START_TEST(a_malformed_credentials_file_voids_with_its_error)
         ck_assert(h.voided);
         ck_assert_ptr_nonnull(strstr(h.void_detail, "'claude.setup_token' must be a string"));
         ck_assert_ptr_nonnull(strstr(h.void_detail, path));
-        host_free(&h);
+        host_done(&h);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -78,8 +79,8 @@ START_TEST(home_files_are_written_0600_only_in_the_fresh_home)
         /* Logins must land inside the session home. */
         h.sandboxed = true;
         ck_assert_int_eq(svc->login_in_place(&h, "/etc/hostname", "/etc/hostname"), -EINVAL);
-        host_free(&h);
-        sandbox_spec_free(&spec);
+        host_done(&h);
+        sandbox_spec_done(&spec);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -151,15 +152,18 @@ START_TEST(a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host
 {
         const struct tb_host_services *svc = host_services();
         ck_assert(TB_HOST_HAS(svc, home_dir_from_env));
-        struct tb_host h = { .harness = "x", .checking = true, .host_home = "/home/u" };
-        setenv("TB_TEST_HOME_VAR", "/srv/state/", 1);
+        /* The services read the host environment trialbox read once (env.h). */
+        char var[64] = "TB_TEST_HOME_VAR=/srv/state/";
+        char *environ_[] = { var, NULL };
+        struct tb_env env = { .environ = environ_ };
+        struct tb_host h = { .harness = "x", .checking = true, .host_home = "/home/u", .env = &env };
         ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".local/state"), "/srv/state");
         /* Relative, empty or unset: the folder under the home. */
-        setenv("TB_TEST_HOME_VAR", "state", 1);
+        snprintf(var, sizeof var, "TB_TEST_HOME_VAR=state");
         ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".local/state"), "/home/u/.local/state");
-        setenv("TB_TEST_HOME_VAR", "", 1);
+        snprintf(var, sizeof var, "TB_TEST_HOME_VAR=");
         ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".codex"), "/home/u/.codex");
-        unsetenv("TB_TEST_HOME_VAR");
+        environ_[0] = NULL;
         const char *first = svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", ".config");
         ck_assert_str_eq(first, "/home/u/.config");
         ck_assert_str_eq(svc->home_dir_from_env(&h, NULL, ""), "/home/u");
@@ -174,7 +178,7 @@ START_TEST(a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host
         ck_assert_str_eq(svc->home_dir_from_env(&h, "TB_TEST_HOME_VAR", "..x/y"), "/..x/y");
         /* Each string lives until host_free (valgrind sees them freed). */
         ck_assert_str_eq(first, "/home/u/.config");
-        host_free(&h);
+        host_done(&h);
 }
 END_TEST
 
@@ -208,7 +212,7 @@ START_TEST(endpoints_are_checked_stored_once_and_required_wins)
         ck_assert(!e[1].required);
         ck_assert_str_eq(e[2].pattern, "192.0.2.7:8080");
         ck_assert_str_eq(e[3].pattern, "[2001:db8::1]:443");
-        host_free(&h);
+        host_done(&h);
 }
 END_TEST
 

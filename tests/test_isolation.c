@@ -358,7 +358,7 @@ START_TEST(other_users_homes_are_invisible)
         free(in);
         free(out);
         free(sb.s);
-        strv_free(&paths);
+        strv_done(&paths);
         box_free(&b);
 }
 END_TEST
@@ -477,7 +477,7 @@ START_TEST(run_and_the_user_runtime_folders_are_invisible)
         free(in);
         free(out);
         free(sb.s);
-        strv_free(&paths);
+        strv_done(&paths);
         box_free(&b);
 }
 END_TEST

@@ -73,7 +73,7 @@ START_TEST(a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ig
         ck_assert(!host.voided);
         ck_assert_uint_eq(host.notes.n, 2);
         ck_assert_str_eq(host.notes.v[1], "newer service absent: done without it");
-        host_free(&host);
+        host_done(&host);
         plugin_unload(&p);
 }
 END_TEST
@@ -104,8 +104,8 @@ START_TEST(a_plugin_built_against_an_older_minor_loads_and_works_without_the_new
         size_t n;
         host_endpoints(&host, &n);
         ck_assert_uint_eq(n, 0);
-        host_free(&host);
-        sandbox_spec_free(&spec);
+        host_done(&host);
+        sandbox_spec_done(&spec);
         plugin_unload(&p);
 }
 END_TEST
@@ -138,7 +138,7 @@ START_TEST(the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_th
         ck_assert(e[0].required);
         ck_assert_str_eq(e[1].pattern, "telemetry.fake.test");
         ck_assert(!e[1].required);
-        host_free(&host);
+        host_done(&host);
         plugin_unload(&p);
 }
 END_TEST

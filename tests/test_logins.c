@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,6 +496,28 @@ START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
 }
 END_TEST
 
+/* With HOME unset, `check` and `run` look for a login in one home, the
+ * password database's (issue 9, defect 1: `check` looked in "//.codex"). */
+START_TEST(check_and_run_look_for_a_login_in_the_same_home_when_home_is_unset)
+{
+        struct proc_result r;
+        struct fixture f;
+        fixture_new(&f);
+        struct passwd *pw = getpwuid(getuid());
+        ck_assert_ptr_nonnull(pw);
+        _cleanup_free_ char *want = xasprintf("'%s/.codex/auth.json'", pw->pw_dir);
+        _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s/cfg", f.dir);
+        run_argv(&r, tb_env(ENV(env_cfg, "HOME", "CODEX_HOME")),
+                 (char *[]){ TRIALBOX_BIN, "check", "--harness", "codex", NULL });
+        ck_assert_msg(strstr(r.out, want) != NULL, "check did not look at %s:\n%s", want, r.out);
+        proc_result_free(&r);
+        tb_run(&r, "codex", &f, ENV(env_cfg, "HOME", "CODEX_HOME"), EXTRA("--dry-run", "-v", "--harness-bin", "/bin/true"));
+        ck_assert_msg(strstr(r.err, want) != NULL, "run did not look at %s:\n%s", want, r.err);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("logins");
@@ -514,6 +537,7 @@ static Suite *suite(void)
         tcase_add_test(tc, grok_is_void_without_a_login_or_when_its_lock_is_held_too_long);
         tcase_add_test(tc, check_says_where_each_login_was_looked_for_and_how_to_provide_it);
         tcase_add_test(tc, harnesses_v_lists_each_harness_endpoints_required_or_optional);
+        tcase_add_test(tc, check_and_run_look_for_a_login_in_the_same_home_when_home_is_unset);
         suite_add_tcase(s, tc);
         return s;
 }

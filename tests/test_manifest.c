@@ -43,7 +43,7 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         ck_assert_int_eq(host_call(&host, h->preflight), -ECANCELED);
         ck_assert_ptr_nonnull(strstr(host.void_detail, "no login at '"));
         ck_assert_ptr_nonnull(strstr(host.void_detail, "/.demo/login'; run demo login"));
-        host_free(&host);
+        host_done(&host);
 
         char p[1100];
         snprintf(p, sizeof p, "%s/.demo", dir);
@@ -56,8 +56,8 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         ck_assert_int_eq(host_call(&ok, h->env), 0);
         ck_assert_str_eq(sandbox_getenv(&spec, "DEMO_NO_UPDATE"), "1");
         ck_assert_ptr_null(sandbox_getenv(&spec, "DEMO_API_KEY"));
-        host_free(&ok);
-        sandbox_spec_free(&spec);
+        host_done(&ok);
+        sandbox_spec_done(&spec);
         manifest_free(m);
         tmpdir_remove(dir);
         free(dir);
@@ -225,7 +225,7 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
         ck_assert(e[0].required);
         ck_assert_str_eq(e[1].pattern, "*.telemetry.demo.test");
         ck_assert(!e[1].required);
-        host_free(&host);
+        host_done(&host);
         manifest_free(m);
 
         ck_assert_int_eq(manifest_parse(good, strlen(good), "/x/demo.json", "demo", &m, &err), 0);
@@ -248,7 +248,7 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
         ck_assert_uint_ge(n, 1);
         ck_assert_str_eq(e[0].pattern, "generativelanguage.googleapis.com:443");
         ck_assert(e[0].required);
-        host_free(&g);
+        host_done(&g);
         plugin_unload(&pl);
         unsetenv("TRIALBOX_PLUGIN_PATH");
 }

@@ -64,8 +64,8 @@ START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_com
         ck_assert_str_eq(a.v[dd + 1], "/sandbox/harness/x");
         ck_assert_str_eq(a.v[dd + 2], "--flag");
         ck_assert_uint_eq(a.n, (size_t)dd + 3);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -86,9 +86,9 @@ START_TEST(secrets_are_in_the_environment_never_in_argv_and_redacted_when_printe
         ck_assert_ptr_nonnull(strstr(line, "'API_KEY=<redacted>'"));
         ck_assert_ptr_nonnull(strstr(line, "PATH=/usr/bin"));
         free(line);
-        strv_free(&a);
-        strv_free(&e);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        strv_done(&e);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -104,7 +104,7 @@ START_TEST(a_variable_set_twice_keeps_the_last_value_and_stays_secret)
         ck_assert(!sandbox_env_name_valid("A=B"));
         ck_assert(!sandbox_env_name_valid(""));
         ck_assert(sandbox_env_name_valid("CLAUDE_CODE_OAUTH_TOKEN"));
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -120,7 +120,7 @@ START_TEST(the_printed_line_quotes_what_a_shell_would_split)
         ck_assert_ptr_nonnull(strstr(line, "'echo '\\''it'\\'''\\''s'\\'' $HOME'"));
         ck_assert_ptr_nonnull(strstr(line, " 3>/dev/null"));
         free(line);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -133,7 +133,7 @@ START_TEST(covers_means_a_folder_bound_onto_itself_that_contains_the_path)
         ck_assert(sandbox_covers(&s, "/usr"));
         ck_assert(!sandbox_covers(&s, "/usrx"));
         ck_assert(!sandbox_covers(&s, "/opt/link/bin"));
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -157,14 +157,14 @@ START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_
         ck_assert_int_gt(find_arg(&a, "--proc"), 0);
         ck_assert_int_gt(find_arg(&a, "--dev"), 0);
         ck_assert_int_gt(find_arg(&a, "--tmpfs"), 0);
-        strv_free(&a);
-        sandbox_spec_free(&s);
+        strv_done(&a);
+        sandbox_spec_done(&s);
 
         /* A plain file brings nothing more. */
         struct sandbox_spec s2 = { 0 };
         toolchain_add_system(&s2, target);
         ck_assert_ptr_null(sandbox_find(&s2, target));
-        sandbox_spec_free(&s2);
+        sandbox_spec_done(&s2);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -227,7 +227,7 @@ START_TEST(path_folders_and_version_manager_homes_are_bound_read_only_with_their
         ck_assert_ptr_null(sandbox_find(&s, "/usr/bin"));
         for (size_t i = 0; i < s.n_ops; i++)
                 ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -270,7 +270,7 @@ START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
         ck_assert_ptr_nonnull(op);
         ck_assert_int_eq(op->kind, SANDBOX_RO_BIND);
         free(run);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         /* A native binary is bound read-only at the harness path itself. */
         struct sandbox_spec s2 = { 0 };
@@ -281,7 +281,7 @@ START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
         ck_assert_str_eq(op->src, truth);
         free(truth);
         free(run);
-        sandbox_spec_free(&s2);
+        sandbox_spec_done(&s2);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -313,7 +313,7 @@ START_TEST(an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path)
         char want[2048];
         snprintf(want, sizeof want, "%s/bin:/usr/bin:/bin", vdir);
         ck_assert_str_eq(sandbox_getenv(&s, "PATH"), want);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         tmpdir_remove(dir);
         free(dir);
 }
@@ -332,7 +332,7 @@ START_TEST(an_op_inserted_goes_before_the_one_at_its_index)
         for (size_t i = 0; i < TB_ARRAY_SIZE(want); i++)
                 ck_assert_str_eq(s.ops[i].dest, want[i]);
         ck_assert_ptr_null(s.ops[2].src);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 }
 END_TEST
 
@@ -405,7 +405,7 @@ START_TEST(tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_t
         struct sandbox_spec s = { 0 };
         toolchain_add_tools(&s, &th);
         ck_assert_msg(binds_src(&s, localtool), "the named tool's own file is not bound");
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         th.path = path;
         th.tools = "mytool localtool";
@@ -426,7 +426,7 @@ START_TEST(tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_t
                               p);
                 free(p);
         }
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         free(localtool);
         free(path);
         fake_home_free(&h);
@@ -444,13 +444,13 @@ START_TEST(a_cargo_config_is_bound_only_when_it_names_no_registry_token)
         toolchain_add_tools(&s, &th);
         ck_assert(secret_file_has_token(config));
         ck_assert(!binds_src(&s, config));
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         write_text(config, "[source.crates-io]\nreplace-with = \"vendored\"\n", 0644);
         ck_assert(!secret_file_has_token(config));
         toolchain_add_tools(&s, &th);
         ck_assert_msg(binds_src(&s, config), "a config.toml without a token is not bound");
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         free(config);
         free(path);
         fake_home_free(&h);
@@ -555,24 +555,24 @@ START_TEST(every_secret_place_a_bind_exposes_is_masked_right_after_that_bind)
         ck_assert_uint_eq(masked, places.n);
         /* Two binds, one mask each per place; nothing else added. */
         ck_assert_uint_eq(s.n_ops, 4 + 2 * places.n);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         /* Bound nowhere: nothing masked. A place that does not exist: not masked. */
         sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
         sandbox_add(&s, SANDBOX_BIND, grok, grok);
         secret_places_mask(&s, &sh);
         ck_assert_uint_eq(s.n_ops, 2);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         char *ssh = at(&h, ".ssh");
         tmpdir_remove(ssh);
         sandbox_add(&s, SANDBOX_RO_BIND, h.home, h.home);
         secret_places_mask(&s, &sh);
         ck_assert_int_lt(op_at(&s, ssh, 0), 0);
         ck_assert_uint_eq(s.n_ops, places.n);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         free(ssh);
         free(grok);
-        strv_free(&places);
+        strv_done(&places);
         fake_home_free(&h);
 }
 END_TEST
@@ -592,7 +592,7 @@ START_TEST(a_cargo_config_without_a_token_is_not_a_secret_and_extra_places_are)
         ck_assert_int_gt(op_at(&s, config, 0), 0);
         ck_assert_int_eq(s.ops[op_at(&s, custom, 0)].kind, SANDBOX_TMPFS);
         ck_assert_str_eq(s.ops[op_at(&s, abs, 0)].src, "/dev/null");
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
 
         write_text(config, "[source.crates-io]\nreplace-with = \"vendored\"\n", 0644);
         sandbox_add(&s, SANDBOX_RO_BIND, h.dir, h.dir);
@@ -600,7 +600,7 @@ START_TEST(a_cargo_config_without_a_token_is_not_a_secret_and_extra_places_are)
         ck_assert_int_lt(op_at(&s, config, 0), 0);
         char *creds = at(&h, ".cargo/credentials.toml");
         ck_assert_int_gt(op_at(&s, creds, 0), 0);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         free(creds);
         free(extra);
         free(abs);
@@ -630,7 +630,7 @@ START_TEST(a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_maske
         ck_assert_int_gt(op_at(&s, gcloud, 0), 0);
         /* Each mask once. */
         ck_assert_int_lt(op_at(&s, ssh, (size_t)op_at(&s, ssh, 0) + 1), 0);
-        sandbox_spec_free(&s);
+        sandbox_spec_done(&s);
         free(gcloud);
         free(id);
         free(ssh);

@@ -9,24 +9,25 @@
 
 #include "cli.h"
 #include "credentials.h"
+#include "env.h"
+#include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "sandbox.h"
 #include "toolchain.h"
 
 /* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
- * into `out` (at most `cap` bytes). Returns the wait status, or -1. */
-static int run_capture(char **argv, char *out, size_t cap)
+ * into `out` (at most `cap` bytes), its wait status in *status. 0, or a
+ * negative errno when it could not be run or waited for. */
+static int run_capture(char **argv, char *out, size_t cap, int *status)
 {
-        int p[2];
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
+        out[0] = '\0';
         if (pipe2(p, O_CLOEXEC) < 0)
-                return -1;
+                return -errno;
         pid_t pid = fork();
-        if (pid < 0) {
-                close(p[0]);
-                close(p[1]);
-                return -1;
-        }
+        if (pid < 0)
+                return -errno;
         if (pid == 0) {
                 int null = open("/dev/null", O_RDWR);
                 if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 ||
@@ -36,7 +37,7 @@ static int run_capture(char **argv, char *out, size_t cap)
                 execve(argv[0], argv, envp);
                 _exit(127);
         }
-        close(p[1]);
+        tb_closep(&p[1]);
         /* Keep the first cap-1 bytes; read the rest to the end all the same. */
         size_t len = 0;
         for (;;) {
@@ -51,12 +52,11 @@ static int run_capture(char **argv, char *out, size_t cap)
                 len += take;
         }
         out[len] = '\0';
-        close(p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
+        tb_closep(&p[0]);
+        while (waitpid(pid, status, 0) < 0)
                 if (errno != EINTR)
-                        return -1;
-        return status;
+                        return -errno;
+        return 0;
 }
 
 /* Ubuntu 24.04 and later restrict unprivileged user namespaces through
@@ -109,9 +109,9 @@ static void verdict(struct report *rep, const char *what, int ok, const char *de
                 json_object_array_add(rep->arr, o);
                 return;
         }
-        printf("%-4s %-12s %s\n", ok == WARN ? "warn" : ok ? "ok" : "FAIL", what, detail);
+        log_print("%-4s %-12s %s", ok == WARN ? "warn" : ok ? "ok" : "FAIL", what, detail);
         if (fix)
-                printf("     %-12s fix: %s\n", "", fix);
+                log_print("     %-12s fix: %s", "", fix);
 }
 
 /* A sysctl's value, or -1 when this kernel has none. */
@@ -156,7 +156,7 @@ static void check_plugins(struct report *rep)
         for (size_t i = 0; i < n; i++)
                 usable += !v[i].shadowed;
         plugin_list_free(v, n);
-        struct strv dirs = { 0 };
+        _cleanup_strv_ struct strv dirs = { 0 };
         plugin_search_path(&dirs);
         struct strbuf where = { 0 };
         for (size_t i = 0; i < dirs.n; i++)
@@ -165,14 +165,13 @@ static void check_plugins(struct report *rep)
         verdict(rep, "plugins", usable > 0, d,
                 usable ? NULL : "install a trialbox-plugin-NAME package, or set TRIALBOX_PLUGIN_PATH");
         free(where.s);
-        strv_free(&dirs);
 }
 
-static void check_credentials(struct report *rep, const char *path_override)
+static void check_credentials(struct report *rep, const struct tb_env *env, const char *path_override)
 {
         _cleanup_free_ char *def = NULL;
         const char *path = path_override;
-        if (!path && credentials_default_path(&def) < 0) {
+        if (!path && credentials_default_path(env, &def) < 0) {
                 verdict(rep, "credentials", WARN, "no home folder to look in", "set HOME");
                 return;
         }
@@ -196,11 +195,11 @@ static void check_credentials(struct report *rep, const char *path_override)
         credentials_free(c);
 }
 
-static void check_sandbox(struct report *rep)
+static void check_sandbox(struct report *rep, const struct tb_env *env)
 {
-        const char *over = getenv("TRIALBOX_BWRAP");
+        const char *over = env->bwrap;
         _cleanup_free_ char *bwrap = over && *over ? (access(over, X_OK) == 0 ? xstrdup(over) : NULL)
-                                                   : find_on_path("bwrap", host_path());
+                                                   : find_on_path("bwrap", env->path);
         if (!bwrap) {
                 verdict(rep, "bwrap", false, over && *over ? "TRIALBOX_BWRAP does not name an executable" : "bwrap is not on the PATH",
                         "install bubblewrap: sudo apt-get install bubblewrap");
@@ -209,9 +208,10 @@ static void check_sandbox(struct report *rep)
         }
         char out[2048];
         char *vargv[] = { bwrap, "--version", NULL };
-        int st = run_capture(vargv, out, sizeof out);
+        int st = 0;
+        bool ran = run_capture(vargv, out, sizeof out, &st) == 0 && st == 0;
         out[strcspn(out, "\n")] = '\0';
-        _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, st == 0 && out[0] ? out : "version unknown");
+        _cleanup_free_ char *d = xasprintf("%s (%s)", bwrap, ran && out[0] ? out : "version unknown");
         verdict(rep, "bwrap", true, d, NULL);
         check_userns_sysctls(rep, bwrap);
 
@@ -221,11 +221,11 @@ static void check_sandbox(struct report *rep)
         toolchain_add_system(&spec, TOOLCHAIN_RESOLV_CONF);
         strv_add(&spec.command, "true");
         sandbox_argv(&spec, bwrap, &argv);
-        st = run_capture(argv.v, out, sizeof out);
-        strv_free(&argv);
-        sandbox_spec_free(&spec);
+        ran = run_capture(argv.v, out, sizeof out, &st) == 0 && st == 0;
+        strv_done(&argv);
+        sandbox_spec_done(&spec);
         out[strcspn(out, "\n")] = '\0';
-        if (st == 0) {
+        if (ran) {
                 _cleanup_free_ char *ok = xasprintf("bwrap created its mount and pid namespaces (as uid %u)",
                                                     (unsigned)getuid());
                 verdict(rep, "namespaces", true, ok, NULL);
@@ -236,7 +236,7 @@ static void check_sandbox(struct report *rep)
         }
 }
 
-static void check_harness(struct report *rep, const char *name, int verbosity)
+static void check_harness(struct report *rep, const struct tb_env *env, const char *name)
 {
         struct plugin p;
         struct tb_error err = { 0 };
@@ -253,7 +253,7 @@ static void check_harness(struct report *rep, const char *name, int verbosity)
         _cleanup_free_ char *d = xasprintf("%s (ABI %u.%u)", p.path, TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi));
         verdict(rep, "plugin", true, d, NULL);
         struct readiness rd;
-        readiness_check(&p, verbosity, &rd);
+        readiness_check(&p, env, &rd);
         _cleanup_free_ char *bin = rd.binary ? xstrdup(rd.binary)
                                              : xasprintf("'%s' is not on the PATH", p.harness->default_binary);
         verdict(rep, "binary", rd.binary != NULL, bin, rd.binary ? NULL : "install it, or pass --harness-bin to run");
@@ -262,18 +262,18 @@ static void check_harness(struct report *rep, const char *name, int verbosity)
                         verdict(rep, "login", true, rd.notes[i], NULL);
         else
                 verdict(rep, "login", false, rd.detail, NULL);
-        readiness_free(&rd);
+        readiness_done(&rd);
         plugin_unload(&p);
 }
 
-int check_main(const char *harness, int json, int verbosity)
+int check_main(const struct tb_env *env, const char *harness, int json)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
-        check_sandbox(&rep);
+        check_sandbox(&rep, env);
         check_plugins(&rep);
-        check_credentials(&rep, NULL);
+        check_credentials(&rep, env, NULL);
         if (harness)
-                check_harness(&rep, harness, verbosity);
+                check_harness(&rep, env, harness);
         if (rep.arr) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "ready", json_object_new_boolean(!rep.failed));

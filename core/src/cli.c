@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "credentials.h"
+#include "env.h"
+#include "log.h"
 #include "outcome.h"
 #include "trial.h"
 #include <trialbox/plugin.h>
@@ -42,8 +44,7 @@ static const char usage_text[] =
         "exit status: the session's own for completed and failed Trials (128+N for signal N),\n"
         "125 for a void Trial, 126 when trialbox itself failed, 2 for usage errors.\n";
 
-static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage_error(const char *cmd, const char *fmt, ...)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
@@ -51,9 +52,10 @@ static int usage_error(const char *cmd, const char *fmt, ...)
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
         va_end(ap);
-        fprintf(stderr, "trialbox: %s; see 'trialbox %s--help'\n", msg ? str_printable(msg) : "usage error", cmd);
+        log_error("%s; see 'trialbox %s--help'", msg ? msg : "usage error", cmd);
         return TB_EXIT_USAGE;
 }
+#define usage_error cli_usage_error
 
 /* The option the parser stopped at, as the user wrote it. */
 static const char *bad_option(char **argv, int optind_now)
@@ -84,16 +86,16 @@ static int parse_verbosity(int *verbosity, int v, int q, const char *cmd)
         return 0;
 }
 
-static int no_sandbox_from_env(bool *out)
+static int no_sandbox_from_env(const struct tb_env *env, bool *out)
 {
-        const char *e = getenv("TRIALBOX_NO_SANDBOX");
+        const char *e = env->no_sandbox;
         if (!e || !*e || strcmp(e, "0") == 0)
                 return 0;
         if (strcmp(e, "1") == 0) {
                 *out = true;
                 return 0;
         }
-        fprintf(stderr, "trialbox: TRIALBOX_NO_SANDBOX is '%s'; set it to 1 (unsandboxed) or 0, or unset it\n", e);
+        log_error("TRIALBOX_NO_SANDBOX is '%s'; set it to 1 (unsandboxed) or 0, or unset it", e);
         return TB_EXIT_USAGE;
 }
 
@@ -193,25 +195,27 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 return usage_error("run ", "--repo is required (the prepared repository's folder)");
         if (!opt.output_dir)
                 return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
-        int r = no_sandbox_from_env(&opt.no_sandbox);
-        if (r != 0)
-                return r;
         opt.session_args = argv + optind;
         *out = opt;
         return 0;
 }
 
-static int cmd_run(int argc, char **argv)
+static int cmd_run(const struct tb_env *env, int argc, char **argv)
 {
         struct trial_options opt;
         int r = cli_parse_run(argc, argv, &opt);
         if (r == 1)
                 return 0;
-        return r != 0 ? r : trial_run(&opt);
+        if (r == 0)
+                r = no_sandbox_from_env(env, &opt.no_sandbox);
+        if (r != 0)
+                return r;
+        log_set_verbosity(opt.verbosity);
+        return trial_run(&opt, env);
 }
 
 /* `harnesses` and `check` share their small option set. */
-static int cmd_simple(int argc, char **argv, bool is_check)
+static int cmd_simple(const struct tb_env *env, int argc, char **argv, bool is_check)
 {
         static const struct option longopts[] = {
                 { "harness", required_argument, NULL, OPT_HARNESS },
@@ -258,10 +262,11 @@ static int cmd_simple(int argc, char **argv, bool is_check)
                 return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
         if (parse_verbosity(&verbosity, v, q, cmd) != 0)
                 return TB_EXIT_USAGE;
-        return is_check ? check_main(harness, json, verbosity) : harnesses_main(json, verbosity);
+        log_set_verbosity(verbosity);
+        return is_check ? check_main(env, harness, json) : harnesses_main(env, json);
 }
 
-int cli_main(int argc, char **argv)
+static int cli_dispatch(const struct tb_env *env, int argc, char **argv)
 {
         if (argc < 2) {
                 fputs(usage_text, stderr);
@@ -278,13 +283,22 @@ int cli_main(int argc, char **argv)
                 return 0;
         }
         if (strcmp(cmd, "run") == 0)
-                return cmd_run(argc - 1, argv + 1);
+                return cmd_run(env, argc - 1, argv + 1);
         if (strcmp(cmd, "harnesses") == 0)
-                return cmd_simple(argc - 1, argv + 1, false);
+                return cmd_simple(env, argc - 1, argv + 1, false);
         if (strcmp(cmd, "check") == 0)
-                return cmd_simple(argc - 1, argv + 1, true);
+                return cmd_simple(env, argc - 1, argv + 1, true);
         if (strcmp(cmd, "credentials") == 0)
-                return credentials_main(argc - 1, argv + 1, NULL, 1);
-        fprintf(stderr, "trialbox: unknown command '%s'; see 'trialbox --help'\n", cmd);
+                return credentials_main(env, argc - 1, argv + 1, NULL);
+        log_error("unknown command '%s'; see 'trialbox --help'", cmd);
         return TB_EXIT_USAGE;
+}
+
+int cli_main(int argc, char **argv)
+{
+        struct tb_env env;
+        tb_env_init(&env);
+        int status = cli_dispatch(&env, argc, argv);
+        tb_env_done(&env);
+        return status;
 }

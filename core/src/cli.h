@@ -9,13 +9,21 @@ int cli_main(int argc, char **argv);
 
 /* Parse `run`'s arguments (argv[0] is "run") into `out` (pointing into argv).
  * Returns 0 to run the Trial, 1 when --help was printed, or TB_EXIT_USAGE
- * after printing the one-line error. Runs nothing. */
+ * after printing the one-line error. Runs nothing; the environment
+ * (TRIALBOX_NO_SANDBOX) is the caller's to apply. */
 struct trial_options;
 int cli_parse_run(int argc, char **argv, struct trial_options *out);
 
-/* `trialbox check` and `trialbox harnesses` (check.c, harnesses.c). */
-int check_main(const char *harness, int json, int verbosity);
-int harnesses_main(int json, int verbosity);
+/* A usage error of `trialbox CMD`: one line on stderr ending "; see
+ * 'trialbox CMD--help'" (`cmd` is "run ", "credentials ", … or ""); returns
+ * TB_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* `trialbox check` and `trialbox harnesses` (check.c, harnesses.c); the
+ * verbosity is the logger's. */
+struct tb_env;
+int check_main(const struct tb_env *env, const char *harness, int json);
+int harnesses_main(const struct tb_env *env, int json);
 
 /* Is a loaded plugin's Harness ready here? Its binary on the PATH, and its
  * preflight (run in checking mode, changing nothing) satisfied. */
@@ -28,7 +36,7 @@ struct readiness {
         char **notes;  /* what the plugin looked for (NULL-terminated, may be NULL) */
         size_t n_notes;
 };
-void readiness_check(const struct plugin *p, int verbosity, struct readiness *out);
-void readiness_free(struct readiness *r);
+void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out);
+void readiness_done(struct readiness *r);
 
 #endif

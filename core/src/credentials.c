@@ -3,10 +3,11 @@
 
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "env.h"
 
 struct credential {
         char *key;
@@ -25,19 +26,11 @@ struct credentials {
         bool loose;
 };
 
-static void secret_free(char *s)
-{
-        if (s) {
-                explicit_bzero(s, strlen(s));
-                free(s);
-        }
-}
-
-static void section_clear(struct credentials_section *s)
+static void section_done(struct credentials_section *s)
 {
         for (size_t i = 0; i < s->n; i++) {
                 free(s->entries[i].key);
-                secret_free(s->entries[i].value);
+                erase_and_free(s->entries[i].value);
         }
         free(s->entries);
         free(s->name);
@@ -49,7 +42,7 @@ void credentials_free(struct credentials *c)
         if (!c)
                 return;
         for (size_t i = 0; i < c->n; i++)
-                section_clear(&c->sections[i]);
+                section_done(&c->sections[i]);
         free(c->sections);
         free(c);
 }
@@ -57,12 +50,6 @@ void credentials_free(struct credentials *c)
 struct credentials *credentials_new(void) { return xcalloc(1, sizeof(struct credentials)); }
 
 bool credentials_loose_mode(const struct credentials *c) { return c->loose; }
-
-void credentials_warn_loose(const char *path)
-{
-        fprintf(stderr, "trialbox: warning: credentials '%s' is readable by others; run: chmod 600 '%s'\n", path,
-                path);
-}
 
 /* ---- names ---- */
 
@@ -183,25 +170,19 @@ static void set_take(struct credentials *c, const char *section, const char *key
 {
         struct credentials_section *s = section_find(c, section, NULL);
         if (!s) {
-                if (c->n == c->cap) {
-                        c->cap = c->cap ? c->cap * 2 : 4;
-                        c->sections = xrealloc(c->sections, c->cap * sizeof *c->sections);
-                }
+                GREEDY_REALLOC(c->sections, c->cap, c->n + 1);
                 s = &c->sections[c->n++];
                 memset(s, 0, sizeof *s);
                 s->name = xstrdup(section);
         }
         struct credential *e = entry_find(s, key, NULL);
         if (e) {
-                secret_free(e->value);
+                erase_and_free(e->value);
                 e->value = value;
                 return;
         }
         /* The entries hold only pointers: moving them by realloc copies no secret. */
-        if (s->n == s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 4;
-                s->entries = xrealloc(s->entries, s->cap * sizeof *s->entries);
-        }
+        GREEDY_REALLOC(s->entries, s->cap, s->n + 1);
         s->entries[s->n++] = (struct credential){ .key = xstrdup(key), .value = value };
 }
 
@@ -222,11 +203,11 @@ int credentials_unset(struct credentials *c, const char *section, const char *ke
         if (!s || !entry_find(s, key, &ei))
                 return -ENOENT;
         free(s->entries[ei].key);
-        secret_free(s->entries[ei].value);
+        erase_and_free(s->entries[ei].value);
         memmove(&s->entries[ei], &s->entries[ei + 1], (s->n - ei - 1) * sizeof *s->entries);
         s->n--;
         if (s->n == 0) {
-                section_clear(s);
+                section_done(s);
                 memmove(&c->sections[si], &c->sections[si + 1], (c->n - si - 1) * sizeof *c->sections);
                 c->n--;
         }
@@ -257,89 +238,48 @@ static char *join_trimmed(const char *dir, const char *rest)
         return xasprintf("%.*s%s", (int)n, dir, rest);
 }
 
-int credentials_default_path(char **out)
+int credentials_default_path(const struct tb_env *env, char **out)
 {
-        const char *xdg = getenv("XDG_CONFIG_HOME");
+        if (!env)
+                return -ENOENT;
+        const char *xdg = env->xdg_config_home;
         if (xdg && xdg[0] == '/') {
                 *out = join_trimmed(xdg, "/trialbox/credentials.json");
                 return 0;
         }
-        const char *home = getenv("HOME");
-        if (!home || home[0] != '/') {
-                struct passwd *pw = getpwuid(getuid());
-                home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-        }
-        if (!home)
+        if (!env->home)
                 return -ENOENT;
-        *out = join_trimmed(home, "/.config/trialbox/credentials.json");
+        *out = join_trimmed(env->home, "/.config/trialbox/credentials.json");
         return 0;
 }
 
 /* ---- loading ---- */
 
-/* Read the whole file into *buf (malloc'd, NUL-terminated; the caller zeroes
- * and frees it). 1 when the file does not exist. */
+/* Read the whole file into *buf (release with erase_and_free()). 1 when
+ * the file does not exist. */
 static int read_secret_file(const char *path, char **buf, size_t *len, struct stat *st, struct tb_error *err)
 {
-        /* O_NONBLOCK: a FIFO planted at the path must not hang us before fstat refuses it. */
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                if (errno == ENOENT)
-                        return 1;
-                if (errno == ELOOP)
-                        return tb_fail(err, -ELOOP,
-                                       "credentials '%s' is a symbolic link; trialbox does not follow it: "
-                                       "replace it with the file itself or give --credentials FILE",
-                                       path);
-                int e = errno;
-                if (e <= 0)
-                        e = EIO;
-                return tb_fail(err, -e, "cannot open credentials '%s': %s; check the path and its permissions",
-                               path, strerror(e));
-        }
-        if (fstat(fd, st) < 0) {
-                int e = errno;
-                if (e <= 0)
-                        e = EIO;
-                return tb_fail(err, -e, "cannot stat credentials '%s': %s", path, strerror(e));
-        }
-        if (S_ISDIR(st->st_mode))
-                return tb_fail(err, -EISDIR, "credentials '%s' is a folder; give the path of a JSON file", path);
-        if (!S_ISREG(st->st_mode))
-                return tb_fail(err, -EINVAL, "credentials '%s' is not a regular file; give the path of a JSON file",
+        int r = read_file_secure(path, CREDENTIALS_MAX_SIZE, buf, len, st);
+        switch (r) {
+        case 0:
+                return 0;
+        case -ENOENT:
+                return 1;
+        case -ELOOP:
+                return tb_fail(err, r,
+                               "credentials '%s' is a symbolic link; trialbox does not follow it: "
+                               "replace it with the file itself or give --credentials FILE",
                                path);
-        if (st->st_size > CREDENTIALS_MAX_SIZE)
-                return tb_fail(err, -EFBIG, "credentials '%s' is larger than 1 MiB; fix or remove the file", path);
-
-        /* One buffer of the largest size, never grown: a realloc would leave
-         * copies of the secrets behind in freed memory. Untouched pages cost nothing. */
-        size_t cap = CREDENTIALS_MAX_SIZE + 1, n = 0;
-        char *b = xmalloc(cap + 1);
-        while (n < cap) {
-                ssize_t r = read(fd, b + n, cap - n);
-                if (r < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int e = errno;
-                        if (e <= 0)
-                                e = EIO;
-                        explicit_bzero(b, n);
-                        free(b);
-                        return tb_fail(err, -e, "cannot read credentials '%s': %s", path, strerror(e));
-                }
-                if (r == 0)
-                        break;
-                n += (size_t)r;
+        case -EISDIR:
+                return tb_fail(err, r, "credentials '%s' is a folder; give the path of a JSON file", path);
+        case -EINVAL:
+                return tb_fail(err, r, "credentials '%s' is not a regular file; give the path of a JSON file", path);
+        case -EFBIG:
+                return tb_fail(err, r, "credentials '%s' is larger than 1 MiB; fix or remove the file", path);
+        default:
+                return tb_fail(err, r, "cannot open credentials '%s': %s; check the path and its permissions", path,
+                               strerror(-r));
         }
-        if (n > CREDENTIALS_MAX_SIZE) {
-                explicit_bzero(b, n);
-                free(b);
-                return tb_fail(err, -EFBIG, "credentials '%s' is larger than 1 MiB; fix or remove the file", path);
-        }
-        b[n] = '\0';
-        *buf = b;
-        *len = n;
-        return 0;
 }
 
 /* Line and column (both from 1; the column counts characters, not bytes) of byte `off`. */
@@ -486,7 +426,7 @@ int credentials_parse(const char *text, size_t len, const char *path, struct cre
 
 int credentials_load(const char *path, struct credentials **out, struct tb_error *err)
 {
-        char *buf = NULL;
+        _cleanup_erase_ char *buf = NULL;
         size_t len = 0;
         struct stat st;
 
@@ -501,8 +441,6 @@ int credentials_load(const char *path, struct credentials **out, struct tb_error
                 return -EIO;
         struct credentials *c = NULL;
         r = credentials_parse(buf, len, path, &c, err);
-        explicit_bzero(buf, len);
-        free(buf);
         if (r < 0)
                 return r;
         c->loose = (st.st_mode & 077) != 0;
@@ -640,8 +578,7 @@ int credentials_save(const struct credentials *c, const char *path, struct tb_er
         o.len = 0;
         serialize(c, &o);
         r = write_file_atomic_at(dirfd, base, o.p, o.len, 0600);
-        explicit_bzero(o.p, need);
-        free(o.p);
+        erase_and_free(o.p);
         if (r < 0)
                 return tb_fail(err, r, "cannot save credentials '%s': %s; check the folder's permissions and free space",
                                path, strerror(-r));

@@ -26,9 +26,10 @@ struct credentials;
 /* The default file's path, malloc'd in *out: $XDG_CONFIG_HOME when it is set
  * and absolute (a relative one is ignored, as the XDG spec says), else
  * $HOME/.config (HOME must be absolute; else the password database's home),
- * then "/trialbox/credentials.json". Returns 0, or -ENOENT when no home can
- * be found (*out untouched). */
-int credentials_default_path(char **out);
+ * then "/trialbox/credentials.json"; both from `env` (env.h). Returns 0, or
+ * -ENOENT when no home can be found (*out untouched). */
+struct tb_env;
+int credentials_default_path(const struct tb_env *env, char **out);
 
 /* A new empty set of Credentials, as for a missing file. Never fails;
  * free with credentials_free(). */
@@ -65,12 +66,10 @@ int credentials_parse(const char *text, size_t len, const char *path, struct cre
                       struct tb_error *err);
 
 /* Was the loaded file's mode open to group or others (mode & 077)? The
- * caller warns with credentials_warn_loose(). False for a missing file. */
+ * caller warns: log_warn(CREDENTIALS_LOOSE_WARNING, path, path). False for a
+ * missing file. */
 bool credentials_loose_mode(const struct credentials *c);
-
-/* Print one line to stderr:
- *   trialbox: warning: credentials 'FILE' is readable by others; run: chmod 600 'FILE' */
-void credentials_warn_loose(const char *path);
+#define CREDENTIALS_LOOSE_WARNING "credentials '%s' is readable by others; run: chmod 600 '%s'"
 
 /* The value of section.key, or NULL when absent. Borrowed: valid until the
  * key is set or unset again or `c` is freed. Never print it. */
@@ -117,12 +116,13 @@ static inline void credentials_freep(struct credentials **c) { credentials_free(
 
 /* `trialbox credentials set KEY | unset KEY | list` (credentials_cmd.c).
  * argv[0] is "credentials". `path_override` is --credentials FILE (NULL: the
- * default file); `verbosity` 0 quiet, 1 normal, 2+ verbose. `set` reads the
+ * default file, found through `env`); what it says is the logger's
+ * verbosity (log.h). `set` reads the
  * value from stdin (never argv; with echo off and a prompt when stdin is a
  * terminal), strips one trailing "\n" (or "\r\n"), and refuses an empty
  * value or one with a NUL byte. `list` prints names only, one per line.
  * Returns the exit status: 0, 2 for a usage error, 1 for any other failure
  * (each with one line on stderr). */
-int credentials_main(int argc, char **argv, const char *path_override, int verbosity);
+int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override);
 
 #endif

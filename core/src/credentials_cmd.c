@@ -1,13 +1,17 @@
 #define _GNU_SOURCE
 #include "credentials.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
 
+#include "cli.h"
+#include "env.h"
+#include "log.h"
+
 #define CREDS_EXIT_FAIL 1
-#define CREDS_EXIT_USAGE 2
 
 static const char credentials_usage[] =
         "usage: trialbox credentials [--credentials FILE] set KEY   (the value is read from stdin)\n"
@@ -27,16 +31,34 @@ static const char credentials_usage[] =
         "\n"
         "The file is written atomically with mode 0600.\n";
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+#define usage_error(...) cli_usage_error("credentials ", __VA_ARGS__)
+
+/* Why a subcommand failed: `err`, and whether the input was at fault (a
+ * usage error, exit 2) or anything else (exit 1). */
+struct creds_failure {
+        struct tb_error err;
+        bool usage;
+};
+
+static int usage_fail(struct creds_failure *f, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int usage_fail(struct creds_failure *f, int code, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        fputs("trialbox: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputs("; see 'trialbox credentials --help'\n", stderr);
+        vsnprintf(f->err.msg, sizeof f->err.msg, fmt, ap);
         va_end(ap);
-        return CREDS_EXIT_USAGE;
+        f->err.code = code;
+        f->usage = true;
+        return code;
+}
+
+/* The command layer: a failure becomes its one line and exit status. */
+static int creds_exit_status(const struct creds_failure *f)
+{
+        if (f->usage)
+                return usage_error("%s", f->err.msg);
+        log_error("%s", f->err.msg);
+        return CREDS_EXIT_FAIL;
 }
 
 /* ---- reading the value ---- */
@@ -88,16 +110,16 @@ static void tty_restore(const struct sigaction *old)
         fputc('\n', stderr);
 }
 
-/* Read the value from stdin into *out (malloc'd, NUL-terminated; the caller
- * zeroes and frees it), with one trailing "\n" or "\r\n" dropped. Returns 0
- * or an exit status, having said why. */
-static int read_value(const char *name, char **out, size_t *out_len)
+/* Read the value from stdin into *out (release with erase_and_free()),
+ * with one trailing "\n" or "\r\n" dropped. 0, or a negative errno with `f`
+ * saying why. */
+static int read_value(const char *name, char **out, size_t *out_len, struct creds_failure *f)
 {
         struct sigaction old[TB_ARRAY_SIZE(tty_signals)];
         bool tty = tty_echo_off(name, old);
         /* One buffer of the largest size, never grown (no stray copies). */
         size_t cap = CREDENTIALS_MAX_SIZE + 1, n = 0;
-        char *buf = xmalloc(cap + 1);
+        _cleanup_erase_ char *buf = xmalloc(cap + 1);
         int e = 0;
 
         while (n < cap) {
@@ -118,126 +140,111 @@ static int read_value(const char *name, char **out, size_t *out_len)
         if (tty)
                 tty_restore(old);
 
-        int status = 0;
-        if (e) {
-                fprintf(stderr, "trialbox: cannot read the value from stdin: %s\n", strerror(e));
-                status = CREDS_EXIT_FAIL;
-        } else if (n > CREDENTIALS_MAX_SIZE) {
-                status = usage_error("the value on stdin is larger than 1 MiB");
-        } else {
-                if (n > 0 && buf[n - 1] == '\n') {
+        if (e)
+                return tb_fail(&f->err, -e, "cannot read the value from stdin: %s", strerror(e));
+        if (n > CREDENTIALS_MAX_SIZE)
+                return usage_fail(f, -EFBIG, "the value on stdin is larger than 1 MiB");
+        if (n > 0 && buf[n - 1] == '\n') {
+                n--;
+                if (n > 0 && buf[n - 1] == '\r')
                         n--;
-                        if (n > 0 && buf[n - 1] == '\r')
-                                n--;
-                }
-                if (n == 0)
-                        status = usage_error("the value on stdin is empty; pipe the secret in, e.g. "
-                                             "'trialbox credentials set %s < FILE'",
-                                             name);
-                else if (memchr(buf, '\0', n))
-                        status = usage_error("the value on stdin contains a NUL byte; a credential must be text");
         }
-        if (status) {
-                explicit_bzero(buf, n);
-                free(buf);
-                return status;
-        }
+        if (n == 0)
+                return usage_fail(f, -ENODATA,
+                                  "the value on stdin is empty; pipe the secret in, e.g. "
+                                  "'trialbox credentials set %s < FILE'",
+                                  name);
+        if (memchr(buf, '\0', n))
+                return usage_fail(f, -EINVAL, "the value on stdin contains a NUL byte; a credential must be text");
         buf[n] = '\0';
-        *out = buf;
+        *out = steal_pointer(&buf);
         *out_len = n;
         return 0;
 }
 
 /* ---- the subcommands ---- */
 
-static int load_or_say(const char *path, struct credentials **c)
-{
-        struct tb_error err = { 0 };
-        if (credentials_load(path, c, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
-                return CREDS_EXIT_FAIL;
-        }
-        return 0;
-}
-
-static int save_or_say(const struct credentials *c, const char *path)
-{
-        struct tb_error err = { 0 };
-        if (credentials_save(c, path, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
-                return CREDS_EXIT_FAIL;
-        }
-        return 0;
-}
-
-static int cmd_set(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+static int cmd_set(const char *path, const char *dotted, const char *section, const char *key,
+                   struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        char *value = NULL;
+        _cleanup_erase_ char *value = NULL;
         size_t len = 0;
 
         /* A broken file is reported before anyone types a secret. */
-        int r = load_or_say(path, &c);
-        if (r)
+        int r = credentials_load(path, &c, &f->err);
+        if (r < 0)
                 return r;
-        r = read_value(dotted, &value, &len);
-        if (r)
+        r = read_value(dotted, &value, &len, f);
+        if (r < 0)
                 return r;
         r = credentials_set(c, section, key, value);
-        explicit_bzero(value, len);
-        free(value);
+        erase_and_free(steal_pointer(&value));
         if (r < 0)
                 /* The names were checked already: only the value can be wrong here. */
-                return usage_error("the value on stdin is not UTF-8 text");
-        r = save_or_say(c, path);
-        if (r)
+                return usage_fail(f, r, "the value on stdin is not UTF-8 text");
+        r = credentials_save(c, path, &f->err);
+        if (r < 0)
                 return r;
-        if (verbosity >= 1)
-                fprintf(stderr, "trialbox: saved '%s' in credentials '%s'\n", dotted, path);
+        log_notice("saved '%s' in credentials '%s'", dotted, path);
         return 0;
 }
 
-static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key, int verbosity)
+static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key,
+                     struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
 
-        int r = load_or_say(path, &c);
-        if (r)
+        int r = credentials_load(path, &c, &f->err);
+        if (r < 0)
                 return r;
-        if (credentials_unset(c, section, key) == -ENOENT) {
-                fprintf(stderr, "trialbox: '%s' is not in credentials '%s'; see 'trialbox credentials list'\n", dotted,
-                        path);
-                return CREDS_EXIT_FAIL;
-        }
-        r = save_or_say(c, path);
-        if (r)
+        r = credentials_unset(c, section, key);
+        if (r < 0)
+                return tb_fail(&f->err, r, "'%s' is not in credentials '%s'; see 'trialbox credentials list'", dotted,
+                               path);
+        r = credentials_save(c, path, &f->err);
+        if (r < 0)
                 return r;
-        if (verbosity >= 1)
-                fprintf(stderr, "trialbox: removed '%s' from credentials '%s'\n", dotted, path);
+        log_notice("removed '%s' from credentials '%s'", dotted, path);
         return 0;
 }
 
-static int cmd_list(const char *path)
+static int cmd_list(const char *path, struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
-        _cleanup_(strv_free) struct strv names = { 0 };
+        _cleanup_strv_ struct strv names = { 0 };
 
-        int r = load_or_say(path, &c);
-        if (r)
+        int r = credentials_load(path, &c, &f->err);
+        if (r < 0)
                 return r;
         if (credentials_loose_mode(c))
-                credentials_warn_loose(path);
+                log_warn(CREDENTIALS_LOOSE_WARNING, path, path);
         credentials_names(c, &names);
         for (size_t i = 0; i < names.n; i++)
                 puts(names.v[i]);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "trialbox: cannot write the list to stdout: %s\n", strerror(errno));
-                return CREDS_EXIT_FAIL;
-        }
+        if (fflush(stdout) != 0 || ferror(stdout))
+                return tb_fail(&f->err, errno > 0 ? -errno : -EIO, "cannot write the list to stdout: %s",
+                               strerror(errno));
         return 0;
 }
 
-int credentials_main(int argc, char **argv, const char *path_override, int verbosity)
+/* How an invalid KEY is named in its message. A short one of plain
+ * characters is a mistyped name: quoted, so the user sees what was wrong.
+ * Anything else may be a secret given where the KEY belongs, or carry control
+ * characters: only its length and first few characters are shown. */
+#define KEY_SHOWN_MAX 16
+static char *key_shown(const char *key)
+{
+        size_t n = strlen(key);
+        bool plain = n <= KEY_SHOWN_MAX;
+        for (const char *p = key; plain && *p; p++)
+                plain = isascii((unsigned char)*p) && isprint((unsigned char)*p) && *p != '\'';
+        if (plain)
+                return xasprintf("'%s'", key);
+        return xasprintf("a KEY of %zu characters starting '%.4s...'", n, key);
+}
+
+int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override)
 {
         const char *pos[3];
         size_t npos = 0;
@@ -287,27 +294,32 @@ int credentials_main(int argc, char **argv, const char *path_override, int verbo
 
         _cleanup_free_ char *section = NULL, *key = NULL;
         if (is_set || is_unset) {
-                if (credentials_parse_key(pos[1], &section, &key) < 0)
-                        return usage_error("'%s' is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
+                if (credentials_parse_key(pos[1], &section, &key) < 0) {
+                        _cleanup_free_ char *shown = key_shown(pos[1]);
+                        return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
                                            "'_' and '-' and a key of A-Z, a-z, 0-9, '_' and '-', e.g. "
                                            "claude.setup_token",
-                                           pos[1]);
+                                           shown);
+                }
         }
 
         _cleanup_free_ char *default_path = NULL;
         if (!path) {
-                if (credentials_default_path(&default_path) < 0) {
-                        fputs("trialbox: cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is "
-                              "set; give --credentials FILE\n",
-                              stderr);
+                if (credentials_default_path(env, &default_path) < 0) {
+                        log_error("cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is set; give "
+                                  "--credentials FILE");
                         return CREDS_EXIT_FAIL;
                 }
                 path = default_path;
         }
 
+        struct creds_failure f = { 0 };
+        int r;
         if (is_set)
-                return cmd_set(path, pos[1], section, key, verbosity);
-        if (is_unset)
-                return cmd_unset(path, pos[1], section, key, verbosity);
-        return cmd_list(path);
+                r = cmd_set(path, pos[1], section, key, &f);
+        else if (is_unset)
+                r = cmd_unset(path, pos[1], section, key, &f);
+        else
+                r = cmd_list(path, &f);
+        return r < 0 ? creds_exit_status(&f) : 0;
 }

@@ -4,25 +4,26 @@
 #include <string.h>
 
 #include "cli.h"
+#include "env.h"
 #include "host.h"
+#include "log.h"
 #include "plugin_loader.h"
 
-void readiness_check(const struct plugin *p, int verbosity, struct readiness *out)
+void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out)
 {
         const struct tb_harness *h = p->harness;
-        _cleanup_free_ char *home = NULL;
-        const char *env_home = getenv("HOME");
-        home = xstrdup(env_home ? env_home : "/");
+        /* The home a Trial would use (trial.c), so `check` looks where `run` will. */
+        const char *home = env->home ? env->home : "/";
 
         *out = (struct readiness){ 0 };
-        out->binary = find_on_path(h->default_binary, host_path());
+        out->binary = find_on_path(h->default_binary, env->path);
         struct tb_host host = {
                 .harness = h->name,
+                .env = env,
                 .sandboxed = 1,
                 .checking = true,
                 .host_home = home,
                 .session_home = home,
-                .verbosity = verbosity,
         };
         host_call(&host, p->preflight);
         out->login_ok = !host.voided;
@@ -35,10 +36,10 @@ void readiness_check(const struct plugin *p, int verbosity, struct readiness *ou
         out->n_notes = host.notes.n;
         out->notes = steal_pointer(&host.notes.v);
         host.notes.n = 0;
-        host_free(&host);
+        host_done(&host);
 }
 
-void readiness_free(struct readiness *r)
+void readiness_done(struct readiness *r)
 {
         free(r->binary);
         free(r->detail);
@@ -50,16 +51,16 @@ void readiness_free(struct readiness *r)
 
 /* The endpoints the plugin declares (its `endpoints` hook, asked the way
  * `check` asks preflight: changing nothing), into `host`. */
-static void endpoints_check(const struct plugin *p, int verbosity, struct tb_host *host)
+static void endpoints_check(const struct plugin *p, const struct tb_env *env, struct tb_host *host)
 {
-        const char *env_home = getenv("HOME");
+        const char *home = env->home ? env->home : "/";
         *host = (struct tb_host){
                 .harness = p->harness->name,
+                .env = env,
                 .sandboxed = 1,
                 .checking = true,
-                .host_home = env_home ? env_home : "/",
-                .session_home = env_home ? env_home : "/",
-                .verbosity = verbosity,
+                .host_home = home,
+                .session_home = home,
         };
         host_call(host, p->endpoints);
 }
@@ -84,17 +85,16 @@ static void endpoints_print(const struct plugin *p, const struct tb_host *host)
         size_t n;
         const struct host_endpoint *e = host_endpoints(host, &n);
         if (n == 0)
-                printf("%-10s           endpoints: none declared\n",
-                       "");
+                log_print("%-10s           endpoints: none declared", "");
         for (size_t i = 0; i < n; i++)
-                printf("%-10s           endpoint: %s (%s)\n", "", e[i].pattern, e[i].required ? "required" : "optional");
+                log_print("%-10s           endpoint: %s (%s)", "", e[i].pattern, e[i].required ? "required" : "optional");
         for (size_t i = 0; i < host->notes.n; i++)
-                printf("%-10s           %s\n", "", host->notes.v[i]);
+                log_print("%-10s           %s", "", host->notes.v[i]);
         if (plugin_needs_userns(p))
-                printf("%-10s           runs its own sandbox: keeps nested user namespaces\n", "");
+                log_print("%-10s           runs its own sandbox: keeps nested user namespaces", "");
 }
 
-int harnesses_main(int json, int verbosity)
+int harnesses_main(const struct tb_env *env, int json)
 {
         struct plugin_entry *v;
         size_t n;
@@ -116,8 +116,8 @@ int harnesses_main(int json, int verbosity)
                                 json_object_object_add(o, "status", json_object_new_string("shadowed"));
                                 json_object_array_add(arr, o);
                         } else {
-                                printf("%-10s shadowed  %s (an earlier folder has %s.so)\n", v[i].name, v[i].path,
-                                       v[i].name);
+                                log_print("%-10s shadowed  %s (an earlier folder has %s.so)", v[i].name, v[i].path,
+                                          v[i].name);
                         }
                         continue;
                 }
@@ -127,14 +127,14 @@ int harnesses_main(int json, int verbosity)
                                 json_object_object_add(o, "detail", json_object_new_string(err.msg));
                                 json_object_array_add(arr, o);
                         } else {
-                                printf("%-10s refused   %s\n", v[i].name, err.msg);
+                                log_print("%-10s refused   %s", v[i].name, err.msg);
                         }
                         continue;
                 }
                 struct readiness rd;
                 struct tb_host eh;
-                readiness_check(&p, verbosity, &rd);
-                endpoints_check(&p, verbosity, &eh);
+                readiness_check(&p, env, &rd);
+                endpoints_check(&p, env, &eh);
                 uint32_t abi = p.harness->abi_version;
                 if (o) {
                         json_object_object_add(o, "status", json_object_new_string(rd.ready ? "ready" : "not_ready"));
@@ -152,18 +152,18 @@ int harnesses_main(int json, int verbosity)
                         endpoints_json(&p, &eh, o);
                         json_object_array_add(arr, o);
                 } else {
-                        printf("%-10s %-9s %s (ABI %u.%u): %s\n", v[i].name, rd.ready ? "ready" : "not-ready", v[i].path,
-                               TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi),
-                               p.harness->summary ? p.harness->summary : "");
+                        log_print("%-10s %-9s %s (ABI %u.%u): %s", v[i].name, rd.ready ? "ready" : "not-ready",
+                                  v[i].path, TB_PLUGIN_ABI_MAJOR_OF(abi), TB_PLUGIN_ABI_MINOR_OF(abi),
+                                  p.harness->summary ? p.harness->summary : "");
                         if (rd.detail)
-                                printf("%-10s           %s\n", "", rd.detail);
-                        for (size_t k = 0; k < rd.n_notes && verbosity >= 2; k++)
-                                printf("%-10s           %s\n", "", rd.notes[k]);
-                        if (verbosity >= 2)
+                                log_print("%-10s           %s", "", rd.detail);
+                        for (size_t k = 0; k < rd.n_notes && log_get_verbosity() >= 2; k++)
+                                log_print("%-10s           %s", "", rd.notes[k]);
+                        if (log_get_verbosity() >= 2)
                                 endpoints_print(&p, &eh);
                 }
-                host_free(&eh);
-                readiness_free(&rd);
+                host_done(&eh);
+                readiness_done(&rd);
                 plugin_unload(&p);
         }
         plugin_list_free(v, n);

@@ -8,59 +8,23 @@
 #include <sys/stat.h>
 
 #include "credentials.h"
+#include "env.h"
+#include "log.h"
 #include "trials_home.h"
-
-static bool level_shown(int verbosity, enum tb_log_level level)
-{
-        return (int)level <= verbosity;
-}
-
-static void vlog(int verbosity, int min, const char *prefix, const char *fmt, va_list ap)
-        __attribute__((format(printf, 4, 0)));
-static void vlog(int verbosity, int min, const char *prefix, const char *fmt, va_list ap)
-{
-        if (verbosity < min)
-                return;
-        _cleanup_free_ char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) >= 0)
-                fprintf(stderr, "trialbox: %s%s\n", prefix, str_printable(msg));
-}
-
-void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        vlog(verbosity, (int)level, level == TB_LOG_WARNING ? "warning: " : "", fmt, ap);
-        va_end(ap);
-}
-
-void host_notice(int verbosity, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        vlog(verbosity, 1, "", fmt, ap);
-        va_end(ap);
-}
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
 {
-        if (!level_shown(h->verbosity, level))
-                return;
         va_list ap;
         va_start(ap, fmt);
-        _cleanup_free_ char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) >= 0)
-                fprintf(stderr, "trialbox: %s: %s%s\n", h->harness, level == TB_LOG_WARNING ? "warning: " : "",
-                        str_printable(msg));
+        log_fullv((int)level, h->harness, fmt, ap);
         va_end(ap);
 }
 
 static const char *svc_host_getenv(struct tb_host *h, const char *name)
 {
-        (void)h;
-        return name ? getenv(name) : NULL;
+        return name ? tb_env_get(h->env, name) : NULL;
 }
 
 static const char *svc_host_home(struct tb_host *h) { return h->host_home; }
@@ -92,8 +56,8 @@ static void svc_note(struct tb_host *h, const char *fmt, ...)
         va_start(ap, fmt);
         char *msg = NULL;
         if (vasprintf(&msg, fmt, ap) >= 0) {
-                if (!h->checking && level_shown(h->verbosity, TB_LOG_INFO))
-                        fprintf(stderr, "trialbox: %s: %s\n", h->harness, msg);
+                if (!h->checking)
+                        log_full(TB_LOG_INFO, h->harness, "%s", msg);
                 strv_add_take(&h->notes, msg);
         }
         va_end(ap);
@@ -166,7 +130,7 @@ static const char *svc_credential(struct tb_host *h, const char *key)
                 const char *path = h->credentials_path;
                 h->creds_loaded = true;
                 if (!path) {
-                        if (credentials_default_path(&def) < 0)
+                        if (credentials_default_path(h->env, &def) < 0)
                                 return NULL;
                         path = def;
                 }
@@ -178,8 +142,8 @@ static const char *svc_credential(struct tb_host *h, const char *key)
                         }
                         return NULL;
                 }
-                if (credentials_loose_mode(h->creds) && h->verbosity >= 1)
-                        credentials_warn_loose(path);
+                if (credentials_loose_mode(h->creds))
+                        log_warn(CREDENTIALS_LOOSE_WARNING, path, path);
         }
         /* The section is always this Harness's own: the scope is the core's. */
         return h->creds ? credentials_get(h->creds, h->harness, key) : NULL;
@@ -249,7 +213,7 @@ static const char *credentials_shown_path(const struct tb_host *h, char **def)
 {
         if (h->credentials_path)
                 return h->credentials_path;
-        return credentials_default_path(def) == 0 ? *def : "the Credentials";
+        return credentials_default_path(h->env, def) == 0 ? *def : "the Credentials";
 }
 
 static const char *svc_require_credential(struct tb_host *h, const char *key, const char *how)
@@ -439,18 +403,18 @@ const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n
         return host->endpoints;
 }
 
-void host_free(struct tb_host *host)
+void host_done(struct tb_host *host)
 {
-        strv_free(&host->handed);
+        strv_done(&host->handed);
         for (size_t i = 0; i < host->n_endpoints; i++)
                 free(host->endpoints[i].pattern);
         free(host->endpoints);
         host->endpoints = NULL;
         host->n_endpoints = 0;
-        strv_free(&host->notes);
+        strv_done(&host->notes);
         credentials_free(host->creds);
         host->creds = NULL;
-        login_set_free(&host->logins);
+        login_set_done(&host->logins);
         for (size_t i = 0; i < host->n_locks; i++)
                 tb_closep(&host->lock_fds[i]);
         host->n_locks = 0;

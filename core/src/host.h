@@ -10,6 +10,7 @@
 #include "sandbox.h"
 
 struct credentials;
+struct tb_env;
 
 /* A network endpoint a Harness declared with add_endpoint. */
 struct host_endpoint {
@@ -17,15 +18,15 @@ struct host_endpoint {
         bool required; /* else optional (telemetry, update checks) */
 };
 
-/* Verbosity: -q 0 (errors), default 1 (warnings, the summary line), -v 2, -vv 3. */
+/* What the services show is the logger's verbosity (log.h). */
 struct tb_host {
         const char *harness;
+        const struct tb_env *env;  /* the host environment (host_getenv, the Credentials' default path) */
         struct sandbox_spec *spec; /* NULL when only checking */
         bool sandboxed;
         bool checking;             /* `check`/`harnesses`: record, change nothing */
         const char *host_home;
         const char *session_home;
-        int verbosity;
 
         bool dry_run;              /* record binds, touch no file */
         const char *credentials_path; /* --credentials, or NULL for the default */
@@ -60,15 +61,10 @@ int host_call(struct tb_host *host, tb_hook_fn hook);
 bool host_endpoint_valid(const char *endpoint);
 
 /* The endpoints declared so far (by host_call(host, plugin->endpoints)),
- * owned by `host`: valid until host_free. */
+ * owned by `host`: valid until host_done. */
 const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n);
 
-void host_free(struct tb_host *host);
-
-/* Print a message of trialbox's own at `level` (prefixed "trialbox: ", a
- * warning also "warning: "; control characters shown as '?'). */
-void host_logf(int verbosity, enum tb_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* trialbox's one-line summary: shown unless -q. */
-void host_notice(int verbosity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Release what the services hold (credentials, logins, locks); not `host` itself. */
+void host_done(struct tb_host *host);
 
 #endif

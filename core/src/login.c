@@ -19,42 +19,16 @@ struct login_sync {
         size_t last_len;
 };
 
-static void wipe_free(char *p, size_t n)
+/* Read a login file, not following a link (nor waiting on a FIFO) planted
+ * in its place. malloc'd (release with erase_and_free()), or NULL with errno set. */
+static char *read_login(const char *path, size_t *len)
 {
-        if (p)
-                explicit_bzero(p, n);
-        free(p);
-}
-
-/* Read a login file, not following a link planted in its place. */
-static char *read_login(const char *path, size_t *len, mode_t *mode)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return NULL;
-        if (!S_ISREG(st.st_mode) || st.st_size > LOGIN_MAX_SIZE) {
-                errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+        char *buf = NULL;
+        int r = read_file_secure(path, LOGIN_MAX_SIZE, &buf, len, NULL);
+        if (r < 0) {
+                errno = -r;
                 return NULL;
         }
-        if (mode)
-                *mode = st.st_mode & 07777;
-        char *buf = xmalloc((size_t)st.st_size + 1);
-        size_t got = 0;
-        for (;;) {
-                ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        wipe_free(buf, (size_t)st.st_size + 1);
-                        return NULL;
-                }
-                if (n == 0 || got + (size_t)n > (size_t)st.st_size)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        *len = got;
         return buf;
 }
 
@@ -64,21 +38,18 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *cop
         if (!host_real)
                 return tb_fail(err, -errno, "login '%s': %s", host_path, strerror(errno));
         size_t len;
-        char *data = read_login(host_real, &len, NULL);
+        _cleanup_erase_ char *data = read_login(host_real, &len);
         if (!data)
                 return tb_fail(err, -errno, "reading login '%s': %s", host_real, strerror(errno));
 
         _cleanup_free_ char *dir = path_dirname(copy_path);
         int r = mkdir_p(dir, 0700);
-        if (r < 0) {
-                wipe_free(data, len);
+        if (r < 0)
                 return tb_fail(err, r, "making '%s': %s", dir, strerror(-r));
-        }
         chmod(dir, 0700);
         _cleanup_close_ int fd = open(copy_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, 0600) < 0) {
                 r = -errno;
-                wipe_free(data, len);
                 unlink(copy_path);
                 return tb_fail(err, r, "writing the private copy '%s': %s", copy_path, strerror(-r));
         }
@@ -88,7 +59,6 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *cop
                 set->watching = set->inotify_fd >= 0;
                 if (!set->watching) {
                         r = -errno;
-                        wipe_free(data, len);
                         unlink(copy_path);
                         return tb_fail(err, r, "inotify: %s", strerror(-r));
                 }
@@ -96,21 +66,17 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *cop
         int wd = inotify_add_watch(set->inotify_fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO);
         if (wd < 0) {
                 r = -errno;
-                wipe_free(data, len);
                 unlink(copy_path);
                 return tb_fail(err, r, "watching '%s': %s", dir, strerror(-r));
         }
-        if (set->n == set->cap) {
-                set->cap = set->cap ? set->cap * 2 : 4;
-                set->v = xrealloc(set->v, set->cap * sizeof *set->v);
-        }
+        GREEDY_REALLOC(set->v, set->cap, set->n + 1);
         const char *slash = strrchr(copy_path, '/');
         set->v[set->n++] = (struct login_sync){
                 .host_real = steal_pointer(&host_real),
                 .copy_path = xstrdup(copy_path),
                 .copy_name = xstrdup(slash ? slash + 1 : copy_path),
                 .wd = wd,
-                .last = data,
+                .last = steal_pointer(&data),
                 .last_len = len,
         };
         return 0;
@@ -120,13 +86,11 @@ int login_sync_now(struct login_set *set, size_t i)
 {
         struct login_sync *l = &set->v[i];
         size_t len;
-        char *data = read_login(l->copy_path, &len, NULL);
+        _cleanup_erase_ char *data = read_login(l->copy_path, &len);
         if (!data) /* gone, or a rename not finished yet: the next event tells */
                 return errno == ENOENT ? 0 : -errno;
-        if (len == l->last_len && memcmp(data, l->last, len) == 0) {
-                wipe_free(data, len);
+        if (len == l->last_len && memcmp(data, l->last, len) == 0)
                 return 0;
-        }
         /* Keep the host file's own mode; write beside it and rename over it. */
         struct stat st;
         mode_t mode = stat(l->host_real, &st) == 0 ? st.st_mode & 07777 : 0600;
@@ -134,20 +98,25 @@ int login_sync_now(struct login_set *set, size_t i)
         const char *name = strrchr(l->host_real, '/') + 1;
         _cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int r = dirfd < 0 ? -errno : write_file_atomic_at(dirfd, name, data, len, mode);
-        if (r < 0) {
-                wipe_free(data, len);
+        if (r < 0)
                 return r;
-        }
-        wipe_free(l->last, l->last_len);
-        l->last = data;
+        erase_and_free(l->last);
+        l->last = steal_pointer(&data);
         l->last_len = len;
         set->writebacks++;
         return 0;
 }
 
-void login_sync_ready(void *p)
+/* Keep the first failure (the others are alike), naming its login. */
+static int note_failure(int r, int first, const struct login_sync *l, struct tb_error *err)
 {
-        struct login_set *set = p;
+        if (r >= 0 || first < 0)
+                return first;
+        return tb_fail(err, r, "writing the login back to '%s' failed: %s", l->host_real, strerror(-r));
+}
+
+int login_sync_ready(struct login_set *set, struct tb_error *err)
+{
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         bool changed[64] = { false };
         ssize_t n;
@@ -161,26 +130,21 @@ void login_sync_ready(void *p)
                         e += sizeof *ev + ev->len;
                 }
         }
-        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++) {
-                int r = changed[i] ? login_sync_now(set, i) : 0;
-                if (r < 0)
-                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
-                                set->v[i].host_real, strerror(-r));
-        }
+        int first = 0;
+        for (size_t i = 0; i < set->n && i < TB_ARRAY_SIZE(changed); i++)
+                first = note_failure(changed[i] ? login_sync_now(set, i) : 0, first, &set->v[i], err);
+        return first;
 }
 
-void login_sync_finish(void *p)
+int login_sync_finish(struct login_set *set, struct tb_error *err)
 {
-        struct login_set *set = p;
-        for (size_t i = 0; i < set->n; i++) {
-                int r = login_sync_now(set, i);
-                if (r < 0)
-                        fprintf(stderr, "trialbox: warning: writing the login back to '%s' failed: %s\n",
-                                set->v[i].host_real, strerror(-r));
-        }
+        int first = 0;
+        for (size_t i = 0; i < set->n; i++)
+                first = note_failure(login_sync_now(set, i), first, &set->v[i], err);
+        return first;
 }
 
-void login_set_free(struct login_set *set)
+void login_set_done(struct login_set *set)
 {
         for (size_t i = 0; i < set->n; i++) {
                 struct login_sync *l = &set->v[i];
@@ -188,7 +152,7 @@ void login_set_free(struct login_set *set)
                 free(l->host_real);
                 free(l->copy_path);
                 free(l->copy_name);
-                wipe_free(l->last, l->last_len);
+                erase_and_free(l->last);
         }
         free(set->v);
         if (set->watching)

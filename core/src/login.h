@@ -33,15 +33,16 @@ struct login_set {
  * and the copy (0600). 0 or negative errno, `err` says why. */
 int login_sync_add(struct login_set *set, const char *host_path, const char *copy_path, struct tb_error *err);
 
-/* Read pending inotify events and write changed copies back. */
-void login_sync_ready(void *set);
-/* The last check after the session ended. */
-void login_sync_finish(void *set);
+/* Read pending inotify events and write changed copies back. Every login
+ * is tried; 0, or the first failure's negative errno with `err` naming it. */
+int login_sync_ready(struct login_set *set, struct tb_error *err);
+/* The last check after the session ended; the same return. */
+int login_sync_finish(struct login_set *set, struct tb_error *err);
 
 /* Write back one login now if its copy differs from what the host has. 0 or negative errno. */
 int login_sync_now(struct login_set *set, size_t i);
 
-/* Remove the private copies and free everything. */
-void login_set_free(struct login_set *set);
+/* Remove the private copies and free what `set` holds. */
+void login_set_done(struct login_set *set);
 
 #endif

@@ -161,7 +161,7 @@ static int split_host_port(const char *pattern, char *host, size_t size, uint16_
 
 static int usage(struct tb_error *err, const char *pattern, const char *why)
 {
-        _cleanup_free_ char *shown = str_printable(xstrdup(pattern));
+        _cleanup_free_ char *shown = str_escape(pattern);
         return tb_fail(err, -EINVAL, "--allow-host '%s': %s; " USAGE, shown, why);
 }
 

@@ -257,7 +257,7 @@ void plugin_list(struct plugin_entry **out, size_t *n)
                 }
                 free(names);
         }
-        strv_free(&dirs);
+        strv_done(&dirs);
         *out = v;
         *n = count;
 }
@@ -280,12 +280,12 @@ int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
                 _cleanup_free_ char *json = xasprintf("%s/%s.json", dirs.v[i], name);
                 bool has_so = access(so, F_OK) == 0, has_json = access(json, F_OK) == 0;
                 if (has_so && has_json) {
-                        strv_free(&dirs);
+                        strv_done(&dirs);
                         return tb_fail(err, -EEXIST, "both '%s' and '%s' define harness '%s'; remove one", so, json,
                                        name);
                 }
                 if (has_so || has_json) {
-                        strv_free(&dirs);
+                        strv_done(&dirs);
                         return plugin_load_file(has_so ? so : json, name, out, err);
                 }
         }
@@ -308,7 +308,7 @@ int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
                 installed.s ? installed.s : "none");
         free(installed.s);
         free(looked.s);
-        strv_free(&names);
-        strv_free(&dirs);
+        strv_done(&names);
+        strv_done(&dirs);
         return -ENOENT;
 }

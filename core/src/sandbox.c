@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void sandbox_spec_free(struct sandbox_spec *spec)
+void sandbox_spec_done(struct sandbox_spec *spec)
 {
         for (size_t i = 0; i < spec->n_ops; i++) {
                 free(spec->ops[i].src);
@@ -12,13 +12,14 @@ void sandbox_spec_free(struct sandbox_spec *spec)
         }
         free(spec->ops);
         for (size_t i = 0; i < spec->n_env; i++) {
-                if (spec->env[i].secret)
-                        explicit_bzero(spec->env[i].value, strlen(spec->env[i].value));
                 free(spec->env[i].name);
-                free(spec->env[i].value);
+                if (spec->env[i].secret)
+                        erase_and_free(spec->env[i].value);
+                else
+                        free(spec->env[i].value);
         }
         free(spec->env);
-        strv_free(&spec->command);
+        strv_done(&spec->command);
         free(spec->chdir);
         if (spec->seccomp_fd > 0)
                 close(spec->seccomp_fd);
@@ -33,10 +34,7 @@ void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const cha
 void sandbox_insert(struct sandbox_spec *spec, size_t index, enum sandbox_op_kind kind, const char *src,
                     const char *dest)
 {
-        if (spec->n_ops == spec->cap_ops) {
-                spec->cap_ops = spec->cap_ops ? spec->cap_ops * 2 : 32;
-                spec->ops = xrealloc(spec->ops, spec->cap_ops * sizeof *spec->ops);
-        }
+        GREEDY_REALLOC(spec->ops, spec->cap_ops, spec->n_ops + 1);
         if (index > spec->n_ops)
                 index = spec->n_ops;
         memmove(&spec->ops[index + 1], &spec->ops[index], (spec->n_ops - index) * sizeof *spec->ops);
@@ -83,17 +81,15 @@ void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *val
                 struct sandbox_env *e = &spec->env[i];
                 if (strcmp(e->name, name) == 0) {
                         if (e->secret)
-                                explicit_bzero(e->value, strlen(e->value));
-                        free(e->value);
+                                erase_and_free(e->value);
+                        else
+                                free(e->value);
                         e->value = xstrdup(value);
                         e->secret = e->secret || secret;
                         return;
                 }
         }
-        if (spec->n_env == spec->cap_env) {
-                spec->cap_env = spec->cap_env ? spec->cap_env * 2 : 16;
-                spec->env = xrealloc(spec->env, spec->cap_env * sizeof *spec->env);
-        }
+        GREEDY_REALLOC(spec->env, spec->cap_env, spec->n_env + 1);
         spec->env[spec->n_env++] = (struct sandbox_env){ xstrdup(name), xstrdup(value), secret };
 }
 
@@ -188,6 +184,6 @@ char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap)
         /* bwrap writes its status to fd 3: give a shell that runs this line one. */
         if (bwrap)
                 strbuf_addf(&sb, " %d>/dev/null", SANDBOX_STATUS_FD);
-        strv_free(&argv);
+        strv_done(&argv);
         return sb.s;
 }

@@ -49,7 +49,7 @@ struct sandbox_spec {
         bool disable_userns; /* --unshare-user --disable-userns: no nested user namespaces */
 };
 
-void sandbox_spec_free(struct sandbox_spec *spec);
+void sandbox_spec_done(struct sandbox_spec *spec);
 
 /* Append an operation; operations are applied in order, later ones on top. */
 void sandbox_add(struct sandbox_spec *spec, enum sandbox_op_kind kind, const char *src, const char *dest);

@@ -149,7 +149,7 @@ static bool is_token_row(const struct secret_homes *h, const char *path)
                 struct strv ps = { 0 };
                 place_paths(h, &places[i], &ps);
                 bool hit = strv_contains(&ps, path);
-                strv_free(&ps);
+                strv_done(&ps);
                 if (hit)
                         return true;
         }
@@ -175,7 +175,7 @@ static size_t existing_masks(const struct secret_homes *h, struct mask **out)
                 }
                 m[n++] = (struct mask){ real, S_ISDIR(st.st_mode) };
         }
-        strv_free(&paths);
+        strv_done(&paths);
         /* A place inside another masked place is hidden with it. */
         for (size_t i = 0; i < n;) {
                 bool inner = false;

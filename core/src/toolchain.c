@@ -86,10 +86,7 @@ static void ro_paths_add(struct ro_dirs *d, const char *dest, bool file_ok)
                         free(src);
                         return;
                 }
-        if (d->n == d->cap) {
-                d->cap = d->cap ? d->cap * 2 : 16;
-                d->v = xrealloc(d->v, d->cap * sizeof *d->v);
-        }
+        GREEDY_REALLOC(d->v, d->cap, d->n + 1);
         d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest) };
 }
 

@@ -3,61 +3,40 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "confine.h"
+#include "env.h"
 #include "host.h"
+#include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "supervisor.h"
 #include "toolchain.h"
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        _cleanup_free_ char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        fprintf(stderr, "trialbox: %s\n", msg ? str_printable(msg) : "usage error");
-        return TB_EXIT_USAGE;
-}
-
-static void add_allowed(struct sandbox_spec *spec, const char *list)
+static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
         _cleanup_free_ char *copy = xstrdup(list);
         char *save = NULL;
         for (char *name = strtok_r(copy, ":, ", &save); name; name = strtok_r(NULL, ":, ", &save)) {
-                const char *v = getenv(name);
+                const char *v = tb_env_get(env, name);
                 if (v && sandbox_env_name_valid(name))
                         sandbox_setenv(spec, name, v, false);
         }
 }
 
-void trial_add_allowed_env(struct sandbox_spec *spec, bool sandboxed)
+void trial_add_allowed_env(struct sandbox_spec *spec, const struct tb_env *env, bool sandboxed)
 {
-        sandbox_setenv(spec, "PATH", host_path(), false);
-        add_allowed(spec, TRIAL_ENV_ALLOW);
+        sandbox_setenv(spec, "PATH", env->path, false);
+        add_allowed(spec, env, TRIAL_ENV_ALLOW);
         /* Unsandboxed, the session shares the real home and its layout. */
         if (!sandboxed)
-                add_allowed(spec, "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
-        const char *extra = getenv("TRIALBOX_ENV_ALLOW");
-        if (extra)
-                add_allowed(spec, extra);
-}
-
-static char *real_home(void)
-{
-        const char *h = getenv("HOME");
-        if (h && h[0] == '/')
-                return xstrdup(h);
-        struct passwd *pw = getpwuid(getuid());
-        return xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
+                add_allowed(spec, env,
+                            "HOME:XDG_CONFIG_HOME:XDG_CACHE_HOME:XDG_DATA_HOME:XDG_STATE_HOME:XDG_RUNTIME_DIR");
+        if (env->env_allow)
+                add_allowed(spec, env, env->env_allow);
 }
 
 /* `p` made absolute against the working folder, links not resolved. */
@@ -143,29 +122,31 @@ static void set_home_env(struct sandbox_spec *spec, const char *home)
         }
 }
 
-static char *find_bwrap(void)
+static char *find_bwrap(const struct tb_env *env)
 {
-        const char *over = getenv("TRIALBOX_BWRAP");
+        const char *over = env->bwrap;
         if (over && *over)
                 return access(over, X_OK) == 0 ? xstrdup(over) : NULL;
-        return find_on_path("bwrap", host_path());
+        return find_on_path("bwrap", env->path);
 }
 
 /* Everything a Trial holds, freed in one place. */
 struct trial {
         const struct trial_options *opt;
+        const struct tb_env *env;
         char *repo, *output, *home, *user_home, *bin, *bwrap, *skills;
         struct plugin plugin;
         struct sandbox_spec spec;
         struct tb_host host;
         struct outcome outcome;
+        enum outcome_cause cause; /* why the Trial is void, when a step failed */
         long long start_ms;
 };
 
-static void trial_free(struct trial *t)
+static void trial_done(struct trial *t)
 {
-        host_free(&t->host);
-        sandbox_spec_free(&t->spec);
+        host_done(&t->host);
+        sandbox_spec_done(&t->spec);
         plugin_unload(&t->plugin);
         free(t->repo);
         free(t->output);
@@ -176,67 +157,91 @@ static void trial_free(struct trial *t)
         free(t->skills);
 }
 
-/* Check the request; usage errors print one line and return TB_EXIT_USAGE. */
-static int trial_validate(struct trial *t)
+/* Check the request: 0, or a negative errno with `err` saying what is wrong
+ * with it (a usage error: nothing was run or written). */
+static int trial_validate(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
         struct stat st;
 
         if (!plugin_name_valid(opt->harness))
-                return usage_error("'%s' is not a harness name (lowercase letters, digits, '-' and '_'); see "
-                                   "'trialbox harnesses'",
-                                   opt->harness);
+                return tb_fail(err, -EINVAL,
+                               "'%s' is not a harness name (lowercase letters, digits, '-' and '_'); see "
+                               "'trialbox harnesses'",
+                               opt->harness);
         if (stat(opt->repo, &st) < 0)
-                return usage_error("repository '%s': %s; pass the prepared repository's folder with --repo",
-                                   opt->repo, strerror(errno));
+                return tb_fail(err, -errno, "repository '%s': %s; pass the prepared repository's folder with --repo",
+                               opt->repo, strerror(errno));
         if (!S_ISDIR(st.st_mode))
-                return usage_error("repository '%s' is not a folder; pass the prepared repository's folder with --repo",
-                                   opt->repo);
+                return tb_fail(err, -ENOTDIR,
+                               "repository '%s' is not a folder; pass the prepared repository's folder with --repo",
+                               opt->repo);
         t->repo = realpath(opt->repo, NULL);
         if (!t->repo)
-                return usage_error("repository '%s': %s", opt->repo, strerror(errno));
+                return tb_fail(err, -errno, "repository '%s': %s", opt->repo, strerror(errno));
         if (opt->skills) {
                 if (stat(opt->skills, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return usage_error("skills folder '%s' is not a folder; pass an existing folder with --skills",
-                                           opt->skills);
+                        return tb_fail(err, -ENOTDIR,
+                                       "skills folder '%s' is not a folder; pass an existing folder with --skills",
+                                       opt->skills);
                 t->skills = realpath(opt->skills, NULL);
         }
 
         if (lstat(opt->output_dir, &st) == 0) {
                 if (S_ISLNK(st.st_mode))
-                        return usage_error("output folder '%s' is a symbolic link; pass the real folder", opt->output_dir);
+                        return tb_fail(err, -ELOOP, "output folder '%s' is a symbolic link; pass the real folder",
+                                       opt->output_dir);
                 if (!S_ISDIR(st.st_mode))
-                        return usage_error("output folder '%s' is not a folder; pass a new or empty folder",
-                                           opt->output_dir);
+                        return tb_fail(err, -ENOTDIR, "output folder '%s' is not a folder; pass a new or empty folder",
+                                       opt->output_dir);
         } else if (errno != ENOENT) {
-                return usage_error("output folder '%s': %s", opt->output_dir, strerror(errno));
+                return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
         t->output = resolve_new_path(opt->output_dir);
         if (!t->output)
-                return usage_error("output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
-                                   opt->output_dir);
+                return tb_fail(err, -EINVAL,
+                               "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
+                               opt->output_dir);
         if (path_is_under(t->output, t->repo))
-                return usage_error("output folder '%s' is inside the repository '%s', where the session could read "
-                                   "its home; choose a folder outside it",
-                                   t->output, t->repo);
+                return tb_fail(err, -EINVAL,
+                               "output folder '%s' is inside the repository '%s', where the session could read "
+                               "its home; choose a folder outside it",
+                               t->output, t->repo);
         _cleanup_free_ char *home = xasprintf("%s/home", t->output);
         _cleanup_free_ char *outcome = xasprintf("%s/outcome.json", t->output);
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
-                return usage_error("output folder '%s' already holds a Trial; give each Trial a new folder", t->output);
-        t->user_home = real_home();
+                return tb_fail(err, -EEXIST, "output folder '%s' already holds a Trial; give each Trial a new folder",
+                               t->output);
+        /* The host's home as `check` sees it too (env.c); "/" when there is none. */
+        t->user_home = xstrdup(t->env->home ? t->env->home : "/");
         t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
         return 0;
 }
 
-/* End the Trial: write the Outcome, print it, return the exit status. */
-static int trial_finish(struct trial *t)
+/* Load the plugin and make the output folder: 0, or a negative errno with
+ * `err` filled (a usage error too: the request names what cannot be had). */
+static int trial_load(struct trial *t, struct tb_error *err)
 {
-        struct tb_error err = { 0 };
+        int r = plugin_load(t->opt->harness, &t->plugin, err);
+        if (r < 0)
+                return r;
+        if (t->opt->dry_run)
+                return 0;
+        r = mkdir_p(t->output, 0755);
+        if (r < 0)
+                return tb_fail(err, r, "cannot create output folder '%s': %s; choose a writable folder", t->output,
+                               strerror(-r));
+        return 0;
+}
+
+/* Write the Outcome, print it and the summary line: 0, or a negative errno
+ * with `err` filled when outcome.json cannot be written. */
+static int trial_finish(struct trial *t, struct tb_error *err)
+{
         t->outcome.duration_ms = now_ms() - t->start_ms;
-        if (outcome_write(&t->outcome, t->output, &err) < 0) {
-                fprintf(stderr, "trialbox: %s\n", err.msg);
-                return TB_EXIT_ERROR;
-        }
+        int r = outcome_write(&t->outcome, t->output, err);
+        if (r < 0)
+                return r;
         if (t->opt->json) {
                 _cleanup_free_ char *json = outcome_to_json(&t->outcome);
                 fflush(stdout);
@@ -245,36 +250,26 @@ static int trial_finish(struct trial *t)
         }
         const struct outcome *o = &t->outcome;
         if (o->kind == OUTCOME_VOID)
-                host_logf(t->opt->verbosity, TB_LOG_ERROR, "%s: void (%s): %s", o->harness,
-                          outcome_cause_name(o->cause), o->detail);
+                log_error("%s: void (%s): %s", o->harness, outcome_cause_name(o->cause), o->detail);
         else
-                host_notice(t->opt->verbosity, "%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness,
-                          outcome_kind_name(o->kind), o->detail, o->duration_ms, t->output);
-        return outcome_exit_status(o);
-}
-
-static int trial_void(struct trial *t, enum outcome_cause cause, const char *detail)
-{
-        outcome_set_void(&t->outcome, cause, detail);
-        return t->opt->dry_run ? (host_logf(t->opt->verbosity, TB_LOG_ERROR, "%s: void (%s): %s", t->opt->harness,
-                                            outcome_cause_name(cause), detail),
-                                  TB_EXIT_VOID)
-                               : trial_finish(t);
+                log_notice("%s: %s: %s, in %lld ms; see %s/outcome.json", o->harness, outcome_kind_name(o->kind),
+                           o->detail, o->duration_ms, t->output);
+        return 0;
 }
 
 static struct toolchain_host trial_toolchain_host(const struct trial *t)
 {
         return (struct toolchain_host){
-                .path = host_path(),
+                .path = t->env->path,
                 .home = t->user_home,
-                .tools = getenv("TRIALBOX_TOOLCHAINS"),
-                .cargo_home = getenv("CARGO_HOME"),
-                .rustup_home = getenv("RUSTUP_HOME"),
-                .pyenv_root = getenv("PYENV_ROOT"),
-                .config_home = getenv("XDG_CONFIG_HOME"),
-                .data_home = getenv("XDG_DATA_HOME"),
-                .state_home = getenv("XDG_STATE_HOME"),
-                .secret_places = getenv("TRIALBOX_SECRET_PLACES"),
+                .tools = t->env->toolchains,
+                .cargo_home = t->env->cargo_home,
+                .rustup_home = t->env->rustup_home,
+                .pyenv_root = t->env->pyenv_root,
+                .config_home = t->env->xdg_config_home,
+                .data_home = t->env->xdg_data_home,
+                .state_home = t->env->xdg_state_home,
+                .secret_places = t->env->secret_places,
         };
 }
 
@@ -283,7 +278,7 @@ static void trial_build_spec(struct trial *t)
         struct sandbox_spec *spec = &t->spec;
         const bool sandboxed = !t->opt->no_sandbox;
 
-        trial_add_allowed_env(spec, sandboxed);
+        trial_add_allowed_env(spec, t->env, sandboxed);
         if (!sandboxed) {
                 strv_add(&spec->command, t->bin);
                 spec->chdir = xstrdup(t->repo);
@@ -309,24 +304,12 @@ static void trial_build_spec(struct trial *t)
         spec->chdir = xstrdup(t->repo);
 }
 
-/* Load the plugin, find the binaries, make the output folder. Returns -1
- * to go on, or the exit status to end with. */
-static int trial_setup(struct trial *t)
+/* Fill in the Outcome and the host context, find the binaries: 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_setup(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        struct tb_error err = { 0 };
 
-        int status = trial_validate(t);
-        if (status != 0)
-                return status;
-        if (plugin_load(opt->harness, &t->plugin, &err) < 0)
-                return usage_error("%s", err.msg);
-        if (!opt->dry_run) {
-                int r = mkdir_p(t->output, 0755);
-                if (r < 0)
-                        return usage_error("cannot create output folder '%s': %s; choose a writable folder", t->output,
-                                           strerror(-r));
-        }
         t->outcome = (struct outcome){
                 .harness = opt->harness,
                 .exit_code = -1,
@@ -335,70 +318,68 @@ static int trial_setup(struct trial *t)
         };
         t->host = (struct tb_host){
                 .harness = opt->harness,
+                .env = t->env,
                 .spec = &t->spec,
                 .sandboxed = !opt->no_sandbox,
                 .host_home = t->user_home,
                 .session_home = t->home,
-                .verbosity = opt->verbosity,
                 .dry_run = opt->dry_run,
                 .credentials_path = opt->credentials,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
-        t->bin = find_on_path(want, host_path());
+        t->bin = find_on_path(want, t->env->path);
         if (!t->bin) {
-                _cleanup_free_ char *d = xasprintf("the %s binary '%s' was not found%s; install it or pass --harness-bin",
-                                                   opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
-                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return tb_fail(err, -ENOENT, "the %s binary '%s' was not found%s; install it or pass --harness-bin",
+                               opt->harness, want, strchr(want, '/') ? "" : " on the PATH");
         }
-        if (!opt->no_sandbox) {
-                t->bwrap = find_bwrap();
-                if (!t->bwrap)
-                        return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE,
-                                          getenv("TRIALBOX_BWRAP")
-                                                  ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
-                                                  : "bwrap was not found on the PATH; install bubblewrap (apt-get "
-                                                    "install bubblewrap)");
+        if (opt->no_sandbox)
+                return 0;
+        t->bwrap = find_bwrap(t->env);
+        if (!t->bwrap) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return tb_fail(err, -ENOENT, "%s",
+                               t->env->bwrap ? "TRIALBOX_BWRAP does not name an executable bwrap; fix it or unset it"
+                                             : "bwrap was not found on the PATH; install bubblewrap (apt-get "
+                                               "install bubblewrap)");
         }
-        return -1;
+        return 0;
 }
 
-/* Does the Harness run its own sandbox? INTERIM: the lead replaces the
- * body with `return plugin_needs_userns(&t->plugin);` (TB_HARNESS_NEEDS_USERNS). */
+/* Does the Harness run its own sandbox (TB_HARNESS_NEEDS_USERNS)? */
 static bool trial_needs_userns(const struct trial *t)
 {
-        (void)t;
-        const char *v = getenv("TRIALBOX_NESTED_USERNS");
-        return v && strcmp(v, "1") == 0;
+        return plugin_needs_userns(&t->plugin);
 }
 
 /* The seccomp filter, nested user namespaces, TMPDIR (confine.h); last,
- * once every bind is in place. Returns -1 to go on, or the exit status. */
-static int trial_confine(struct trial *t)
+ * once every bind is in place. 0, or a negative errno with `err`. */
+static int trial_confine(struct trial *t, struct tb_error *err)
 {
-        struct tb_error err = { 0 };
         if (t->opt->no_sandbox)
-                return -1;
+                return 0;
         const struct confine_options co = {
                 .nested_userns = trial_needs_userns(t),
                 /* bwrap (not setuid) makes a user namespace unless run by root. */
                 .bwrap_userns = geteuid() != 0,
         };
-        if (confine_spec(&t->spec, &co, t->home, &err) < 0)
-                return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
-        return -1;
+        int r = confine_spec(&t->spec, &co, t->home, err);
+        if (r < 0)
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
 }
 
-/* Build the spec through the plugin's hooks. Returns -1 to go on, or the exit status. */
-static int trial_prepare(struct trial *t)
+/* Build the spec through the plugin's hooks: 0, or a negative errno with
+ * `err` and t->cause saying why the Trial is void. */
+static int trial_prepare(struct trial *t, struct tb_error *err)
 {
         /* The fresh home first: logins and configs are put into it. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
                 int r = make_fresh_home(t->home);
                 if (r < 0) {
-                        _cleanup_free_ char *d =
-                                xasprintf("cannot create the fresh home '%s': %s", t->home, strerror(-r));
-                        return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
+                        return tb_fail(err, r, "cannot create the fresh home '%s': %s", t->home, strerror(-r));
                 }
         }
         trial_build_spec(t);
@@ -408,23 +389,40 @@ static int trial_prepare(struct trial *t)
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
         if (r < 0) {
-                _cleanup_free_ char *d =
-                        t->host.voided         ? xstrdup(t->host.void_detail)
-                        : t->host.fail_detail[0] ? xasprintf("the %s login could not be handed over: %s",
-                                                             t->opt->harness, t->host.fail_detail)
-                                               : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
-                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                if (t->host.voided)
+                        return tb_fail(err, r, "%s", t->host.void_detail);
+                if (t->host.fail_detail[0])
+                        return tb_fail(err, r, "the %s login could not be handed over: %s", t->opt->harness,
+                                       t->host.fail_detail);
+                return tb_fail(err, r, "the %s plugin failed: %s", t->opt->harness, strerror(-r));
         }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
-        return trial_confine(t);
+        return trial_confine(t, err);
 }
 
-/* Run the session and write its Outcome. Returns the exit status. */
-static int trial_execute(struct trial *t)
+/* The login watch's handlers: a login not written back is worth a warning
+ * as it happens, not the end of the session. */
+static void logins_ready(void *set)
+{
+        struct tb_error err = { 0 };
+        if (login_sync_ready(set, &err) < 0)
+                log_warn("%s", err.msg);
+}
+
+static void logins_finish(void *set)
+{
+        struct tb_error err = { 0 };
+        if (login_sync_finish(set, &err) < 0)
+                log_warn("%s", err.msg);
+}
+
+/* Run the session (or, with --dry-run, print its command line): 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_execute(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        struct tb_error err = { 0 };
         /* Last, over every bind the core and the plugin made. */
         if (!opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
@@ -436,10 +434,11 @@ static int trial_execute(struct trial *t)
                 printf("%s\n", line);
                 return 0;
         }
-        host_logf(opt->verbosity, TB_LOG_INFO, "plugin '%s'", t->plugin.path);
-        host_logf(opt->verbosity, TB_LOG_INFO, "running: %s", line);
+        log_info("plugin '%s'", t->plugin.path);
+        log_info("running: %s", line);
 
-        struct strv argv = { 0 }, envp = { 0 };
+        _cleanup_strv_ struct strv argv = { 0 };
+        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
         if (t->bwrap)
                 sandbox_argv(&t->spec, t->bwrap, &argv);
         else
@@ -448,8 +447,8 @@ static int trial_execute(struct trial *t)
         sandbox_envp(&t->spec, &envp);
         struct supervisor_watch logins = {
                 .fd = t->host.logins.inotify_fd,
-                .ready = login_sync_ready,
-                .finish = login_sync_finish,
+                .ready = logins_ready,
+                .finish = logins_finish,
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
@@ -461,25 +460,49 @@ static int trial_execute(struct trial *t)
                 .n_watches = t->host.logins.watching ? 1 : 0,
         };
         struct session_result res;
-        int r = supervisor_run(&run, &res, &err);
-        for (size_t i = 0; i < envp.n; i++)
-                explicit_bzero(envp.v[i], strlen(envp.v[i]));
-        strv_free(&argv);
-        strv_free(&envp);
-        if (r < 0)
-                return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
+        int r = supervisor_run(&run, &res, err);
+        if (r < 0) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return r;
+        }
         outcome_from_session(&t->outcome, &res);
-        return trial_finish(t);
+        return 0;
 }
 
-int trial_run(const struct trial_options *opt)
+/* The command layer of `run`: each step returns 0 or a negative errno with
+ * `err`; here alone that becomes an exit status. */
+int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
-        struct trial t = { .opt = opt, .start_ms = now_ms() };
-        int status = trial_setup(&t);
-        if (status < 0)
-                status = trial_prepare(&t);
-        if (status < 0)
-                status = trial_execute(&t);
-        trial_free(&t);
+        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms() };
+        struct tb_error err = { 0 };
+        int status;
+
+        int r = trial_validate(&t, &err);
+        if (r >= 0)
+                r = trial_load(&t, &err);
+        if (r < 0) {
+                log_error("%s", err.msg);
+                trial_done(&t);
+                return TB_EXIT_USAGE;
+        }
+        r = trial_setup(&t, &err);
+        if (r >= 0)
+                r = trial_prepare(&t, &err);
+        if (r >= 0)
+                r = trial_execute(&t, &err);
+        if (r < 0)
+                outcome_set_void(&t.outcome, t.cause, err.msg);
+
+        if (opt->dry_run) { /* nothing is written: a void is said, and that is all */
+                if (r < 0)
+                        log_error("%s: void (%s): %s", opt->harness, outcome_cause_name(t.cause), err.msg);
+                status = r < 0 ? TB_EXIT_VOID : 0;
+        } else if (trial_finish(&t, &err) < 0) {
+                log_error("%s", err.msg);
+                status = TB_EXIT_ERROR;
+        } else {
+                status = outcome_exit_status(&t.outcome);
+        }
+        trial_done(&t);
         return status;
 }

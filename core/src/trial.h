@@ -27,10 +27,14 @@ struct trial_options {
         "PATH:LANG:LANGUAGE:LC_ALL:LC_CTYPE:LC_MESSAGES:LC_COLLATE:LC_NUMERIC:LC_TIME:LC_MONETARY:TERM:" \
         "COLORTERM:NO_COLOR:TZ:USER:LOGNAME"
 
-/* Run one Trial; prints its errors; returns trialbox's exit status. */
-int trial_run(const struct trial_options *opt);
+struct tb_env;
 
-/* Build the environment allowlist part of a session's environment. */
-void trial_add_allowed_env(struct sandbox_spec *spec, bool sandboxed);
+/* Run one Trial in the host environment `env`; prints its errors; returns
+ * trialbox's exit status. */
+int trial_run(const struct trial_options *opt, const struct tb_env *env);
+
+/* Build the environment allowlist part of a session's environment, from
+ * the host's `env`. */
+void trial_add_allowed_env(struct sandbox_spec *spec, const struct tb_env *env, bool sandboxed);
 
 #endif

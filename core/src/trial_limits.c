@@ -74,8 +74,9 @@ static bool decimal_scale(const struct decimal *d, long long unit, bool round, l
 
 static const char *printable_copy(const char *text, char *buf, size_t n)
 {
-        snprintf(buf, n, "%s", text);
-        return str_printable(buf);
+        _cleanup_free_ char *shown = str_escape(text);
+        snprintf(buf, n, "%s", shown);
+        return buf;
 }
 
 #define DURATION_FORMS "a number of seconds, or one with s, m or h (90, 90s, 1.5m, 2h)"

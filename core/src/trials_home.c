@@ -45,7 +45,7 @@ static bool kept(const char *name, const char *const keep[])
 /* Empty the folder open at `dfd` (which this takes), keeping `keep` at top level only. */
 static int wipe_at(int dfd, const char *const keep[], const char *where, struct tb_error *err)
 {
-        DIR *d = fdopendir(dfd);
+        _cleanup_closedir_ DIR *d = fdopendir(dfd);
         if (!d) {
                 int e = errno;
                 close(dfd);
@@ -79,7 +79,6 @@ static int wipe_at(int dfd, const char *const keep[], const char *where, struct 
                         r = tb_fail(err, -errno, "wiping '%s/%s': %s", where, n, strerror(errno));
                 }
         }
-        closedir(d);
         return r;
 }
 

@@ -1,8 +1,11 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include "log.h"
+
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,27 +25,9 @@ void tb_fail_set(struct tb_error *err, int code, const char *fmt, ...)
         }
 }
 
-int tb_wrap(struct tb_error *err, const char *fmt, ...)
-{
-        _cleanup_free_ char *prefix = NULL, *whole = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&prefix, fmt, ap) < 0)
-                prefix = NULL;
-        va_end(ap);
-        whole = xasprintf("%s: %s", prefix ? prefix : "", err->msg);
-        size_t n = strlen(whole);
-        if (n >= sizeof err->msg)
-                n = sizeof err->msg - 1;
-        memcpy(err->msg, whole, n);
-        err->msg[n] = '\0';
-        return err->code;
-}
-
 static void oom(void)
 {
-        static const char m[] = "trialbox: out of memory\n";
+        static const char m[] = LOG_PREFIX "out of memory\n";
         if (write(STDERR_FILENO, m, sizeof m - 1) < 0) {
         }
         abort();
@@ -92,12 +77,30 @@ char *xasprintf(const char *fmt, ...)
         return p;
 }
 
+void *tb_greedy_realloc(void *p, size_t *cap, size_t need, size_t elem_size)
+{
+        size_t n = *cap ? *cap : 4;
+        while (n < need) {
+                if (n > SIZE_MAX / 2 / elem_size)
+                        oom();
+                n *= 2;
+        }
+        p = xrealloc(p, n * elem_size);
+        *cap = n;
+        return p;
+}
+
+void erase_and_free(void *p)
+{
+        if (!p)
+                return;
+        explicit_bzero(p, malloc_usable_size(p));
+        free(p);
+}
+
 void strv_add_take(struct strv *s, char *x)
 {
-        if (s->n + 2 > s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 16;
-                s->v = xrealloc(s->v, s->cap * sizeof *s->v);
-        }
+        GREEDY_REALLOC(s->v, s->cap, s->n + 2);
         s->v[s->n++] = x;
         s->v[s->n] = NULL;
 }
@@ -124,7 +127,16 @@ bool strv_contains(const struct strv *s, const char *x)
         return false;
 }
 
-void strv_free(struct strv *s)
+void strv_done_erase(struct strv *s)
+{
+        for (size_t i = 0; i < s->n; i++) {
+                erase_and_free(s->v[i]);
+                s->v[i] = NULL;
+        }
+        strv_done(s);
+}
+
+void strv_done(struct strv *s)
 {
         for (size_t i = 0; i < s->n; i++)
                 free(s->v[i]);
@@ -133,12 +145,58 @@ void strv_free(struct strv *s)
         s->n = s->cap = 0;
 }
 
-char *str_printable(char *s)
+/* Length of the valid UTF-8 sequence at `p` (1 to 4), or 0; *cp gets the
+ * code point. Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_seq(const unsigned char *p, unsigned int *cp)
 {
-        for (unsigned char *p = (unsigned char *)s; *p; p++)
-                if (*p < 0x20 || *p == 0x7f)
-                        *p = '?';
-        return s;
+        size_t need;
+        unsigned int c, min;
+        if (*p < 0x80) {
+                *cp = *p;
+                return 1;
+        } else if ((*p & 0xe0) == 0xc0) {
+                need = 1, c = *p & 0x1f, min = 0x80;
+        } else if ((*p & 0xf0) == 0xe0) {
+                need = 2, c = *p & 0x0f, min = 0x800;
+        } else if ((*p & 0xf8) == 0xf0) {
+                need = 3, c = *p & 0x07, min = 0x10000;
+        } else {
+                return 0;
+        }
+        for (size_t k = 1; k <= need; k++) {
+                if ((p[k] & 0xc0) != 0x80) /* also stops at the terminator */
+                        return 0;
+                c = (c << 6) | (p[k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *cp = c;
+        return need + 1;
+}
+
+static void strbuf_addn(struct strbuf *sb, const char *s, size_t n);
+
+char *str_escape(const char *s)
+{
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                unsigned int cp = 0;
+                size_t n = utf8_seq(p, &cp);
+                /* C0 and C1 controls (a C1 CSI starts escape sequences too), DEL,
+                 * and bytes that are not UTF-8: shown, never sent. */
+                bool shown = n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+                if (n == 0)
+                        n = 1;
+                if (shown) {
+                        for (size_t k = 0; k < n; k++)
+                                strbuf_addf(&sb, "\\x%02x", p[k]);
+                } else {
+                        strbuf_addn(&sb, (const char *)p, n);
+                }
+                p += n;
+        }
+        return sb.s;
 }
 
 bool str_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -220,12 +278,6 @@ char *find_on_path(const char *prog, const char *path_env)
         return NULL;
 }
 
-const char *host_path(void)
-{
-        const char *p = getenv("PATH");
-        return p && *p ? p : TB_DEFAULT_PATH;
-}
-
 char *path_dirname(const char *path)
 {
         const char *slash = strrchr(path, '/');
@@ -302,45 +354,91 @@ fail:
         return r;
 }
 
+/* Read `fd` to its end into *out (malloc'd, NUL-terminated), at most `max`
+ * bytes, starting with room for `hint`. With `secure`, a buffer is never
+ * realloc'd (that could leave a copy behind) but copied and erased, and it
+ * is erased on error. 0 or a negative errno (-EFBIG over `max`). */
+static int read_fd_all(int fd, size_t max, size_t hint, bool secure, char **out, size_t *len)
+{
+        /* One byte more than expected: the read that finds the end needs room. */
+        size_t cap = (hint < max ? hint : max) + 2, n = 0;
+        char *buf = xmalloc(cap);
+        int r = 0;
+
+        for (;;) {
+                if (n + 1 >= cap) {
+                        if (n > max) {
+                                r = -EFBIG;
+                                break;
+                        }
+                        size_t want = cap < 4096 ? 4096 : cap * 2;
+                        if (secure) {
+                                char *bigger = xmalloc(want);
+                                memcpy(bigger, buf, n);
+                                erase_and_free(buf);
+                                buf = bigger;
+                        } else {
+                                buf = xrealloc(buf, want);
+                        }
+                        cap = want;
+                }
+                ssize_t got = read(fd, buf + n, cap - n - 1);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0) {
+                        r = errno > 0 ? -errno : -EIO;
+                        break;
+                }
+                if (got == 0)
+                        break;
+                n += (size_t)got;
+        }
+        if (r == 0 && n > max)
+                r = -EFBIG;
+        if (r < 0) {
+                if (secure)
+                        erase_and_free(buf);
+                else
+                        free(buf);
+                return r;
+        }
+        buf[n] = '\0';
+        *out = buf;
+        *len = n;
+        return 0;
+}
+
 char *read_file(const char *path, size_t max, size_t *len_out)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return NULL;
-        size_t cap = 4096, len = 0;
-        char *buf = xmalloc(cap);
-        for (;;) {
-                if (len + 1 >= cap) {
-                        if (cap > max) {
-                                free(buf);
-                                errno = EFBIG;
-                                return NULL;
-                        }
-                        cap *= 2;
-                        buf = xrealloc(buf, cap);
-                }
-                ssize_t r = read(fd, buf + len, cap - len - 1);
-                if (r < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int e = errno;
-                        free(buf);
-                        errno = e;
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-        }
-        if (len > max) {
-                free(buf);
-                errno = EFBIG;
+        char *buf = NULL;
+        size_t len = 0;
+        int r = read_fd_all(fd, max, 4094, false, &buf, &len);
+        if (r < 0) {
+                errno = -r;
                 return NULL;
         }
-        buf[len] = '\0';
         if (len_out)
                 *len_out = len;
         return buf;
+}
+
+int read_file_secure(const char *path, size_t max, char **out, size_t *len, struct stat *st)
+{
+        struct stat own = { 0 };
+        st = st ? st : &own;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, st) < 0)
+                return errno > 0 ? -errno : -EIO;
+        if (S_ISDIR(st->st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st->st_mode))
+                return -EINVAL;
+        if ((uintmax_t)st->st_size > max)
+                return -EFBIG;
+        return read_fd_all(fd, max, (size_t)st->st_size, true, out, len);
 }
 
 long long now_ms(void)

@@ -61,12 +61,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(section);
                 free(key);
         }
-        strv_free(&names);
+        strv_done(&names);
 
         struct strv left = { 0 };
         credentials_names(c, &left);
         check(left.n == 0, "nothing is left after unsetting every name");
-        strv_free(&left);
+        strv_done(&left);
         credentials_free(c);
         return 0;
 }

@@ -1,0 +1,65 @@
+#define _GNU_SOURCE
+#include "log.h"
+
+#include <stdio.h>
+
+#include "util.h"
+
+static int log_verbosity = 1;
+
+void log_set_verbosity(int verbosity) { log_verbosity = verbosity; }
+int log_get_verbosity(void) { return log_verbosity; }
+
+/* The one place a line reaches stderr: prefix, who, tag, the escaped text. */
+static void vlog(int level, const char *who, const char *tag, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
+static void vlog(int level, const char *who, const char *tag, const char *fmt, va_list ap)
+{
+        if (level > log_verbosity)
+                return;
+        _cleanup_free_ char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                return;
+        _cleanup_free_ char *shown = str_escape(msg);
+        fprintf(stderr, LOG_PREFIX "%s%s%s%s\n", who ? who : "", who ? ": " : "", tag, shown);
+}
+
+void log_fullv(int level, const char *who, const char *fmt, va_list ap)
+{
+        vlog(level, who, level == 1 ? "warning: " : "", fmt, ap);
+}
+
+void log_print(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *msg = NULL;
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        _cleanup_free_ char *shown = str_escape(msg);
+        printf("%s\n", shown);
+}
+
+void log_full(int level, const char *who, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        log_fullv(level, who, fmt, ap);
+        va_end(ap);
+}
+
+#define LOG_AT(name, level, tag)                      \
+        void name(const char *fmt, ...)               \
+        {                                             \
+                va_list ap;                           \
+                va_start(ap, fmt);                    \
+                vlog((level), NULL, (tag), fmt, ap);  \
+                va_end(ap);                           \
+        }
+
+LOG_AT(log_error, 0, "")
+LOG_AT(log_warn, 1, "warning: ")
+LOG_AT(log_notice, 1, "")
+LOG_AT(log_info, 2, "")
