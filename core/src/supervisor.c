@@ -6,13 +6,16 @@
 #include <linux/close_range.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "keeper.h"
 #include "sandbox.h"
@@ -79,11 +82,22 @@ enum source_life {
 };
 struct source {
         int fd;
+        short events; /* POLLIN, or POLLOUT */
         enum source_life life;
         bool ended;
         /* Called with poll's revents; returns false once the fd is at its end. */
         bool (*handle)(struct supervisor *sv, struct source *src, short revents);
+        /* When set: is the source wanted now (e.g. a relay with room)? */
+        bool (*wanted)(const struct supervisor *sv);
         void *ctx;
+};
+
+/* trialbox's stdin on its way to the session, through a buffer: a session
+ * that does not read never blocks the loop. */
+struct relay {
+        char buf[16384];
+        size_t len, off;
+        bool ended; /* no more input: stdin at its end, or the session's side closed */
 };
 
 /* Room for the sources of today (signals, kill timer, bwrap's status and
@@ -99,8 +113,20 @@ struct supervisor {
         bool masked; /* old_mask holds the mask to restore */
         pid_t pid; /* the direct child: the session, or bwrap's keeper */
         bool reaped;
+        char **argv; /* run->argv, with bwrap's --block-fd */
         int sfd, timer, exec_r;
         int status_p[2], err_p[2];
+        /* bwrap blocks on this pipe's one byte until the sandbox is set up:
+         * once it is read, the session's program is being executed. */
+        int block_p[2];
+        /* The session's stdin and stdout: its ends (given to the child) and
+         * trialbox's; with a terminal, one pty for both (master, slave). */
+        int in_p[2], out_p[2], pty_master, pty_slave;
+        bool terminal; /* trialbox's stdin is its foreground terminal, now raw */
+        struct termios saved_termios;
+        struct relay input;
+        struct source *input_sink;
+        bool output_mid_line; /* the session's stdout so far ends without a newline */
         struct line_reader status_lines, err_lines;
         struct source sources[SUPERVISOR_MAX_SOURCES];
         size_t n_sources;
@@ -150,33 +176,50 @@ static void close_inherited_fds(int from, int keep)
                 closedir(d);
 }
 
-/* In the child: put the fds where the program expects them and exec it
- * (bwrap: through its keeper). */
-static void __attribute__((noreturn)) exec_child(const struct supervisor_run *run, const sigset_t *old,
-                                                 pid_t trialbox, int status_w, int err_w, int exec_err_w)
+/* In the child: move each fds[i] to targets[i], whatever numbers they had
+ * (one may sit where another must go), all without close-on-exec. */
+static int place_fds(int *fds, const int *targets, size_t n)
 {
-        int e;
-        if (run->bwrap) {
-                if (dup2(err_w, STDERR_FILENO) < 0)
-                        goto fail;
-                if (status_w == SANDBOX_STATUS_FD) {
-                        if (fcntl(status_w, F_SETFD, 0) < 0)
-                                goto fail;
-                } else if (dup2(status_w, SANDBOX_STATUS_FD) < 0) {
-                        goto fail;
-                }
-                /* Only what bwrap needs crosses: no fd trialbox inherited
-                 * from whoever started it (bwrap passes them all on). */
-                keeper_run(run->argv, run->envp, trialbox, old, exec_err_w);
+        for (size_t i = 0; i < n; i++) {
+                fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+                if (fds[i] < 0)
+                        return -1;
         }
-        sigprocmask(SIG_SETMASK, old, NULL);
-        /* Its own process group, so a forwarded signal reaches its children too. */
+        for (size_t i = 0; i < n; i++)
+                if (dup2(fds[i], targets[i]) < 0)
+                        return -1;
+        return 0;
+}
+
+/* In the child: put the fds where the program expects them and exec it
+ * (bwrap: through its keeper, in a process group of its own). */
+static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pid_t trialbox, int exec_err_w)
+{
+        const struct supervisor_run *run = sv->run;
+        bool pty = sv->pty_slave >= 0;
+        int fds[] = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1], sv->err_p[1],
+                      exec_err_w, sv->status_p[1], sv->block_p[0] };
+        const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
+                                KEEPER_BLOCK_FD };
+        int e;
+        /* Its own process group: a signal for trialbox's group (Ctrl-C,
+         * timeout(1), a runner's killpg) reaches trialbox alone, which
+         * forwards it. */
         if (setpgid(0, 0) < 0)
                 goto fail;
+        if (place_fds(fds, targets, run->bwrap ? TB_ARRAY_SIZE(fds) : 4) < 0 ||
+            fcntl(KEEPER_EXEC_ERR_FD, F_SETFD, FD_CLOEXEC) < 0)
+                goto fail;
+        exec_err_w = KEEPER_EXEC_ERR_FD;
+        if (run->bwrap)
+                /* Only what bwrap needs crosses: no fd trialbox inherited
+                 * from whoever started it (bwrap passes them all on). */
+                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w);
+        sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;
         close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
-        execve(run->argv[0], run->argv, run->envp);
+        execve(sv->argv[0], sv->argv, run->envp);
 fail:
         e = errno;
         if (write(exec_err_w, &e, sizeof e) < 0) {
@@ -184,34 +227,36 @@ fail:
         _exit(127);
 }
 
+/* The signal trialbox knows ended the session, or 0; `code` is what was
+ * reported (bwrap's exit-code, or the keeper's own status), -1 for none. */
+static int known_signal(const struct supervisor_seen *seen, int code)
+{
+        if (!seen->bwrap && WIFSIGNALED(seen->wait_status))
+                return WTERMSIG(seen->wait_status);
+        if (code < 0) /* bwrap ended without reporting the session's end */
+                return seen->killed ? SIGKILL
+                       : seen->forwarded ? seen->forwarded
+                       : WIFSIGNALED(seen->wait_status) ? WTERMSIG(seen->wait_status)
+                                                        : 0;
+        if (seen->killed && code == 128 + SIGKILL)
+                return SIGKILL;
+        if (seen->forwarded && code == 128 + seen->forwarded)
+                return seen->forwarded;
+        return 0;
+}
+
 void supervisor_result(const struct supervisor_seen *seen, struct session_result *res)
 {
         memset(res, 0, sizeof *res);
         if (seen->exec_errno) {
-                res->started = false;
                 res->void_cause = seen->bwrap ? CAUSE_SANDBOX_UNAVAILABLE : CAUSE_SESSION_UNAVAILABLE;
                 snprintf(res->detail, sizeof res->detail, "cannot execute '%s': %s", seen->program,
                          strerror(seen->exec_errno));
-        } else if (!seen->bwrap) {
-                res->started = true;
-                if (WIFSIGNALED(seen->wait_status))
-                        res->signal = WTERMSIG(seen->wait_status);
-                else
-                        res->exit_code = WEXITSTATUS(seen->wait_status);
-        } else if (seen->exit_code >= 0) {
-                /* bwrap reports a session killed by signal N as 128+N, as a shell does. */
-                res->started = true;
-                if (seen->exit_code > 128 && seen->exit_code < 128 + 65)
-                        res->signal = seen->exit_code - 128;
-                else
-                        res->exit_code = seen->exit_code;
-        } else if (seen->killed && seen->child_pid > 0) {
-                res->started = true;
-                res->signal = SIGKILL;
-        } else {
-                /* bwrap reports the child pid before it sets up the mounts:
-                 * only an exit code shows that the session itself ran. */
-                res->started = false;
+                return;
+        }
+        if (seen->bwrap && !seen->setup_done) {
+                /* The session's program never ran: every line on bwrap's
+                 * stderr is bwrap's own. */
                 res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
                 if (seen->bwrap_msg[0])
                         snprintf(res->detail, sizeof res->detail, "%s", seen->bwrap_msg);
@@ -223,9 +268,15 @@ void supervisor_result(const struct supervisor_seen *seen, struct session_result
                         snprintf(res->detail, sizeof res->detail,
                                  "bwrap exited with status %d before the session started",
                                  WEXITSTATUS(seen->wait_status));
+                return;
         }
-        if (seen->forwarded && res->started && res->signal == 0 && res->exit_code == 128 + seen->forwarded)
-                res->signal = seen->forwarded;
+        res->started = true;
+        int code = seen->bwrap ? seen->exit_code : -1;
+        if (!seen->bwrap && WIFEXITED(seen->wait_status))
+                code = WEXITSTATUS(seen->wait_status);
+        res->signal = known_signal(seen, code);
+        if (res->signal == 0)
+                res->exit_code = code >= 0 ? code : WEXITSTATUS(seen->wait_status);
 }
 
 /* The one place that decides which process receives a signal meant for the
@@ -259,11 +310,25 @@ static void reap(struct supervisor *sv)
                 sv->reaped = true;
 }
 
+/* The terminal's size, given to the session's pty. */
+static void copy_window_size(const struct supervisor *sv)
+{
+        struct winsize ws;
+        if (sv->pty_master >= 0 && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+                ioctl(sv->pty_master, TIOCSWINSZ, &ws);
+}
+
 /* A signal for trialbox: forward the first, hurry the end on the second. */
 static void handle_signal(struct supervisor *sv, int sig)
 {
         if (sig == SIGCHLD) {
                 reap(sv);
+                return;
+        }
+        if (sig == SIGPIPE) /* a relay's reader is gone: its write said so */
+                return;
+        if (sig == SIGWINCH) {
+                copy_window_size(sv);
                 return;
         }
         if (sv->reaped)
@@ -320,18 +385,114 @@ static bool on_watch(struct supervisor *sv, struct source *src, short revents)
         return true;
 }
 
-static int add_source(struct supervisor *sv, int fd, enum source_life life,
-                      bool (*handle)(struct supervisor *, struct source *, short), void *ctx, struct tb_error *err)
+static void write_all(int fd, const char *buf, size_t n)
+{
+        for (size_t off = 0; off < n;) {
+                ssize_t w = write(fd, buf + off, n - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) /* nobody reads: drop it, keep draining the session */
+                        return;
+                off += (size_t)w;
+        }
+}
+
+/* The session's stdout (a pipe, or the pty's master): relayed to trialbox's
+ * own, which the session never holds. */
+static bool on_session_stdout(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        char buf[65536];
+        ssize_t n = read(src->fd, buf, sizeof buf);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN; /* EIO: the pty's last slave is closed */
+        if (n == 0)
+                return false;
+        write_all(STDOUT_FILENO, buf, (size_t)n);
+        sv->output_mid_line = buf[n - 1] != '\n';
+        return true;
+}
+
+/* No more input for the session: a pipe is closed so that it reads EOF. */
+static void input_end(struct supervisor *sv)
+{
+        sv->input.ended = true;
+        sv->input.len = sv->input.off = 0;
+        if (sv->in_p[1] >= 0) {
+                sv->input_sink->ended = true;
+                tb_closep(&sv->in_p[1]);
+        }
+}
+
+/* Write what the buffer holds to the session, as much as it takes now. */
+static void input_flush(struct supervisor *sv)
+{
+        struct relay *in = &sv->input;
+        while (in->off < in->len) {
+                ssize_t w = write(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno == EAGAIN)
+                        return;
+                if (w <= 0) { /* the session closed its stdin */
+                        input_end(sv);
+                        return;
+                }
+                in->off += (size_t)w;
+        }
+        in->len = in->off = 0;
+        if (in->ended)
+                input_end(sv);
+}
+
+static bool on_stdin(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        ssize_t n = read(src->fd, sv->input.buf, sizeof sv->input.buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return true;
+        if (n <= 0) {
+                sv->input.ended = true;
+                if (sv->in_p[1] >= 0) /* a pty stays open: it is the session's stdout too */
+                        input_end(sv);
+                return false;
+        }
+        sv->input.len = (size_t)n;
+        sv->input.off = 0;
+        input_flush(sv);
+        return true;
+}
+
+static bool on_stdin_sink(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        input_flush(sv);
+        return !src->ended;
+}
+
+static bool input_empty(const struct supervisor *sv)
+{
+        return sv->input.len == 0;
+}
+
+static bool input_pending(const struct supervisor *sv)
+{
+        return sv->input.len > 0;
+}
+
+static struct source *add_source(struct supervisor *sv, int fd, enum source_life life,
+                                 bool (*handle)(struct supervisor *, struct source *, short), void *ctx)
 {
         if (sv->n_sources == SUPERVISOR_MAX_SOURCES)
-                return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
-        sv->sources[sv->n_sources++] = (struct source){ .fd = fd, .life = life, .handle = handle, .ctx = ctx };
-        return 0;
+                return NULL;
+        struct source *src = &sv->sources[sv->n_sources++];
+        *src = (struct source){ .fd = fd, .events = POLLIN, .life = life, .handle = handle, .ctx = ctx };
+        return src;
 }
 
 static bool source_watched(const struct supervisor *sv, const struct source *src)
 {
-        return !src->ended && !(src->life == WHILE_RUNNING && sv->reaped);
+        return !src->ended && !(src->life == WHILE_RUNNING && sv->reaped) && (!src->wanted || src->wanted(sv));
 }
 
 static bool draining(const struct supervisor *sv)
@@ -342,8 +503,70 @@ static bool draining(const struct supervisor *sv)
         return false;
 }
 
-/* Block the signals the loop takes from its signalfd; make the pipes, fork
- * and exec; wait for the exec's outcome. */
+/* When trialbox's stdin is the terminal it runs in the foreground of, the
+ * session gets a pty of trialbox's, the terminal's settings and size, and
+ * the terminal is made raw (but for signal keys, which stay trialbox's to
+ * forward) until supervisor_done() puts its settings back. */
+static int open_terminal(struct supervisor *sv, struct tb_error *err)
+{
+        if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp() ||
+            tcgetattr(STDIN_FILENO, &sv->saved_termios) < 0)
+                return 0;
+        struct winsize ws;
+        bool sized = ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0;
+        if (openpty(&sv->pty_master, &sv->pty_slave, NULL, &sv->saved_termios, sized ? &ws : NULL) < 0)
+                return tb_fail(err, -errno, "opening a pty for the session: %s", strerror(errno));
+        if (fcntl(sv->pty_master, F_SETFD, FD_CLOEXEC) < 0 || fcntl(sv->pty_slave, F_SETFD, FD_CLOEXEC) < 0 ||
+            fcntl(sv->pty_master, F_SETFL, O_NONBLOCK) < 0)
+                return tb_fail(err, -errno, "setting up the session's pty: %s", strerror(errno));
+        struct termios raw = sv->saved_termios;
+        cfmakeraw(&raw);
+        raw.c_lflag |= ISIG;
+        raw.c_oflag |= OPOST; /* trialbox's own messages still start their lines */
+        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0)
+                return tb_fail(err, -errno, "setting the terminal up: %s", strerror(errno));
+        sv->terminal = true;
+        return 0;
+}
+
+/* The session's standard streams: a pty when on a terminal, else pipes for
+ * stdin and stdout (its stderr is bwrap's pipe); each relayed by a source. */
+static int open_streams(struct supervisor *sv, struct tb_error *err)
+{
+        int r = open_terminal(sv, err);
+        if (r < 0)
+                return r;
+        if (!sv->terminal && (pipe2(sv->in_p, O_CLOEXEC) < 0 || pipe2(sv->out_p, O_CLOEXEC) < 0 ||
+                              fcntl(sv->in_p[1], F_SETFL, O_NONBLOCK) < 0))
+                return tb_fail(err, -errno, "making the session's pipes: %s", strerror(errno));
+        int to_session = sv->terminal ? sv->pty_master : sv->in_p[1];
+        int from_session = sv->terminal ? sv->pty_master : sv->out_p[0];
+        struct source *in = add_source(sv, STDIN_FILENO, WHILE_RUNNING, on_stdin, NULL);
+        sv->input_sink = add_source(sv, to_session, WHILE_RUNNING, on_stdin_sink, NULL);
+        if (!in || !sv->input_sink || !add_source(sv, from_session, TO_EOF, on_session_stdout, NULL))
+                return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        in->wanted = input_empty;
+        sv->input_sink->events = POLLOUT;
+        sv->input_sink->wanted = input_pending;
+        return 0;
+}
+
+/* bwrap's argv with "--block-fd KEEPER_BLOCK_FD" after argv[0]. */
+static char **argv_with_block_fd(char **argv)
+{
+        size_t n = 0;
+        while (argv[n])
+                n++;
+        char **v = xmalloc((n + 3) * sizeof *v);
+        v[0] = argv[0];
+        v[1] = "--block-fd";
+        v[2] = KEEPER_BLOCK_FD_STR;
+        memcpy(v + 3, argv + 1, n * sizeof *v); /* with the final NULL */
+        return v;
+}
+
+/* Block the signals the loop takes from its signalfd; make the pipes and
+ * the event sources; fork and exec; wait for the exec's outcome. */
 static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
 {
         int exec_p[2] = { -1, -1 };
@@ -351,11 +574,17 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
 
         *sv = (struct supervisor){
                 .run = run,
+                .argv = run->argv,
                 .sfd = -1,
                 .timer = -1,
                 .exec_r = -1,
                 .status_p = { -1, -1 },
                 .err_p = { -1, -1 },
+                .block_p = { -1, -1 },
+                .in_p = { -1, -1 },
+                .out_p = { -1, -1 },
+                .pty_master = -1,
+                .pty_slave = -1,
                 .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1 },
         };
         sigemptyset(&mask);
@@ -363,25 +592,33 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGPIPE);
+        sigaddset(&mask, SIGWINCH);
         if (sigprocmask(SIG_BLOCK, &mask, &sv->old_mask) < 0)
                 return tb_fail(err, -errno, "blocking signals: %s", strerror(errno));
         sv->masked = true;
         sv->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         sv->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (sv->sfd < 0 || sv->timer < 0 || pipe2(exec_p, O_CLOEXEC) < 0 ||
-            (run->bwrap && (pipe2(sv->status_p, O_CLOEXEC) < 0 || pipe2(sv->err_p, O_CLOEXEC) < 0)))
+        if (sv->sfd < 0 || sv->timer < 0 || pipe2(exec_p, O_CLOEXEC) < 0 || pipe2(sv->err_p, O_CLOEXEC) < 0 ||
+            (run->bwrap && (pipe2(sv->status_p, O_CLOEXEC) < 0 || pipe2(sv->block_p, O_CLOEXEC) < 0)))
                 return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
         sv->exec_r = exec_p[0];
+        if (run->bwrap) {
+                sv->argv = argv_with_block_fd(run->argv);
+                if (write(sv->block_p[1], "", 1) != 1)
+                        return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
+                tb_closep(&sv->block_p[1]);
+        }
 
-        int r = add_source(sv, sv->sfd, ALWAYS, on_signalfd, NULL, err);
-        if (r == 0)
-                r = add_source(sv, sv->timer, WHILE_RUNNING, on_kill_timer, NULL, err);
-        if (r == 0 && run->bwrap)
-                r = add_source(sv, sv->status_p[0], TO_EOF, on_status_fd, NULL, err);
-        if (r == 0 && run->bwrap)
-                r = add_source(sv, sv->err_p[0], TO_EOF, on_bwrap_stderr, NULL, err);
+        int r = open_streams(sv, err);
+        if (r == 0 && (!add_source(sv, sv->sfd, ALWAYS, on_signalfd, NULL) ||
+                       !add_source(sv, sv->timer, WHILE_RUNNING, on_kill_timer, NULL) ||
+                       !add_source(sv, sv->err_p[0], TO_EOF, on_bwrap_stderr, NULL) ||
+                       (run->bwrap && !add_source(sv, sv->status_p[0], TO_EOF, on_status_fd, NULL))))
+                r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
         for (size_t i = 0; r == 0 && i < run->n_watches; i++)
-                r = add_source(sv, run->watches[i].fd, WHILE_RUNNING, on_watch, &run->watches[i], err);
+                if (!add_source(sv, run->watches[i].fd, WHILE_RUNNING, on_watch, &run->watches[i]))
+                        r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
         if (r < 0) {
                 tb_closep(&exec_p[1]);
                 return r;
@@ -394,9 +631,13 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                 return tb_fail(err, -errno, "fork: %s", strerror(errno));
         }
         if (sv->pid == 0)
-                exec_child(run, &sv->old_mask, self, sv->status_p[1], sv->err_p[1], exec_p[1]);
+                exec_child(sv, self, exec_p[1]);
+        setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
         tb_closep(&sv->status_p[1]);
         tb_closep(&sv->err_p[1]);
+        tb_closep(&sv->in_p[0]);
+        tb_closep(&sv->out_p[1]);
+        tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
 
         ssize_t n;
@@ -408,7 +649,7 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         return 0;
 }
 
-/* Until the session is reaped and bwrap's pipes are at their end, hand each
+/* Until the session is reaped and its pipes are at their end, hand each
  * ready source to its handler. */
 static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
 {
@@ -416,31 +657,47 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
                 struct pollfd pfd[SUPERVISOR_MAX_SOURCES];
                 for (size_t i = 0; i < sv->n_sources; i++)
                         pfd[i] = (struct pollfd){ .fd = source_watched(sv, &sv->sources[i]) ? sv->sources[i].fd : -1,
-                                                  .events = POLLIN };
+                                                  .events = sv->sources[i].events };
                 int k = poll(pfd, sv->n_sources, sv->reaped ? SUPERVISOR_LINGER_MS : -1);
                 if (k < 0 && errno != EINTR)
                         return tb_fail(err, -errno, "poll: %s", strerror(errno));
                 if (k == 0) /* the session is gone; something still holds its pipes */
                         break;
                 for (size_t i = 0; k > 0 && i < sv->n_sources; i++)
-                        if (pfd[i].fd >= 0 && pfd[i].revents)
+                        if (pfd[i].fd >= 0 && pfd[i].revents && !sv->sources[i].ended)
                                 sv->sources[i].ended = !sv->sources[i].handle(sv, &sv->sources[i], pfd[i].revents);
                 reap(sv);
         }
+        /* What trialbox prints next (its --json line) starts a line of its own. */
+        if (sv->output_mid_line)
+                write_all(STDOUT_FILENO, "\n", 1);
+        /* Once bwrap took its byte, it had set the sandbox up and went on to
+         * execute the session's program. */
+        int unread = 1;
+        sv->seen.setup_done = sv->run->bwrap && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
         return 0;
 }
 
 static void supervisor_done(struct supervisor *sv)
 {
-        for (int i = 0; i < 2; i++) {
-                tb_closep(&sv->status_p[i]);
-                tb_closep(&sv->err_p[i]);
-        }
-        tb_closep(&sv->exec_r);
-        tb_closep(&sv->timer);
-        tb_closep(&sv->sfd);
-        if (sv->masked)
+        int *fds[] = { &sv->status_p[0], &sv->status_p[1], &sv->err_p[0], &sv->err_p[1], &sv->block_p[0],
+                       &sv->block_p[1], &sv->in_p[0], &sv->in_p[1], &sv->out_p[0], &sv->out_p[1],
+                       &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
+                tb_closep(fds[i]);
+        if (sv->argv != sv->run->argv)
+                free(sv->argv);
+        if (sv->terminal)
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
+        if (sv->masked) {
+                /* A relay's write may have left a SIGPIPE pending: not for trialbox. */
+                sigset_t pipe_only;
+                sigemptyset(&pipe_only);
+                sigaddset(&pipe_only, SIGPIPE);
+                while (sigtimedwait(&pipe_only, NULL, &(struct timespec){ 0 }) == SIGPIPE) {
+                }
                 sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
+        }
 }
 
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
