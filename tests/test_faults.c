@@ -25,9 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -969,6 +972,78 @@ START_TEST(a_session_that_exits_137_has_exit_code_137_and_no_signal)
 }
 END_TEST
 
+/* An interactive Harness still has a terminal (a pty of trialbox's), and
+ * what it does to it stays there: the user's terminal ends the Trial with
+ * the settings and size it had. */
+START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
+{
+        struct fixture f;
+        fixture_new(&f);
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(master, 0);
+        ck_assert_int_eq(grantpt(master), 0);
+        ck_assert_int_eq(unlockpt(master), 0);
+        _cleanup_free_ char *slave = xstrdup(ptsname(master));
+        int tty = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(tty, 0);
+        struct winsize size_before = { .ws_row = 24, .ws_col = 80 }, size_after;
+        ck_assert_int_eq(ioctl(tty, TIOCSWINSZ, &size_before), 0);
+        struct termios before, after;
+        ck_assert_int_eq(tcgetattr(tty, &before), 0);
+        ck_assert(before.c_lflag & ECHO);
+
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f,
+                EXTRA("--", "-c", "[ -t 0 ] && [ -t 1 ] && echo interactive=yes; stty -echo raw; stty cols 33 rows 7; "
+                                  "echo size=$(stty size)"));
+        char **env = tb_env(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+                /* The terminal is trialbox's controlling terminal, stdin, stdout and stderr. */
+                int fd = setsid() < 0 ? -1 : open(slave, O_RDWR);
+                if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(126);
+                for (size_t i = 0; env[i]; i++)
+                        if (strchr(env[i], '='))
+                                putenv(env[i]);
+                        else
+                                unsetenv(env[i]);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        /* Read the terminal as a terminal emulator would, until trialbox ends. */
+        char out[65536];
+        size_t len = 0;
+        int w = 0;
+        for (bool done = false; !done;) {
+                done = waitpid(pid, &w, WNOHANG) == pid;
+                struct pollfd p = { .fd = master, .events = POLLIN };
+                while (poll(&p, 1, done ? 0 : 50) > 0 && len < sizeof out - 1) {
+                        ssize_t n = read(master, out + len, sizeof out - 1 - len);
+                        if (n <= 0)
+                                break;
+                        len += (size_t)n;
+                }
+        }
+        out[len] = '\0';
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the Trial ended with status %d: %s", w, out);
+        ck_assert_msg(strstr(out, "interactive=yes"), "the session had no terminal: %s", out);
+        ck_assert_msg(strstr(out, "size=7 33"), "the session could not size its terminal: %s", out);
+        ck_assert_int_eq(tcgetattr(tty, &after), 0);
+        ck_assert_int_eq(ioctl(tty, TIOCGWINSZ, &size_after), 0);
+        ck_assert_msg(after.c_lflag == before.c_lflag && after.c_iflag == before.c_iflag &&
+                              after.c_oflag == before.c_oflag && after.c_cflag == before.c_cflag,
+                      "the terminal's settings changed: lflag %#x -> %#x", (unsigned)before.c_lflag,
+                      (unsigned)after.c_lflag);
+        ck_assert_msg(size_after.ws_row == 24 && size_after.ws_col == 80, "the terminal is now %ux%u",
+                      size_after.ws_col, size_after.ws_row);
+        assert_outcome(&f, "outcome", "completed");
+        close(tty);
+        close(master);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("faults");
@@ -985,6 +1060,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal);
         tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);
         tcase_add_test(tc, a_session_that_exits_137_has_exit_code_137_and_no_signal);
+        tcase_add_test(tc, a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was);
         suite_add_tcase(s, tc);
         return s;
 }

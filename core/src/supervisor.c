@@ -122,7 +122,8 @@ struct supervisor {
         /* The session's stdin and stdout: its ends (given to the child) and
          * trialbox's; with a terminal, one pty for both (master, slave). */
         int in_p[2], out_p[2], pty_master, pty_slave;
-        bool terminal; /* trialbox's stdin is its foreground terminal, now raw */
+        bool terminal;       /* the session has a pty; trialbox's terminal is raw */
+        bool termios_saved;  /* saved_termios holds the terminal's settings to put back */
         struct termios saved_termios;
         struct relay input;
         struct source *input_sink;
@@ -503,14 +504,18 @@ static bool draining(const struct supervisor *sv)
         return false;
 }
 
-/* When trialbox's stdin is the terminal it runs in the foreground of, the
- * session gets a pty of trialbox's, the terminal's settings and size, and
- * the terminal is made raw (but for signal keys, which stay trialbox's to
- * forward) until supervisor_done() puts its settings back. */
+/* trialbox's stdin is the terminal it runs in the foreground of: its
+ * settings are put back after the session (supervisor_done()). When stdout
+ * is a terminal too, the session gets a pty of trialbox's with the
+ * terminal's settings and size, and the terminal is made raw (but for the
+ * signal keys, which stay trialbox's to forward). */
 static int open_terminal(struct supervisor *sv, struct tb_error *err)
 {
         if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp() ||
             tcgetattr(STDIN_FILENO, &sv->saved_termios) < 0)
+                return 0;
+        sv->termios_saved = true;
+        if (!isatty(STDOUT_FILENO)) /* output kept in a file: plain pipes, plain newlines */
                 return 0;
         struct winsize ws;
         bool sized = ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0;
@@ -687,7 +692,7 @@ static void supervisor_done(struct supervisor *sv)
                 tb_closep(fds[i]);
         if (sv->argv != sv->run->argv)
                 free(sv->argv);
-        if (sv->terminal)
+        if (sv->termios_saved)
                 tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
         if (sv->masked) {
                 /* A relay's write may have left a SIGPIPE pending: not for trialbox. */

@@ -7,7 +7,7 @@
  *
  * The session never holds trialbox's own standard streams: it gets pipes
  * for stdin and stdout (a pty of trialbox's for both when trialbox's stdin
- * is its terminal) and bwrap's stderr pipe, all relayed by the loop, and
+ * and stdout are its terminal) and bwrap's stderr pipe, all relayed by the loop, and
  * drained before supervisor_run() returns. The keeper and bwrap (or the
  * unsandboxed session) run in a process group of their own, so a signal
  * for trialbox's group reaches trialbox alone, which forwards it. */
