@@ -909,7 +909,8 @@ END_TEST
 
 /* timeout(1), Ctrl-C and runners signal trialbox's whole process group:
  * trialbox alone may receive it, forward it, and record the session as
- * killed by it, whatever "bwrap: " lines the session printed. */
+ * killed by it, whatever "bwrap: " lines the session printed. Run 0 is
+ * sandboxed, run 1 unsandboxed. */
 START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal)
 {
         struct fixture f;
@@ -919,8 +920,9 @@ START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_tha
         int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         char *argv[64];
+        const char *script = "echo 'bwrap: fake message' >&2; touch STARTED; sleep 60; exit 0";
         tb_argv(argv, 64, "shell", &f,
-                EXTRA("--", "-c", "echo 'bwrap: fake message' >&2; touch STARTED; sleep 60; exit 0"));
+                _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
         pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
         close(out);
         close(err);
@@ -928,7 +930,9 @@ START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_tha
         if (!up)
                 kill(pid, SIGKILL);
         ck_assert_msg(up, "the session never started");
-        ck_assert_int_eq(kill(-pid, SIGTERM), 0); /* what timeout(1) does */
+        /* What timeout(1) does: its child, then its whole group. */
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(kill(-pid, SIGTERM), 0);
         int status = wait_status(pid);
         _cleanup_free_ char *errs = read_text(errp);
         ck_assert_msg(status == 128 + SIGTERM, "status %d; stderr: %s", status, errs);
@@ -1057,7 +1061,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_the_login_intact);
         tcase_add_test(tc, a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line);
         tcase_add_test(tc, a_fake_outcome_printed_last_by_the_session_is_not_the_last_line);
-        tcase_add_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal);
+        tcase_add_loop_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal, 0, 2);
         tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);
         tcase_add_test(tc, a_session_that_exits_137_has_exit_code_137_and_no_signal);
         tcase_add_test(tc, a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was);

@@ -104,6 +104,8 @@ struct relay {
  * stderr) and those to come (deadline, cgroup events, relayed streams), and
  * the caller's watches. */
 #define SUPERVISOR_MAX_SOURCES 32
+/* A signal again within this long of the one forwarded is the same request. */
+#define SUPERVISOR_REPEAT_MS 500
 /* Once the session is reaped, how long to wait for its pipes' last bytes. */
 #define SUPERVISOR_LINGER_MS 100
 
@@ -128,6 +130,7 @@ struct supervisor {
         struct relay input;
         struct source *input_sink;
         bool output_mid_line; /* the session's stdout so far ends without a newline */
+        long long forwarded_at; /* now_ms() when a signal was forwarded */
         struct line_reader status_lines, err_lines;
         struct source sources[SUPERVISOR_MAX_SOURCES];
         size_t n_sources;
@@ -334,11 +337,15 @@ static void handle_signal(struct supervisor *sv, int sig)
         }
         if (sv->reaped)
                 return;
-        if (sv->seen.forwarded) { /* asked twice: no more waiting */
-                arm_kill_timer(sv, 0);
+        if (sv->seen.forwarded) {
+                /* Asked again: no more waiting. But timeout(1) signals its
+                 * child, then its whole group: one request, sent twice. */
+                if (now_ms() - sv->forwarded_at >= SUPERVISOR_REPEAT_MS)
+                        arm_kill_timer(sv, 0);
                 return;
         }
         sv->seen.forwarded = sig;
+        sv->forwarded_at = now_ms();
         arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
         signal_session(sv, sig);
 }
@@ -553,6 +560,12 @@ static int open_streams(struct supervisor *sv, struct tb_error *err)
         in->wanted = input_empty;
         sv->input_sink->events = POLLOUT;
         sv->input_sink->wanted = input_pending;
+        if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+                /* A terminal trialbox runs in the background of: reading it
+                 * would stop trialbox (SIGTTIN). The session reads EOF. */
+                in->ended = true;
+                input_end(sv);
+        }
         return 0;
 }
 
@@ -685,6 +698,12 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
 
 static void supervisor_done(struct supervisor *sv)
 {
+        /* What is still pending was meant for a session that has ended (the
+         * rest of a signal sent twice, a relay's SIGPIPE): not for trialbox,
+         * which has its Outcome to write. */
+        struct signalfd_siginfo si;
+        while (sv->sfd >= 0 && read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        }
         int *fds[] = { &sv->status_p[0], &sv->status_p[1], &sv->err_p[0], &sv->err_p[1], &sv->block_p[0],
                        &sv->block_p[1], &sv->in_p[0], &sv->in_p[1], &sv->out_p[0], &sv->out_p[1],
                        &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd };
@@ -694,15 +713,8 @@ static void supervisor_done(struct supervisor *sv)
                 free(sv->argv);
         if (sv->termios_saved)
                 tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
-        if (sv->masked) {
-                /* A relay's write may have left a SIGPIPE pending: not for trialbox. */
-                sigset_t pipe_only;
-                sigemptyset(&pipe_only);
-                sigaddset(&pipe_only, SIGPIPE);
-                while (sigtimedwait(&pipe_only, NULL, &(struct timespec){ 0 }) == SIGPIPE) {
-                }
+        if (sv->masked)
                 sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
-        }
 }
 
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)

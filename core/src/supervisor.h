@@ -35,7 +35,8 @@ struct supervisor_run {
         char **argv;  /* argv[0] is the program (bwrap, or the Harness) */
         char **envp;
         const char *cwd;  /* unsandboxed only: where to start */
-        bool bwrap;       /* argv runs bwrap with --json-status-fd SANDBOX_STATUS_FD */
+        bool bwrap;       /* argv runs bwrap with --json-status-fd SANDBOX_STATUS_FD
+                           * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
 };
