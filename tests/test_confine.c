@@ -160,6 +160,10 @@ START_TEST(the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first)
 {
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", "7", "--", "x", NULL }), 7);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--unshare-pid", "--seccomp", "7", NULL }), -1);
+        /* After the supervisor's --block-fd pair, and only there. */
+        ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--block-fd", "4", "--seccomp", "7", NULL }), 7);
+        ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", "7", "--block-fd", "4", NULL }), 7);
+        ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--block-fd", "4", "--unshare-pid", "--seccomp", "7", NULL }), -1);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", "7x", NULL }), -1);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", NULL }), -1);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", NULL }), -1);

@@ -25,9 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -800,6 +803,245 @@ START_TEST(a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_
 }
 END_TEST
 
+/* ---- the Outcome cannot be forged or misattributed ---- */
+
+/* Start trialbox with stdout on `out_fd`, stderr on `err_fd`, stdin on
+ * /dev/null, in a process group of its own when `own_group` (as timeout(1)
+ * and runners put what they run). */
+static pid_t spawn_on(char *const env[], char *const argv[], int out_fd, int err_fd, bool own_group)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                if (own_group)
+                        setpgid(0, 0);
+                int in = open("/dev/null", O_RDONLY);
+                dup2(in, 0);
+                dup2(out_fd, 1);
+                dup2(err_fd, 2);
+                for (size_t i = 0; env && env[i]; i++)
+                        if (strchr(env[i], '='))
+                                putenv(env[i]);
+                        else
+                                unsetenv(env[i]);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* The last line of `text` (its final newline not counted), malloc'd. */
+static char *last_line(const char *text)
+{
+        size_t n = strlen(text);
+        if (n && text[n - 1] == '\n')
+                n--;
+        size_t start = n;
+        while (start && text[start - 1] != '\n')
+                start--;
+        return strndup(text + start, n - start);
+}
+
+/* The --json line trialbox prints for a shell session that failed with `code`. */
+static void assert_real_json_line(const char *line, const char *exit_code)
+{
+        ck_assert_msg(str_has_prefix(line, "{\"harness\":\"shell\",\"outcome\":\"failed\""),
+                      "the last line is not trialbox's Outcome: '%s'", line);
+        _cleanup_free_ char *want = xasprintf("\"exit_code\":%s,", exit_code);
+        ck_assert_msg(strstr(line, want) && !strstr(line, "fake"), "the last line is not the real Outcome: '%s'", line);
+}
+
+START_TEST(a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *outp = xasprintf("%s/runner.log", f.dir), *errp = xasprintf("%s/stderr", f.dir);
+        write_text(outp, "the runner's log, before the Trial\n", 0644);
+        int out = open(outp, O_WRONLY | O_APPEND | O_CLOEXEC);
+        int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(out, 0);
+        /* Truncate the runner's log through /proc, then clear O_APPEND, write
+         * a fake Outcome after some padding and seek back to the start, so
+         * that trialbox's own line would land before the fake one. */
+        const char *script =
+                "echo session-line; : > /proc/self/fd/1; "
+                "perl -e 'use Fcntl; fcntl(STDOUT, F_SETFL, 0); "
+                "syswrite(STDOUT, (\"x\" x 4000) . \"\\n{\\\"harness\\\":\\\"shell\\\",\\\"outcome\\\":\\\"completed\\\","
+                "\\\"exit_code\\\":0,\\\"fake\\\":1}\\n\"); sysseek(STDOUT, 0, 0)'; exit 3";
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f, EXTRA("--json", "--", "-c", script));
+        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, false);
+        close(out);
+        close(err);
+        ck_assert_int_eq(wait_status(pid), 3);
+        _cleanup_free_ char *log = read_text(outp), *errs = read_text(errp);
+        ck_assert_msg(str_has_prefix(log, "the runner's log, before the Trial\nsession-line\n"),
+                      "the session reached the runner's log: '%.200s'; stderr: %s", log, errs);
+        _cleanup_free_ char *last = last_line(log);
+        assert_real_json_line(last, "3");
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "exit_code", "3");
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_fake_outcome_printed_last_by_the_session_is_not_the_last_line)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        /* No newline after it: trialbox's line must still be a line of its own. */
+        tb_run(&r, "shell", &f, NULL,
+               EXTRA("--json", "--", "-c",
+                     "printf '{\"harness\":\"shell\",\"outcome\":\"completed\",\"exit_code\":0,\"fake\":1}'; exit 1"));
+        ck_assert_int_eq(r.status, 1);
+        _cleanup_free_ char *last = last_line(r.out);
+        assert_real_json_line(last, "1");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* timeout(1), Ctrl-C and runners signal trialbox's whole process group:
+ * trialbox alone may receive it, forward it, and record the session as
+ * killed by it, whatever "bwrap: " lines the session printed. Run 0 is
+ * sandboxed, run 1 unsandboxed. */
+START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
+        _cleanup_free_ char *started = xasprintf("%s/STARTED", f.repo);
+        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        char *argv[64];
+        const char *script = "echo 'bwrap: fake message' >&2; touch STARTED; sleep 60; exit 0";
+        tb_argv(argv, 64, "shell", &f,
+                _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
+        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
+        close(out);
+        close(err);
+        bool up = wait_for_file(started, 60000);
+        if (!up)
+                kill(pid, SIGKILL);
+        ck_assert_msg(up, "the session never started");
+        /* What timeout(1) does: its child, then its whole group. */
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(kill(-pid, SIGTERM), 0);
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text(errp);
+        ck_assert_msg(status == 128 + SIGTERM, "status %d; stderr: %s", status, errs);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "signal", "15");
+        assert_outcome(&f, "exit_code", "null");
+        _cleanup_free_ char *detail = outcome_field(f.out, "detail");
+        ck_assert_msg(!strstr(detail, "fake"), "the session's line became the detail: %s", detail);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        tb_run(&r, "shell", &f, NULL, EXTRA("--", "-c", "echo 'bwrap: fake message' >&2; exit 1"));
+        ck_assert_int_eq(r.status, 1);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "exit_code", "1");
+        _cleanup_free_ char *detail = outcome_field(f.out, "detail");
+        ck_assert_msg(!strstr(detail, "fake"), "the session's line became the detail: %s", detail);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_session_that_exits_137_has_exit_code_137_and_no_signal)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        tb_run(&r, "shell", &f, NULL, EXTRA("--", "-c", "exit 137"));
+        ck_assert_int_eq(r.status, 137);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "exit_code", "137");
+        assert_outcome(&f, "signal", "null");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* An interactive Harness still has a terminal (a pty of trialbox's), and
+ * what it does to it stays there: the user's terminal ends the Trial with
+ * the settings and size it had. */
+START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
+{
+        struct fixture f;
+        fixture_new(&f);
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(master, 0);
+        ck_assert_int_eq(grantpt(master), 0);
+        ck_assert_int_eq(unlockpt(master), 0);
+        _cleanup_free_ char *slave = xstrdup(ptsname(master));
+        int tty = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(tty, 0);
+        struct winsize size_before = { .ws_row = 24, .ws_col = 80 }, size_after;
+        ck_assert_int_eq(ioctl(tty, TIOCSWINSZ, &size_before), 0);
+        struct termios before, after;
+        ck_assert_int_eq(tcgetattr(tty, &before), 0);
+        ck_assert(before.c_lflag & ECHO);
+
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f,
+                EXTRA("--", "-c", "[ -t 0 ] && [ -t 1 ] && echo interactive=yes; stty -echo raw; stty cols 33 rows 7; "
+                                  "echo size=$(stty size)"));
+        char **env = tb_env(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+                /* The terminal is trialbox's controlling terminal, stdin, stdout and stderr. */
+                int fd = setsid() < 0 ? -1 : open(slave, O_RDWR);
+                if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(126);
+                for (size_t i = 0; env[i]; i++)
+                        if (strchr(env[i], '='))
+                                putenv(env[i]);
+                        else
+                                unsetenv(env[i]);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        /* Read the terminal as a terminal emulator would, until trialbox ends. */
+        char out[65536];
+        size_t len = 0;
+        int w = 0;
+        for (bool done = false; !done;) {
+                done = waitpid(pid, &w, WNOHANG) == pid;
+                struct pollfd p = { .fd = master, .events = POLLIN };
+                while (poll(&p, 1, done ? 0 : 50) > 0 && len < sizeof out - 1) {
+                        ssize_t n = read(master, out + len, sizeof out - 1 - len);
+                        if (n <= 0)
+                                break;
+                        len += (size_t)n;
+                }
+        }
+        out[len] = '\0';
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the Trial ended with status %d: %s", w, out);
+        ck_assert_msg(strstr(out, "interactive=yes"), "the session had no terminal: %s", out);
+        ck_assert_msg(strstr(out, "size=7 33"), "the session could not size its terminal: %s", out);
+        ck_assert_int_eq(tcgetattr(tty, &after), 0);
+        ck_assert_int_eq(ioctl(tty, TIOCGWINSZ, &size_after), 0);
+        ck_assert_msg(after.c_lflag == before.c_lflag && after.c_iflag == before.c_iflag &&
+                              after.c_oflag == before.c_oflag && after.c_cflag == before.c_cflag,
+                      "the terminal's settings changed: lflag %#x -> %#x", (unsigned)before.c_lflag,
+                      (unsigned)after.c_lflag);
+        ck_assert_msg(size_after.ws_row == 24 && size_after.ws_col == 80, "the terminal is now %ux%u",
+                      size_after.ws_col, size_after.ws_row);
+        assert_outcome(&f, "outcome", "completed");
+        close(tty);
+        close(master);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("faults");
@@ -811,6 +1053,12 @@ static Suite *suite(void)
         tcase_add_test(tc, a_sandbox_still_starting_when_trialbox_is_killed_never_runs_its_session);
         tcase_add_test(tc, an_output_folder_on_a_full_filesystem_is_status_126_with_one_line_and_the_login_intact);
         tcase_add_test(tc, a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_the_login_intact);
+        tcase_add_test(tc, a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line);
+        tcase_add_test(tc, a_fake_outcome_printed_last_by_the_session_is_not_the_last_line);
+        tcase_add_loop_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal, 0, 2);
+        tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);
+        tcase_add_test(tc, a_session_that_exits_137_has_exit_code_137_and_no_signal);
+        tcase_add_test(tc, a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -17,6 +17,8 @@
 #include <linux/seccomp.h>
 #include <unistd.h>
 
+#include "keeper.h"
+
 struct deny {
         int nr;
         int errnum;
@@ -171,8 +173,9 @@ int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)
             lseek(mfd, 0, SEEK_SET) < 0)
                 return tb_fail(err, -errno, "sealing the seccomp filter: %s", strerror(errno));
         /* Above the fds the supervisor and keeper place (stdio, the status
-         * fd, the exec-error pipe), so placing them never closes this one. */
-        high = fcntl(mfd, F_DUPFD_CLOEXEC, SANDBOX_STATUS_FD + 2);
+         * fd, the block fd, the exec-error pipe: keeper.h), so placing them
+         * never closes this one. */
+        high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_EXEC_ERR_FD + 1);
         if (high < 0)
                 return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
         *fd = tb_steal_fd(&high);
@@ -206,12 +209,18 @@ int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, c
 
 int confine_argv_fd(char *const argv[])
 {
-        if (!argv[0] || !argv[1] || strcmp(argv[1], "--seccomp") != 0 || !argv[2])
+        if (!argv[0])
+                return -1;
+        /* The supervisor puts its "--block-fd N" pair first (keeper.h). */
+        size_t i = 1;
+        if (argv[i] && strcmp(argv[i], "--block-fd") == 0 && argv[i + 1])
+                i += 2;
+        if (!argv[i] || strcmp(argv[i], "--seccomp") != 0 || !argv[i + 1])
                 return -1;
         char *end;
         errno = 0;
-        long fd = strtol(argv[2], &end, 10);
-        if (errno || *end || end == argv[2] || fd < 0 || fd > 65535)
+        long fd = strtol(argv[i + 1], &end, 10);
+        if (errno || *end || end == argv[i + 1] || fd < 0 || fd > 65535)
                 return -1;
         return (int)fd;
 }

@@ -75,7 +75,8 @@ int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, c
  * lies under CONFINE_TMPDIR. Never a prefix of the home. Static string. */
 const char *confine_tmpdir(const char *home);
 
-/* The fd sandbox_argv passes with --seccomp (always argv[1] and argv[2]),
+/* The fd sandbox_argv passes with --seccomp (argv[1] and argv[2], or right
+ * after the supervisor's leading "--block-fd N" pair),
  * or -1. */
 int confine_argv_fd(char *const argv[]);
 

@@ -62,10 +62,12 @@ static int kill_children(void)
 
 void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
 {
-        /* Hold nothing of trialbox's but bwrap's stdio, its status fd and the
-         * exec-error pipe (moved to the fd after them): not the Grok lock,
-         * not the login watch, not trialbox's signalfd. */
-        const int err_fd = SANDBOX_STATUS_FD + 1;
+        /* Hold nothing of trialbox's but bwrap's stdio, its status and block
+         * fds and the exec-error pipe (moved to the fd after them): not the
+         * Grok lock, not the login watch, not trialbox's signalfd. */
+        _Static_assert(KEEPER_BLOCK_FD == SANDBOX_STATUS_FD + 1 && KEEPER_EXEC_ERR_FD == KEEPER_BLOCK_FD + 1,
+                       "the keeper's fds follow bwrap's");
+        const int err_fd = KEEPER_EXEC_ERR_FD;
         if (exec_err_w != err_fd && dup2(exec_err_w, err_fd) < 0)
                 _exit(127);
         fcntl(err_fd, F_SETFD, FD_CLOEXEC);
@@ -101,6 +103,7 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
         /* The keeper holds none of bwrap's pipes but stderr. */
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);
+        close(KEEPER_BLOCK_FD);
         if (bwrap < 0 || sfd < 0) {
                 if (bwrap > 0)
                         kill(bwrap, SIGKILL);

@@ -15,13 +15,22 @@
 #include <signal.h>
 #include <sys/types.h>
 
+/* Where the keeper's fds are when keeper_run() starts, above bwrap's
+ * stdin, stdout, stderr and SANDBOX_STATUS_FD (3): the pipe bwrap's
+ * --block-fd reads (passed on to bwrap), and the exec-error pipe
+ * (close-on-exec). */
+#define KEEPER_BLOCK_FD 4
+#define KEEPER_BLOCK_FD_STR "4"
+#define KEEPER_EXEC_ERR_FD 5
+
 /* Ask a keeper to kill everything under it. */
 #define KEEPER_KILL_ALL SIGUSR1
 
 /* Run in the forked child of `trialbox` (whose signal mask `old` to restore
- * for bwrap), with stdin, stdout, stderr and SANDBOX_STATUS_FD set up for
- * bwrap: start argv with envp and keep it. On a failed exec, the errno goes
- * to `exec_err_w`. Never returns. */
+ * for bwrap), in a process group of its own, with stdin, stdout, stderr,
+ * SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up for bwrap: start argv with
+ * envp and keep it. On a failed exec, the errno goes to `exec_err_w`
+ * (KEEPER_EXEC_ERR_FD). Never returns. */
 void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
         __attribute__((noreturn));
 

@@ -6,11 +6,16 @@
 #include <linux/close_range.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "keeper.h"
 #include "sandbox.h"
@@ -68,22 +73,80 @@ static bool read_lines(int fd, struct line_reader *lr, void (*line)(char *l, voi
         return true;
 }
 
-struct state {
-        long child_pid;     /* the sandbox's first process (host pid), or 0 */
-        int exit_code;      /* from bwrap's status, or -1 */
-        char bwrap_msg[512];/* the last "bwrap: ..." line */
+/* A source of events: an fd and the handler it is given to when ready. */
+struct supervisor;
+enum source_life {
+        WHILE_RUNNING, /* watched until the session is reaped */
+        ALWAYS,        /* watched as long as the loop runs */
+        TO_EOF,        /* read to its end: the loop waits for it */
+};
+struct source {
+        int fd;
+        short events; /* POLLIN, or POLLOUT */
+        enum source_life life;
+        bool ended;
+        /* Called with poll's revents; returns false once the fd is at its end. */
+        bool (*handle)(struct supervisor *sv, struct source *src, short revents);
+        /* When set: is the source wanted now (e.g. a relay with room)? */
+        bool (*wanted)(const struct supervisor *sv);
+        void *ctx;
+};
+
+/* trialbox's stdin on its way to the session, through a buffer: a session
+ * that does not read never blocks the loop. */
+struct relay {
+        char buf[16384];
+        size_t len, off;
+        bool ended; /* no more input: stdin at its end, or the session's side closed */
+};
+
+/* Room for the sources of today (signals, kill timer, bwrap's status and
+ * stderr) and those to come (deadline, cgroup events, relayed streams), and
+ * the caller's watches. */
+#define SUPERVISOR_MAX_SOURCES 32
+/* A signal again within this long of the one forwarded is the same request. */
+#define SUPERVISOR_REPEAT_MS 500
+/* Once the session is reaped, how long to wait for its pipes' last bytes. */
+#define SUPERVISOR_LINGER_MS 100
+
+struct supervisor {
+        const struct supervisor_run *run;
+        sigset_t old_mask;
+        bool masked; /* old_mask holds the mask to restore */
+        pid_t pid; /* the direct child: the session, or bwrap's keeper */
+        bool reaped;
+        char **argv; /* run->argv, with bwrap's --block-fd */
+        int sfd, timer, exec_r;
+        int status_p[2], err_p[2];
+        /* bwrap blocks on this pipe's one byte until the sandbox is set up:
+         * once it is read, the session's program is being executed. */
+        int block_p[2];
+        /* The session's stdin and stdout: its ends (given to the child) and
+         * trialbox's; with a terminal, one pty for both (master, slave). */
+        int in_p[2], out_p[2], pty_master, pty_slave;
+        bool terminal;       /* the session has a pty; trialbox's terminal is raw */
+        bool termios_saved;  /* saved_termios holds the terminal's settings to put back */
+        struct termios saved_termios;
+        struct relay input;
+        struct source *input_sink;
+        bool output_mid_line; /* the session's stdout so far ends without a newline */
+        long long forwarded_at; /* now_ms() when a signal was forwarded */
+        struct line_reader status_lines, err_lines;
+        struct source sources[SUPERVISOR_MAX_SOURCES];
+        size_t n_sources;
+        struct supervisor_seen seen;
 };
 
 static void on_status(char *l, void *ud)
 {
-        struct state *s = ud;
+        struct supervisor_seen *seen = ud;
         if (*l)
-                supervisor_parse_status(l, &s->child_pid, &s->exit_code);
+                supervisor_parse_status(l, &seen->child_pid, &seen->exit_code);
 }
 
 static void on_stderr(char *l, void *ud)
 {
-        struct state *s = ud;
+        struct supervisor_seen *seen = ud;
         /* Relay the session's stderr as it comes; keep bwrap's own message
          * for the Outcome when the sandbox does not come up. */
         size_t n = strlen(l);
@@ -97,7 +160,7 @@ static void on_stderr(char *l, void *ud)
         }
         l[n] = '\0';
         if (str_has_prefix(l, "bwrap: "))
-                snprintf(s->bwrap_msg, sizeof s->bwrap_msg, "%s", l);
+                snprintf(seen->bwrap_msg, sizeof seen->bwrap_msg, "%s", l);
 }
 
 /* Mark every fd from `from` on close-on-exec, but `keep` (itself cloexec). */
@@ -117,33 +180,50 @@ static void close_inherited_fds(int from, int keep)
                 closedir(d);
 }
 
-/* In the child: put the fds where the program expects them and exec it
- * (bwrap: through its keeper). */
-static void __attribute__((noreturn)) exec_child(const struct supervisor_run *run, const sigset_t *old,
-                                                 pid_t trialbox, int status_w, int err_w, int exec_err_w)
+/* In the child: move each fds[i] to targets[i], whatever numbers they had
+ * (one may sit where another must go), all without close-on-exec. */
+static int place_fds(int *fds, const int *targets, size_t n)
 {
-        int e;
-        if (run->bwrap) {
-                if (dup2(err_w, STDERR_FILENO) < 0)
-                        goto fail;
-                if (status_w == SANDBOX_STATUS_FD) {
-                        if (fcntl(status_w, F_SETFD, 0) < 0)
-                                goto fail;
-                } else if (dup2(status_w, SANDBOX_STATUS_FD) < 0) {
-                        goto fail;
-                }
-                /* Only what bwrap needs crosses: no fd trialbox inherited
-                 * from whoever started it (bwrap passes them all on). */
-                keeper_run(run->argv, run->envp, trialbox, old, exec_err_w);
+        for (size_t i = 0; i < n; i++) {
+                fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+                if (fds[i] < 0)
+                        return -1;
         }
-        sigprocmask(SIG_SETMASK, old, NULL);
-        /* Its own process group, so a forwarded signal reaches its children too. */
+        for (size_t i = 0; i < n; i++)
+                if (dup2(fds[i], targets[i]) < 0)
+                        return -1;
+        return 0;
+}
+
+/* In the child: put the fds where the program expects them and exec it
+ * (bwrap: through its keeper, in a process group of its own). */
+static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pid_t trialbox, int exec_err_w)
+{
+        const struct supervisor_run *run = sv->run;
+        bool pty = sv->pty_slave >= 0;
+        int fds[] = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1], sv->err_p[1],
+                      exec_err_w, sv->status_p[1], sv->block_p[0] };
+        const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
+                                KEEPER_BLOCK_FD };
+        int e;
+        /* Its own process group: a signal for trialbox's group (Ctrl-C,
+         * timeout(1), a runner's killpg) reaches trialbox alone, which
+         * forwards it. */
         if (setpgid(0, 0) < 0)
                 goto fail;
+        if (place_fds(fds, targets, run->bwrap ? TB_ARRAY_SIZE(fds) : 4) < 0 ||
+            fcntl(KEEPER_EXEC_ERR_FD, F_SETFD, FD_CLOEXEC) < 0)
+                goto fail;
+        exec_err_w = KEEPER_EXEC_ERR_FD;
+        if (run->bwrap)
+                /* Only what bwrap needs crosses: no fd trialbox inherited
+                 * from whoever started it (bwrap passes them all on). */
+                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w);
+        sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;
         close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
-        execve(run->argv[0], run->argv, run->envp);
+        execve(sv->argv[0], sv->argv, run->envp);
 fail:
         e = errno;
         if (write(exec_err_w, &e, sizeof e) < 0) {
@@ -151,179 +231,512 @@ fail:
         _exit(127);
 }
 
-int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
+/* The signal trialbox knows ended the session, or 0; `code` is what was
+ * reported (bwrap's exit-code, or the keeper's own status), -1 for none. */
+static int known_signal(const struct supervisor_seen *seen, int code)
 {
-        struct state s = { .exit_code = -1 };
-        struct line_reader status_lr = { 0 }, err_lr = { 0 };
-        int status_p[2] = { -1, -1 }, err_p[2] = { -1, -1 }, exec_p[2] = { -1, -1 };
-        _cleanup_close_ int sfd = -1;
-        sigset_t mask, old;
-        int r = 0;
+        if (!seen->bwrap && WIFSIGNALED(seen->wait_status))
+                return WTERMSIG(seen->wait_status);
+        if (code < 0) /* bwrap ended without reporting the session's end */
+                return seen->killed ? SIGKILL
+                       : seen->forwarded ? seen->forwarded
+                       : WIFSIGNALED(seen->wait_status) ? WTERMSIG(seen->wait_status)
+                                                        : 0;
+        if (seen->killed && code == 128 + SIGKILL)
+                return SIGKILL;
+        if (seen->forwarded && code == 128 + seen->forwarded)
+                return seen->forwarded;
+        return 0;
+}
 
+void supervisor_result(const struct supervisor_seen *seen, struct session_result *res)
+{
         memset(res, 0, sizeof *res);
+        if (seen->exec_errno) {
+                res->void_cause = seen->bwrap ? CAUSE_SANDBOX_UNAVAILABLE : CAUSE_SESSION_UNAVAILABLE;
+                snprintf(res->detail, sizeof res->detail, "cannot execute '%s': %s", seen->program,
+                         strerror(seen->exec_errno));
+                return;
+        }
+        if (seen->bwrap && !seen->setup_done) {
+                /* The session's program never ran: every line on bwrap's
+                 * stderr is bwrap's own. */
+                res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
+                if (seen->bwrap_msg[0])
+                        snprintf(res->detail, sizeof res->detail, "%s", seen->bwrap_msg);
+                else if (WIFSIGNALED(seen->wait_status))
+                        snprintf(res->detail, sizeof res->detail,
+                                 "bwrap was killed by signal %d before the session started",
+                                 WTERMSIG(seen->wait_status));
+                else
+                        snprintf(res->detail, sizeof res->detail,
+                                 "bwrap exited with status %d before the session started",
+                                 WEXITSTATUS(seen->wait_status));
+                return;
+        }
+        res->started = true;
+        int code = seen->bwrap ? seen->exit_code : -1;
+        if (!seen->bwrap && WIFEXITED(seen->wait_status))
+                code = WEXITSTATUS(seen->wait_status);
+        res->signal = known_signal(seen, code);
+        if (res->signal == 0)
+                res->exit_code = code >= 0 ? code : WEXITSTATUS(seen->wait_status);
+}
+
+/* The one place that decides which process receives a signal meant for the
+ * session: unsandboxed, the session's own process group; once bwrap has
+ * reported its child, the session's process group (SIGKILL: the sandbox's
+ * pid 1, and the namespace dies with it); before that, the keeper, which
+ * stops bwrap (SIGKILL: it kills everything under it). */
+static void signal_session(struct supervisor *sv, int sig)
+{
+        pid_t child = (pid_t)sv->seen.child_pid;
+        if (!sv->run->bwrap)
+                kill(-sv->pid, sig);
+        else if (child > 0)
+                kill(sig == SIGKILL ? child : -child, sig);
+        else
+                kill(sv->pid, sig == SIGKILL ? KEEPER_KILL_ALL : sig);
+}
+
+/* Arm the kill timer to fire after `ms` (0: at once). */
+static void arm_kill_timer(struct supervisor *sv, long long ms)
+{
+        struct itimerspec its = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 } };
+        if (ms <= 0)
+                its.it_value.tv_nsec = 1; /* zero would disarm it */
+        timerfd_settime(sv->timer, 0, &its, NULL);
+}
+
+static void reap(struct supervisor *sv)
+{
+        if (!sv->reaped && waitpid(sv->pid, &sv->seen.wait_status, WNOHANG) == sv->pid)
+                sv->reaped = true;
+}
+
+/* The terminal's size, given to the session's pty. */
+static void copy_window_size(const struct supervisor *sv)
+{
+        struct winsize ws;
+        if (sv->pty_master >= 0 && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+                ioctl(sv->pty_master, TIOCSWINSZ, &ws);
+}
+
+/* A signal for trialbox: forward the first, hurry the end on the second. */
+static void handle_signal(struct supervisor *sv, int sig)
+{
+        if (sig == SIGCHLD) {
+                reap(sv);
+                return;
+        }
+        if (sig == SIGPIPE) /* a relay's reader is gone: its write said so */
+                return;
+        if (sig == SIGWINCH) {
+                copy_window_size(sv);
+                return;
+        }
+        if (sv->reaped)
+                return;
+        if (sv->seen.forwarded) {
+                /* Asked again: no more waiting. But timeout(1) signals its
+                 * child, then its whole group: one request, sent twice. */
+                if (now_ms() - sv->forwarded_at >= SUPERVISOR_REPEAT_MS)
+                        arm_kill_timer(sv, 0);
+                return;
+        }
+        sv->seen.forwarded = sig;
+        sv->forwarded_at = now_ms();
+        arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
+        signal_session(sv, sig);
+}
+
+static bool on_signalfd(struct supervisor *sv, struct source *src, short revents)
+{
+        struct signalfd_siginfo si;
+        if (revents & POLLIN)
+                while (read(src->fd, &si, sizeof si) == (ssize_t)sizeof si)
+                        handle_signal(sv, (int)si.ssi_signo);
+        return true;
+}
+
+/* The grace after a forwarded signal is over: end all of the session. */
+static bool on_kill_timer(struct supervisor *sv, struct source *src, short revents)
+{
+        uint64_t expirations;
+        if (!(revents & POLLIN) || read(src->fd, &expirations, sizeof expirations) != (ssize_t)sizeof expirations)
+                return true;
+        if (!sv->reaped && !sv->seen.killed) {
+                sv->seen.killed = true;
+                signal_session(sv, SIGKILL);
+        }
+        return true;
+}
+
+static bool on_status_fd(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        return read_lines(src->fd, &sv->status_lines, on_status, &sv->seen);
+}
+
+static bool on_bwrap_stderr(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        return read_lines(src->fd, &sv->err_lines, on_stderr, &sv->seen);
+}
+
+static bool on_watch(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)sv;
+        const struct supervisor_watch *w = src->ctx;
+        if (revents & POLLIN)
+                w->ready(w->ctx);
+        return true;
+}
+
+static void write_all(int fd, const char *buf, size_t n)
+{
+        for (size_t off = 0; off < n;) {
+                ssize_t w = write(fd, buf + off, n - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) /* nobody reads: drop it, keep draining the session */
+                        return;
+                off += (size_t)w;
+        }
+}
+
+/* The session's stdout (a pipe, or the pty's master): relayed to trialbox's
+ * own, which the session never holds. */
+static bool on_session_stdout(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        char buf[65536];
+        ssize_t n = read(src->fd, buf, sizeof buf);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN; /* EIO: the pty's last slave is closed */
+        if (n == 0)
+                return false;
+        write_all(STDOUT_FILENO, buf, (size_t)n);
+        sv->output_mid_line = buf[n - 1] != '\n';
+        return true;
+}
+
+/* No more input for the session: a pipe is closed so that it reads EOF. */
+static void input_end(struct supervisor *sv)
+{
+        sv->input.ended = true;
+        sv->input.len = sv->input.off = 0;
+        if (sv->in_p[1] >= 0) {
+                sv->input_sink->ended = true;
+                tb_closep(&sv->in_p[1]);
+        }
+}
+
+/* Write what the buffer holds to the session, as much as it takes now. */
+static void input_flush(struct supervisor *sv)
+{
+        struct relay *in = &sv->input;
+        while (in->off < in->len) {
+                ssize_t w = write(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno == EAGAIN)
+                        return;
+                if (w <= 0) { /* the session closed its stdin */
+                        input_end(sv);
+                        return;
+                }
+                in->off += (size_t)w;
+        }
+        in->len = in->off = 0;
+        if (in->ended)
+                input_end(sv);
+}
+
+static bool on_stdin(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        ssize_t n = read(src->fd, sv->input.buf, sizeof sv->input.buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return true;
+        if (n <= 0) {
+                sv->input.ended = true;
+                if (sv->in_p[1] >= 0) /* a pty stays open: it is the session's stdout too */
+                        input_end(sv);
+                return false;
+        }
+        sv->input.len = (size_t)n;
+        sv->input.off = 0;
+        input_flush(sv);
+        return true;
+}
+
+static bool on_stdin_sink(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)revents;
+        input_flush(sv);
+        return !src->ended;
+}
+
+static bool input_empty(const struct supervisor *sv)
+{
+        return sv->input.len == 0;
+}
+
+static bool input_pending(const struct supervisor *sv)
+{
+        return sv->input.len > 0;
+}
+
+static struct source *add_source(struct supervisor *sv, int fd, enum source_life life,
+                                 bool (*handle)(struct supervisor *, struct source *, short), void *ctx)
+{
+        if (sv->n_sources == SUPERVISOR_MAX_SOURCES)
+                return NULL;
+        struct source *src = &sv->sources[sv->n_sources++];
+        *src = (struct source){ .fd = fd, .events = POLLIN, .life = life, .handle = handle, .ctx = ctx };
+        return src;
+}
+
+static bool source_watched(const struct supervisor *sv, const struct source *src)
+{
+        return !src->ended && !(src->life == WHILE_RUNNING && sv->reaped) && (!src->wanted || src->wanted(sv));
+}
+
+static bool draining(const struct supervisor *sv)
+{
+        for (size_t i = 0; i < sv->n_sources; i++)
+                if (sv->sources[i].life == TO_EOF && !sv->sources[i].ended)
+                        return true;
+        return false;
+}
+
+/* trialbox's stdin is the terminal it runs in the foreground of: its
+ * settings are put back after the session (supervisor_done()). When stdout
+ * is a terminal too, the session gets a pty of trialbox's with the
+ * terminal's settings and size, and the terminal is made raw (but for the
+ * signal keys, which stay trialbox's to forward). */
+static int open_terminal(struct supervisor *sv, struct tb_error *err)
+{
+        if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp() ||
+            tcgetattr(STDIN_FILENO, &sv->saved_termios) < 0)
+                return 0;
+        sv->termios_saved = true;
+        if (!isatty(STDOUT_FILENO)) /* output kept in a file: plain pipes, plain newlines */
+                return 0;
+        struct winsize ws;
+        bool sized = ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0;
+        if (openpty(&sv->pty_master, &sv->pty_slave, NULL, &sv->saved_termios, sized ? &ws : NULL) < 0)
+                return tb_fail(err, -errno, "opening a pty for the session: %s", strerror(errno));
+        if (fcntl(sv->pty_master, F_SETFD, FD_CLOEXEC) < 0 || fcntl(sv->pty_slave, F_SETFD, FD_CLOEXEC) < 0 ||
+            fcntl(sv->pty_master, F_SETFL, O_NONBLOCK) < 0)
+                return tb_fail(err, -errno, "setting up the session's pty: %s", strerror(errno));
+        struct termios raw = sv->saved_termios;
+        cfmakeraw(&raw);
+        raw.c_lflag |= ISIG;
+        raw.c_oflag |= OPOST; /* trialbox's own messages still start their lines */
+        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0)
+                return tb_fail(err, -errno, "setting the terminal up: %s", strerror(errno));
+        sv->terminal = true;
+        return 0;
+}
+
+/* The session's standard streams: a pty when on a terminal, else pipes for
+ * stdin and stdout (its stderr is bwrap's pipe); each relayed by a source. */
+static int open_streams(struct supervisor *sv, struct tb_error *err)
+{
+        int r = open_terminal(sv, err);
+        if (r < 0)
+                return r;
+        if (!sv->terminal && (pipe2(sv->in_p, O_CLOEXEC) < 0 || pipe2(sv->out_p, O_CLOEXEC) < 0 ||
+                              fcntl(sv->in_p[1], F_SETFL, O_NONBLOCK) < 0))
+                return tb_fail(err, -errno, "making the session's pipes: %s", strerror(errno));
+        int to_session = sv->terminal ? sv->pty_master : sv->in_p[1];
+        int from_session = sv->terminal ? sv->pty_master : sv->out_p[0];
+        struct source *in = add_source(sv, STDIN_FILENO, WHILE_RUNNING, on_stdin, NULL);
+        sv->input_sink = add_source(sv, to_session, WHILE_RUNNING, on_stdin_sink, NULL);
+        if (!in || !sv->input_sink || !add_source(sv, from_session, TO_EOF, on_session_stdout, NULL))
+                return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        in->wanted = input_empty;
+        sv->input_sink->events = POLLOUT;
+        sv->input_sink->wanted = input_pending;
+        if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+                /* A terminal trialbox runs in the background of: reading it
+                 * would stop trialbox (SIGTTIN). The session reads EOF. */
+                in->ended = true;
+                input_end(sv);
+        }
+        return 0;
+}
+
+/* bwrap's argv with "--block-fd KEEPER_BLOCK_FD" after argv[0]. */
+static char **argv_with_block_fd(char **argv)
+{
+        size_t n = 0;
+        while (argv[n])
+                n++;
+        char **v = xmalloc((n + 3) * sizeof *v);
+        v[0] = argv[0];
+        v[1] = "--block-fd";
+        v[2] = KEEPER_BLOCK_FD_STR;
+        memcpy(v + 3, argv + 1, n * sizeof *v); /* with the final NULL */
+        return v;
+}
+
+/* Block the signals the loop takes from its signalfd; make the pipes and
+ * the event sources; fork and exec; wait for the exec's outcome. */
+static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+{
+        int exec_p[2] = { -1, -1 };
+        sigset_t mask;
+
+        *sv = (struct supervisor){
+                .run = run,
+                .argv = run->argv,
+                .sfd = -1,
+                .timer = -1,
+                .exec_r = -1,
+                .status_p = { -1, -1 },
+                .err_p = { -1, -1 },
+                .block_p = { -1, -1 },
+                .in_p = { -1, -1 },
+                .out_p = { -1, -1 },
+                .pty_master = -1,
+                .pty_slave = -1,
+                .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1 },
+        };
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGCHLD);
-        if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
+        sigaddset(&mask, SIGPIPE);
+        sigaddset(&mask, SIGWINCH);
+        if (sigprocmask(SIG_BLOCK, &mask, &sv->old_mask) < 0)
                 return tb_fail(err, -errno, "blocking signals: %s", strerror(errno));
-        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (sfd < 0 || pipe2(exec_p, O_CLOEXEC) < 0 ||
-            (run->bwrap && (pipe2(status_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0))) {
-                r = tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
-                goto out;
+        sv->masked = true;
+        sv->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        sv->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (sv->sfd < 0 || sv->timer < 0 || pipe2(exec_p, O_CLOEXEC) < 0 || pipe2(sv->err_p, O_CLOEXEC) < 0 ||
+            (run->bwrap && (pipe2(sv->status_p, O_CLOEXEC) < 0 || pipe2(sv->block_p, O_CLOEXEC) < 0)))
+                return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
+        sv->exec_r = exec_p[0];
+        if (run->bwrap) {
+                sv->argv = argv_with_block_fd(run->argv);
+                if (write(sv->block_p[1], "", 1) != 1)
+                        return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
+                tb_closep(&sv->block_p[1]);
+        }
+
+        int r = open_streams(sv, err);
+        if (r == 0 && (!add_source(sv, sv->sfd, ALWAYS, on_signalfd, NULL) ||
+                       !add_source(sv, sv->timer, WHILE_RUNNING, on_kill_timer, NULL) ||
+                       !add_source(sv, sv->err_p[0], TO_EOF, on_bwrap_stderr, NULL) ||
+                       (run->bwrap && !add_source(sv, sv->status_p[0], TO_EOF, on_status_fd, NULL))))
+                r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        for (size_t i = 0; r == 0 && i < run->n_watches; i++)
+                if (!add_source(sv, run->watches[i].fd, WHILE_RUNNING, on_watch, &run->watches[i]))
+                        r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        if (r < 0) {
+                tb_closep(&exec_p[1]);
+                return r;
         }
 
         pid_t self = getpid();
-        pid_t pid = fork();
-        if (pid < 0) {
-                r = tb_fail(err, -errno, "fork: %s", strerror(errno));
-                goto out;
+        sv->pid = fork();
+        if (sv->pid < 0) {
+                tb_closep(&exec_p[1]);
+                return tb_fail(err, -errno, "fork: %s", strerror(errno));
         }
-        if (pid == 0)
-                exec_child(run, &old, self, status_p[1], err_p[1], exec_p[1]);
-
-        tb_closep(&status_p[1]);
-        tb_closep(&err_p[1]);
+        if (sv->pid == 0)
+                exec_child(sv, self, exec_p[1]);
+        setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
+        tb_closep(&sv->status_p[1]);
+        tb_closep(&sv->err_p[1]);
+        tb_closep(&sv->in_p[0]);
+        tb_closep(&sv->out_p[1]);
+        tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
 
-        int exec_errno = 0;
         ssize_t n;
         do
-                n = read(exec_p[0], &exec_errno, sizeof exec_errno);
+                n = read(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
         while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)sizeof exec_errno)
-                exec_errno = 0;
+        if (n != (ssize_t)sizeof sv->seen.exec_errno)
+                sv->seen.exec_errno = 0;
+        return 0;
+}
 
-        int forwarded = 0, wstatus = 0;
-        bool reaped = false, killed = false;
-        /* bwrap's status and stderr pipes, read until their end. */
-        bool status_open = run->bwrap;
-        bool err_open = status_open;
-        long long kill_at = -1;
-
-        while (!reaped || status_open || err_open) {
-                struct pollfd pfd[3 + 16];
-                size_t np = 0;
-                pfd[np++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-                pfd[np++] = (struct pollfd){ .fd = status_open ? status_p[0] : -1, .events = POLLIN };
-                pfd[np++] = (struct pollfd){ .fd = err_open ? err_p[0] : -1, .events = POLLIN };
-                for (size_t i = 0; i < run->n_watches && np < TB_ARRAY_SIZE(pfd); i++)
-                        pfd[np++] = (struct pollfd){ .fd = reaped ? -1 : run->watches[i].fd, .events = POLLIN };
-
-                int timeout = -1;
-                if (kill_at >= 0 && !reaped) {
-                        long long left = kill_at - now_ms();
-                        timeout = left > 0 ? (int)left : 0;
-                }
-                int k = poll(pfd, np, reaped ? 100 : timeout);
-                if (k < 0 && errno != EINTR) {
-                        r = tb_fail(err, -errno, "poll: %s", strerror(errno));
+/* Until the session is reaped and its pipes are at their end, hand each
+ * ready source to its handler. */
+static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
+{
+        while (!sv->reaped || draining(sv)) {
+                struct pollfd pfd[SUPERVISOR_MAX_SOURCES];
+                for (size_t i = 0; i < sv->n_sources; i++)
+                        pfd[i] = (struct pollfd){ .fd = source_watched(sv, &sv->sources[i]) ? sv->sources[i].fd : -1,
+                                                  .events = sv->sources[i].events };
+                int k = poll(pfd, sv->n_sources, sv->reaped ? SUPERVISOR_LINGER_MS : -1);
+                if (k < 0 && errno != EINTR)
+                        return tb_fail(err, -errno, "poll: %s", strerror(errno));
+                if (k == 0) /* the session is gone; something still holds its pipes */
                         break;
-                }
-                if (k == 0 && reaped) /* the session is gone; something still holds its pipes */
-                        break;
-
-                if (kill_at >= 0 && !reaped && now_ms() >= kill_at && !killed) {
-                        /* The session ignored the forwarded signal: end all of it. */
-                        killed = true;
-                        if (!run->bwrap)
-                                kill(-pid, SIGKILL);
-                        else if (s.child_pid > 0)
-                                kill((pid_t)s.child_pid, SIGKILL); /* its pid 1: the namespace dies with it */
-                        else
-                                kill(pid, KEEPER_KILL_ALL);
-                }
-                if (pfd[0].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                                int sig = (int)si.ssi_signo;
-                                if (sig == SIGCHLD) {
-                                        if (!reaped && waitpid(pid, &wstatus, WNOHANG) == pid)
-                                                reaped = true;
-                                        continue;
-                                }
-                                if (reaped)
-                                        continue;
-                                if (forwarded) { /* asked twice: no more waiting */
-                                        kill_at = now_ms();
-                                        continue;
-                                }
-                                forwarded = sig;
-                                kill_at = now_ms() + SUPERVISOR_KILL_GRACE_MS;
-                                if (!run->bwrap)
-                                        kill(-pid, sig);
-                                else if (s.child_pid > 0)
-                                        kill(-(pid_t)s.child_pid, sig); /* the session's process group */
-                                else
-                                        kill(pid, sig); /* still setting up: the keeper stops bwrap */
-                        }
-                }
-                if (status_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
-                        status_open = read_lines(status_p[0], &status_lr, on_status, &s);
-                if (err_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR)))
-                        err_open = read_lines(err_p[0], &err_lr, on_stderr, &s);
-                for (size_t i = 3; i < np; i++)
-                        if (pfd[i].revents & POLLIN)
-                                run->watches[i - 3].ready(run->watches[i - 3].ctx);
-                if (!reaped && waitpid(pid, &wstatus, WNOHANG) == pid)
-                        reaped = true;
+                for (size_t i = 0; k > 0 && i < sv->n_sources; i++)
+                        if (pfd[i].fd >= 0 && pfd[i].revents && !sv->sources[i].ended)
+                                sv->sources[i].ended = !sv->sources[i].handle(sv, &sv->sources[i], pfd[i].revents);
+                reap(sv);
         }
+        /* What trialbox prints next (its --json line) starts a line of its own. */
+        if (sv->output_mid_line)
+                write_all(STDOUT_FILENO, "\n", 1);
+        /* Once bwrap took its byte, it had set the sandbox up and went on to
+         * execute the session's program. */
+        int unread = 1;
+        sv->seen.setup_done = sv->run->bwrap && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
+        return 0;
+}
+
+static void supervisor_done(struct supervisor *sv)
+{
+        /* What is still pending was meant for a session that has ended (the
+         * rest of a signal sent twice, a relay's SIGPIPE): not for trialbox,
+         * which has its Outcome to write. */
+        struct signalfd_siginfo si;
+        while (sv->sfd >= 0 && read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        }
+        int *fds[] = { &sv->status_p[0], &sv->status_p[1], &sv->err_p[0], &sv->err_p[1], &sv->block_p[0],
+                       &sv->block_p[1], &sv->in_p[0], &sv->in_p[1], &sv->out_p[0], &sv->out_p[1],
+                       &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
+                tb_closep(fds[i]);
+        if (sv->argv != sv->run->argv)
+                free(sv->argv);
+        if (sv->termios_saved)
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
+        if (sv->masked)
+                sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
+}
+
+int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
+{
+        struct supervisor sv;
+
+        memset(res, 0, sizeof *res);
+        int r = supervisor_start(&sv, run, err);
+        if (r < 0) {
+                supervisor_done(&sv);
+                return r;
+        }
+        r = supervisor_loop(&sv, err);
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);
-        if (r < 0) {
-                if (!reaped) {
-                        kill(pid, SIGKILL);
-                        waitpid(pid, &wstatus, 0);
-                }
-                goto out;
+        if (r < 0 && !sv.reaped) {
+                kill(sv.pid, SIGKILL);
+                waitpid(sv.pid, &sv.seen.wait_status, 0);
         }
-
-        if (exec_errno) {
-                res->started = false;
-                res->void_cause = run->bwrap ? CAUSE_SANDBOX_UNAVAILABLE : CAUSE_SESSION_UNAVAILABLE;
-                snprintf(res->detail, sizeof res->detail, "cannot execute '%s': %s", run->argv[0],
-                         strerror(exec_errno));
-        } else if (!run->bwrap) {
-                res->started = true;
-                if (WIFSIGNALED(wstatus))
-                        res->signal = WTERMSIG(wstatus);
-                else
-                        res->exit_code = WEXITSTATUS(wstatus);
-        } else if (s.exit_code >= 0) {
-                /* bwrap reports a session killed by signal N as 128+N, as a shell does. */
-                res->started = true;
-                if (s.exit_code > 128 && s.exit_code < 128 + 65)
-                        res->signal = s.exit_code - 128;
-                else
-                        res->exit_code = s.exit_code;
-        } else if (killed && s.child_pid > 0) {
-                res->started = true;
-                res->signal = SIGKILL;
-        } else {
-                /* bwrap reports the child pid before it sets up the mounts:
-                 * only an exit code shows that the session itself ran. */
-                res->started = false;
-                res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
-                if (s.bwrap_msg[0])
-                        snprintf(res->detail, sizeof res->detail, "%s", s.bwrap_msg);
-                else if (WIFSIGNALED(wstatus))
-                        snprintf(res->detail, sizeof res->detail,
-                                 "bwrap was killed by signal %d before the session started", WTERMSIG(wstatus));
-                else
-                        snprintf(res->detail, sizeof res->detail,
-                                 "bwrap exited with status %d before the session started", WEXITSTATUS(wstatus));
-        }
-        if (forwarded && res->started && res->signal == 0 && res->exit_code == 128 + forwarded)
-                res->signal = forwarded;
-out:
-        for (int i = 0; i < 2; i++) {
-                tb_closep(&status_p[i]);
-                tb_closep(&err_p[i]);
-                tb_closep(&exec_p[i]);
-        }
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (r == 0)
+                supervisor_result(&sv.seen, res);
+        supervisor_done(&sv);
         return r;
 }

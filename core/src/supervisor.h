@@ -1,7 +1,16 @@
 /* The supervisor: starts the session (through bwrap, or directly when
  * unsandboxed), forwards SIGINT/SIGTERM/SIGHUP to it, reaps it, and says how
- * it ended. One poll loop over bwrap's status fd, its stderr, a signalfd and
- * any extra watches (login sync). */
+ * it ended. Setup, then a loop that hands each ready event source (bwrap's
+ * status fd, its stderr, a signalfd, the kill timer, extra watches such as
+ * login sync) to its own handler; what was seen is then mapped to a
+ * session_result by a pure function, supervisor_result().
+ *
+ * The session never holds trialbox's own standard streams: it gets pipes
+ * for stdin and stdout (a pty of trialbox's for both when trialbox's stdin
+ * and stdout are its terminal) and bwrap's stderr pipe, all relayed by the loop, and
+ * drained before supervisor_run() returns. The keeper and bwrap (or the
+ * unsandboxed session) run in a process group of their own, so a signal
+ * for trialbox's group reaches trialbox alone, which forwards it. */
 #ifndef TB_SUPERVISOR_H
 #define TB_SUPERVISOR_H
 
@@ -26,7 +35,8 @@ struct supervisor_run {
         char **argv;  /* argv[0] is the program (bwrap, or the Harness) */
         char **envp;
         const char *cwd;  /* unsandboxed only: where to start */
-        bool bwrap;       /* argv runs bwrap with --json-status-fd SANDBOX_STATUS_FD */
+        bool bwrap;       /* argv runs bwrap with --json-status-fd SANDBOX_STATUS_FD
+                           * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
 };
@@ -34,6 +44,45 @@ struct supervisor_run {
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
  * when trialbox itself could not run it (pipes, fork): then `err` says why. */
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err);
+
+/* What the supervisor saw of a session, the input of supervisor_result(). */
+struct supervisor_seen {
+        bool bwrap;            /* the session ran through bwrap (and its keeper) */
+        const char *program;   /* argv[0]: named when it could not be executed */
+        int exec_errno;        /* why argv[0] could not be executed, or 0 */
+        long child_pid;        /* bwrap's "child-pid" (host pid), or 0 */
+        bool setup_done;       /* bwrap set the sandbox up and went on to execute the session */
+        int exit_code;         /* bwrap's "exit-code", or -1 */
+        int wait_status;       /* waitpid() status of the direct child: the session, or the keeper */
+        int forwarded;         /* the signal trialbox forwarded to the session, or 0 */
+        bool killed;           /* trialbox ended the session with SIGKILL after the grace */
+        char bwrap_msg[512];   /* the last "bwrap: ..." line on bwrap's stderr, or "" */
+};
+
+/* How the session ended, from what was seen alone: no system calls, no
+ * state. Fills all of `res`.
+ *
+ * Started or void. Through bwrap, the session started once bwrap took the
+ * byte trialbox left on its --block-fd: bwrap reads it after setting the
+ * sandbox up, just before it executes the session's program. Before that,
+ * the Trial is void (sandbox_unavailable) and its detail is bwrap's last
+ * "bwrap: " line, which only bwrap can have printed then; after it, the
+ * Trial is never void, whatever the session prints or however it ends.
+ *
+ * Exit code or signal. A status of 128+N is also what a session gets by
+ * `exit 128+N`, and bwrap reports a session killed by signal N as 128+N,
+ * so a signal is recorded only when trialbox knows it was one:
+ *  - unsandboxed, the kernel's wait status says the session was killed;
+ *  - trialbox forwarded signal N to the session (SIGINT, SIGTERM, SIGHUP
+ *    it received) and the status is 128+N;
+ *  - trialbox sent SIGKILL after the grace and the status is 128+9;
+ *  - bwrap ended without reporting the session's end (killed itself):
+ *    the signal trialbox sent, else the one that killed bwrap.
+ * Anything else is an exit code, passed through as it is: `exit 137` is
+ * exit code 137, no signal. outcome.json says which; trialbox's own exit
+ * status (128+N for a signal, 125 void, 126 trialbox's failure, 2 usage)
+ * can collide with a session's exit code. */
+void supervisor_result(const struct supervisor_seen *seen, struct session_result *res);
 
 /* Parse one JSON status document of bwrap's into child_pid / exit_code
  * (left untouched when absent). Returns 0, or -EINVAL when it is not a JSON
