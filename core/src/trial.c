@@ -11,6 +11,7 @@
 #include "host.h"
 #include "outcome.h"
 #include "plugin_loader.h"
+#include "repo_guard.h"
 #include "supervisor.h"
 #include "toolchain.h"
 
@@ -95,31 +96,6 @@ static char *resolve_new_path(const char *p)
         return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
 }
 
-/* A git worktree's .git is a file naming its private git dir, whose
- * `commondir` names the repository's shared one: commits write there. */
-static char *worktree_common_dir(const char *repo)
-{
-        _cleanup_free_ char *dotgit = xasprintf("%s/.git", repo);
-        struct stat st;
-        if (lstat(dotgit, &st) < 0 || !S_ISREG(st.st_mode))
-                return NULL;
-        _cleanup_free_ char *content = read_file(dotgit, 4096, NULL);
-        if (!content || !str_has_prefix(content, "gitdir:"))
-                return NULL;
-        char *gitdir = content + strlen("gitdir:");
-        gitdir += strspn(gitdir, " \t");
-        gitdir[strcspn(gitdir, "\r\n")] = '\0';
-        _cleanup_free_ char *gitdir_abs = gitdir[0] == '/' ? xstrdup(gitdir) : xasprintf("%s/%s", repo, gitdir);
-        _cleanup_free_ char *commondir_file = xasprintf("%s/commondir", gitdir_abs);
-        _cleanup_free_ char *common = read_file(commondir_file, 4096, NULL);
-        if (!common)
-                return realpath(gitdir_abs, NULL);
-        common[strcspn(common, "\r\n")] = '\0';
-        _cleanup_free_ char *common_abs =
-                common[0] == '/' ? xstrdup(common) : xasprintf("%s/%s", gitdir_abs, common);
-        return realpath(common_abs, NULL);
-}
-
 /* Only the home itself: the XDG folders its variables name are made by
  * whoever first needs them (each mkdir costs a Trial's start-up time). */
 static int make_fresh_home(const char *home)
@@ -159,12 +135,14 @@ struct trial {
         struct sandbox_spec spec;
         struct tb_host host;
         struct outcome outcome;
+        struct repo_guard guard;
         long long start_ms;
 };
 
 static void trial_free(struct trial *t)
 {
         host_free(&t->host);
+        repo_guard_done(&t->guard);
         sandbox_spec_free(&t->spec);
         plugin_unload(&t->plugin);
         free(t->repo);
@@ -262,7 +240,7 @@ static int trial_void(struct trial *t, enum outcome_cause cause, const char *det
                                : trial_finish(t);
 }
 
-static void trial_build_spec(struct trial *t)
+static int trial_build_spec(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
         const bool sandboxed = !t->opt->no_sandbox;
@@ -271,7 +249,7 @@ static void trial_build_spec(struct trial *t)
         if (!sandboxed) {
                 strv_add(&spec->command, t->bin);
                 spec->chdir = xstrdup(t->repo);
-                return;
+                return 0;
         }
         struct toolchain_host th = {
                 .path = host_path(),
@@ -292,12 +270,21 @@ static void trial_build_spec(struct trial *t)
                         sandbox_add(spec, SANDBOX_RO_BIND, t->skills, given);
         }
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
-        _cleanup_free_ char *common = worktree_common_dir(t->repo);
-        if (common && !path_is_under(common, t->repo))
-                sandbox_add(spec, SANDBOX_BIND, common, common);
+        /* After the system binds, which it is checked not to override. */
+        const struct repo_guard_host gh = {
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run
+        };
+        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        if (r < 0)
+                return r;
+        if (t->guard.refused)
+                host_logf(t->opt->verbosity, TB_LOG_WARNING, "the worktree's git directory is not bound: %s",
+                          t->guard.refused);
+        repo_guard_add_binds(&t->guard, spec);
         sandbox_add(spec, SANDBOX_BIND, t->home, t->home);
         strv_add(&spec->command, run_path);
         spec->chdir = xstrdup(t->repo);
+        return 0;
 }
 
 /* Load the plugin, find the binaries, make the output folder. Returns -1
@@ -366,7 +353,12 @@ static int trial_prepare(struct trial *t)
                         return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
                 }
         }
-        trial_build_spec(t);
+        struct tb_error err = { 0 };
+        if (trial_build_spec(t, &err) < 0)
+                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, err.msg);
+        if (!t->opt->no_sandbox && !t->opt->dry_run &&
+            repo_guard_write_identity(host_path(), t->user_home, t->home, &err) < 0)
+                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, err.msg);
         int r = host_call(&t->host, t->plugin.preflight);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.prepare_login);
@@ -426,6 +418,12 @@ static int trial_execute(struct trial *t)
                 explicit_bzero(envp.v[i], strlen(envp.v[i]));
         strv_free(&argv);
         strv_free(&envp);
+        /* Whatever the session's end, before anything else runs git there. */
+        struct strv undone = { 0 };
+        repo_guard_restore(&t->guard, &undone);
+        for (size_t i = 0; i < undone.n; i++)
+                host_logf(opt->verbosity, TB_LOG_WARNING, "%s", undone.v[i]);
+        strv_free(&undone);
         if (r < 0)
                 return trial_void(t, CAUSE_SANDBOX_UNAVAILABLE, err.msg);
         outcome_from_session(&t->outcome, &res);

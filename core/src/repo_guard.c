@@ -1,0 +1,807 @@
+#define _GNU_SOURCE
+#include "repo_guard.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* The files that make git run a program or read another config, per git
+ * directory (the common one and each submodule's). */
+static const char *const control_files[] = { "config", "config.worktree", "commondir", "objects/info/alternates" };
+/* The same, per linked worktree (C/worktrees/<name>). */
+static const char *const worktree_files[] = { "commondir", "gitdir", "config.worktree" };
+/* Submodules nest (modules/a/modules/b) and their names may hold '/'. */
+#define MAX_DEPTH 8
+#define MAX_ENTRIES 256
+/* An embedded repository's `.git` may be anywhere in the worktree. */
+#define MAX_WALK_DEPTH 64
+
+/* ---- reading what a session may have planted ---- */
+
+/* The regular file `name` in `dirfd`, never following a link or blocking on
+ * a FIFO, up to `max` bytes: malloc'd (NUL-terminated), or NULL with errno
+ * (EFBIG when larger, EINVAL when not a regular file). */
+static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, mode_t *mode_out)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return NULL;
+        if (!S_ISREG(st.st_mode)) {
+                errno = EINVAL;
+                return NULL;
+        }
+        if ((size_t)st.st_size > max) {
+                errno = EFBIG;
+                return NULL;
+        }
+        size_t cap = (size_t)st.st_size + 1, len = 0;
+        char *buf = xmalloc(cap + 1);
+        for (;;) {
+                ssize_t r = read(fd, buf + len, cap - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0) {
+                        free(buf);
+                        return NULL;
+                }
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+                if (len == cap) {
+                        free(buf);
+                        errno = EFBIG;
+                        return NULL;
+                }
+        }
+        buf[len] = '\0';
+        if (len_out)
+                *len_out = len;
+        if (mode_out)
+                *mode_out = st.st_mode & 07777;
+        return buf;
+}
+
+static int open_dir_at(int dirfd, const char *name)
+{
+        return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* The first line of a small file, trimmed. */
+static char *read_line_at(int dirfd, const char *name)
+{
+        char *s = read_at(dirfd, name, 4096, NULL, NULL);
+        if (s)
+                s[strcspn(s, "\r\n")] = '\0';
+        return s;
+}
+
+static bool is_dir_at(int dirfd, const char *name)
+{
+        struct stat st;
+        return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_reg_at(int dirfd, const char *name)
+{
+        struct stat st;
+        return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Remove `name` in `dirfd` whatever it is, folders recursively, never
+ * following a link. */
+static int rm_rf_at(int dfd, const char *name, int depth)
+{
+        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        int sub = open_dir_at(dfd, name);
+        if (sub < 0)
+                return -errno;
+        DIR *d = fdopendir(sub);
+        if (!d) {
+                close(sub);
+                return -errno;
+        }
+        int r = 0;
+        for (struct dirent *e; r == 0 && depth < 64 && (e = readdir(d));)
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                        r = rm_rf_at(dirfd(d), e->d_name, depth + 1);
+        closedir(d);
+        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                r = -errno;
+        return r;
+}
+
+/* The names in a folder (not "." and ".."), at most `max`. */
+static void list_max_at(int dirfd, const char *name, struct strv *out, size_t max)
+{
+        int fd = open_dir_at(dirfd, name);
+        if (fd < 0)
+                return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        for (struct dirent *e; out->n < max && (e = readdir(d));)
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                        strv_add(out, e->d_name);
+        closedir(d);
+}
+
+static void list_at(int dirfd, const char *name, struct strv *out)
+{
+        list_max_at(dirfd, name, out, MAX_ENTRIES);
+}
+
+/* ---- the worktree's common directory ---- */
+
+static bool is_git_dir(const char *dir)
+{
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        return fd >= 0 && is_reg_at(fd, "HEAD") && is_dir_at(fd, "objects") && is_dir_at(fd, "refs");
+}
+
+/* Folders a repository-derived bind may never be in (or be). */
+static bool is_system_path(const char *p)
+{
+        static const char *const under[] = { "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                             "/boot", "/proc", "/sys", "/dev", "/run" };
+        static const char *const exactly[] = { "/", "/var", "/opt", "/srv", "/home", "/root", "/tmp",
+                                               "/var/tmp", "/mnt", "/media" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(under); i++)
+                if (path_is_under(p, under[i]))
+                        return true;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(exactly); i++)
+                if (strcmp(p, exactly[i]) == 0)
+                        return true;
+        return path_is_under(p, "/var") && !path_is_under(p, "/var/tmp");
+}
+
+static const char *overlapped_ro_bind(const struct sandbox_spec *spec, const char *p)
+{
+        for (size_t i = 0; spec && i < spec->n_ops; i++) {
+                const struct sandbox_op *op = &spec->ops[i];
+                if ((op->kind == SANDBOX_RO_BIND || op->kind == SANDBOX_SYMLINK) &&
+                    (path_is_under(p, op->dest) || path_is_under(op->dest, p)))
+                        return op->dest;
+        }
+        return NULL;
+}
+
+/* Why the common directory `c` may not be bound, or NULL. */
+static char *refuse_common(const struct repo_guard_host *host, const struct sandbox_spec *spec, const char *c)
+{
+        const char *ro;
+        if (is_system_path(c))
+                return xasprintf("'%s' is a system folder", c);
+        if (host->host_home && path_is_under(host->host_home, c))
+                return xasprintf("'%s' is the home '%s' or a parent of it", c, host->host_home);
+        if (host->session_home && path_is_under(host->session_home, c))
+                return xasprintf("'%s' is the fresh home or a parent of it", c);
+        if (path_is_under(host->repo, c))
+                return xasprintf("'%s' is a parent of the repository", c);
+        if ((ro = overlapped_ro_bind(spec, c)))
+                return xasprintf("'%s' would override the read-only bind of '%s'", c, ro);
+        if (!is_git_dir(c))
+                return xasprintf("'%s' is not a git directory (no HEAD, objects/ and refs/)", c);
+        return NULL;
+}
+
+/* The gitdir named by the `.git` file in `repo_fd`, absolute, or NULL. */
+static char *dotgit_target(int repo_fd, const char *repo)
+{
+        _cleanup_free_ char *content = read_line_at(repo_fd, ".git");
+        if (!content || !str_has_prefix(content, "gitdir:"))
+                return NULL;
+        const char *gitdir = content + strlen("gitdir:");
+        gitdir += strspn(gitdir, " \t");
+        return gitdir[0] == '/' ? xstrdup(gitdir) : xasprintf("%s/%s", repo, gitdir);
+}
+
+char *repo_guard_common_dir(const struct repo_guard_host *host, const struct sandbox_spec *spec, char **why)
+{
+        *why = NULL;
+        _cleanup_close_ int repo_fd = open(host->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (repo_fd < 0 || !is_reg_at(repo_fd, ".git"))
+                return NULL;
+        _cleanup_free_ char *target = dotgit_target(repo_fd, host->repo);
+        if (!target)
+                return NULL;
+        _cleanup_free_ char *g = realpath(target, NULL);
+        _cleanup_close_ int g_fd = g ? open(g, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK) : -1;
+        if (g_fd < 0) {
+                *why = xasprintf("its .git file names '%s', which is not a folder", target);
+                return NULL;
+        }
+        _cleanup_free_ char *common = read_line_at(g_fd, "commondir");
+        _cleanup_free_ char *back = read_line_at(g_fd, "gitdir");
+        if (!common || !back) {
+                *why = xasprintf("'%s' has no commondir and gitdir files (a separate git directory is not bound)", g);
+                return NULL;
+        }
+        _cleanup_free_ char *common_abs = common[0] == '/' ? xstrdup(common) : xasprintf("%s/%s", g, common);
+        _cleanup_free_ char *c = realpath(common_abs, NULL);
+        const char *name = strrchr(g, '/') + 1;
+        _cleanup_free_ char *expect_g = c ? xasprintf("%s/worktrees/%s", c, name) : NULL;
+        _cleanup_free_ char *back_abs = back[0] == '/' ? xstrdup(back) : xasprintf("%s/%s", g, back);
+        _cleanup_free_ char *back_real = realpath(back_abs, NULL);
+        _cleanup_free_ char *dotgit = xasprintf("%s/.git", host->repo);
+        if (!c || strcmp(expect_g, g) != 0 || !back_real || strcmp(back_real, dotgit) != 0) {
+                *why = xasprintf("'%s' is not a worktree of '%s' that names this repository back", g,
+                                 c ? c : common_abs);
+                return NULL;
+        }
+        if ((*why = refuse_common(host, spec, c)))
+                return NULL;
+        return steal_pointer(&c);
+}
+
+/* ---- before the session ---- */
+
+static void add_file(struct repo_guard *g, const char *rel, bool existed, char *data, size_t len, mode_t mode)
+{
+        if (g->n_files == g->cap_files) {
+                g->cap_files = g->cap_files ? g->cap_files * 2 : 16;
+                g->files = xrealloc(g->files, g->cap_files * sizeof *g->files);
+        }
+        g->files[g->n_files++] = (struct repo_guard_file){ xstrdup(rel), existed, data, len, mode };
+}
+
+/* Walk `rel` (relative, '/'-separated) from `dirfd` to its parent folder,
+ * never following a link: an fd, or -1. *leaf points into rel. */
+static int open_parent(int dirfd, const char *rel, const char **leaf)
+{
+        int fd = dup(dirfd);
+        const char *p = rel;
+        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
+                int next = open_dir_at(fd, part);
+                close(fd);
+                fd = next;
+        }
+        *leaf = p;
+        return fd;
+}
+
+static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const char *name, struct tb_error *err)
+{
+        _cleanup_free_ char *rel = xasprintf("%s%s", prefix, name);
+        const char *leaf;
+        _cleanup_close_ int pfd = open_parent(dirfd, name, &leaf);
+        struct stat st;
+        if (pfd < 0 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                add_file(g, rel, false, NULL, 0, 0);
+                return 0;
+        }
+        size_t len = 0;
+        mode_t mode = 0;
+        char *data = read_at(pfd, leaf, REPO_GUARD_MAX_FILE, &len, &mode);
+        if (!data)
+                return tb_fail(err, -EINVAL,
+                               "'%s/%s' is not a regular file of at most %d KiB; trialbox can protect only such git "
+                               "files: make it one",
+                               g->common, rel, REPO_GUARD_MAX_FILE / 1024);
+        add_file(g, rel, true, data, len, mode);
+        strv_addf(&g->ro, "%s/%s", g->common, rel);
+        return 0;
+}
+
+static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool make)
+{
+        if (g->n_hooks == g->cap_hooks) {
+                g->cap_hooks = g->cap_hooks ? g->cap_hooks * 2 : 8;
+                g->hooks = xrealloc(g->hooks, g->cap_hooks * sizeof *g->hooks);
+        }
+        struct repo_guard_hooks *h = &g->hooks[g->n_hooks++];
+        *h = (struct repo_guard_hooks){ .rel = xasprintf("%shooks", prefix) };
+        struct stat st;
+        /* bwrap needs a mount point for the read-only bind: an empty hooks
+         * folder is what `git init` makes anyway. */
+        if (make && mkdirat(dirfd, "hooks", 0755) < 0 && errno != EEXIST)
+                return;
+        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return;
+        h->existed = true;
+        h->dev = st.st_dev;
+        h->ino = st.st_ino;
+        list_at(dirfd, "hooks", &h->names);
+        strv_addf(&g->ro, "%s/%s", g->common, h->rel);
+}
+
+static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
+                        struct tb_error *err);
+
+/* One git directory (the common one, a submodule's) at `dirfd`. */
+static int snap_gitdir(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
+                       struct tb_error *err)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++) {
+                int r = snap_file(g, dirfd, prefix, control_files[i], err);
+                if (r < 0)
+                        return r;
+        }
+        snap_hooks(g, dirfd, prefix, make);
+        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
+        _cleanup_close_ int mfd = open_dir_at(dirfd, "modules");
+        if (mfd >= 0) {
+                strv_addf(&g->pins, "%s/%smodules", g->common, prefix);
+                return snap_modules(g, mfd, mprefix, depth + 1, make, err);
+        }
+        return 0;
+}
+
+static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
+                        struct tb_error *err)
+{
+        struct strv names = { 0 };
+        int r = 0;
+        list_at(dirfd, ".", &names);
+        for (size_t i = 0; r == 0 && depth < MAX_DEPTH && i < names.n; i++) {
+                _cleanup_close_ int fd = open_dir_at(dirfd, names.v[i]);
+                if (fd < 0)
+                        continue;
+                _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
+                strv_addf(&g->pins, "%s/%s%s", g->common, prefix, names.v[i]);
+                r = is_reg_at(fd, "HEAD") ? snap_gitdir(g, fd, sub, depth, make, err)
+                                          : snap_modules(g, fd, sub, depth + 1, make, err);
+        }
+        strv_free(&names);
+        return r;
+}
+
+static int snap_worktrees(struct repo_guard *g, struct tb_error *err)
+{
+        struct strv names = { 0 };
+        int r = 0;
+        _cleanup_close_ int wfd = open_dir_at(g->common_fd, "worktrees");
+        if (wfd < 0)
+                return 0;
+        strv_addf(&g->pins, "%s/worktrees", g->common);
+        list_at(wfd, ".", &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                _cleanup_close_ int fd = open_dir_at(wfd, names.v[i]);
+                if (fd < 0)
+                        continue;
+                _cleanup_free_ char *prefix = xasprintf("worktrees/%s/", names.v[i]);
+                strv_addf(&g->pins, "%s/worktrees/%s", g->common, names.v[i]);
+                for (size_t j = 0; r == 0 && j < TB_ARRAY_SIZE(worktree_files); j++)
+                        r = snap_file(g, fd, prefix, worktree_files[j], err);
+                /* A linked worktree's submodules live in its own git directory. */
+                _cleanup_close_ int mfd = open_dir_at(fd, "modules");
+                _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
+                if (r == 0 && mfd >= 0)
+                        r = snap_modules(g, mfd, mprefix, 1, false, err);
+        }
+        strv_free(&names);
+        return r;
+}
+
+static void snap_dotgit(struct repo_guard *g)
+{
+        struct stat st;
+        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        g->dotgit_dev = st.st_dev;
+        g->dotgit_ino = st.st_ino;
+        if (S_ISDIR(st.st_mode)) {
+                g->dotgit_kind = 'd';
+                strv_addf(&g->pins, "%s/.git", g->repo);
+        } else if (S_ISREG(st.st_mode)) {
+                g->dotgit_data = read_at(g->repo_fd, ".git", 4096, &g->dotgit_len, NULL);
+                if (g->dotgit_data) {
+                        g->dotgit_kind = 'f';
+                        strv_addf(&g->ro, "%s/.git", g->repo);
+                }
+        } else {
+                g->dotgit_kind = 'x';
+        }
+}
+
+int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
+                    struct tb_error *err)
+{
+        *g = (struct repo_guard){ .repo = xstrdup(host->repo), .repo_fd = -1, .common_fd = -1 };
+        g->repo_fd = open(host->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (g->repo_fd < 0)
+                return tb_fail(err, -errno, "repository '%s': %s", host->repo, strerror(errno));
+        snap_dotgit(g);
+        if (g->dotgit_kind == 'd') {
+                g->common = xasprintf("%s/.git", host->repo);
+        } else if (g->dotgit_kind == 'f') {
+                g->common = repo_guard_common_dir(host, spec, &g->refused);
+                g->worktree = g->common != NULL;
+        }
+        if (!g->common)
+                return 0;
+        g->common_fd = open(g->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (g->common_fd < 0)
+                return tb_fail(err, -errno, "git directory '%s': %s", g->common, strerror(errno));
+        int r = snap_gitdir(g, g->common_fd, "", 0, !host->dry_run, err);
+        return r < 0 ? r : snap_worktrees(g, err);
+}
+
+void repo_guard_add_binds(const struct repo_guard *g, struct sandbox_spec *spec)
+{
+        if (g->worktree && !path_is_under(g->common, g->repo))
+                sandbox_add(spec, SANDBOX_BIND, g->common, g->common);
+        /* Pins first (a folder onto itself: it can no longer be renamed or
+         * replaced), then the read-only files inside them. */
+        for (size_t i = 0; i < g->pins.n; i++)
+                sandbox_add(spec, SANDBOX_BIND, g->pins.v[i], g->pins.v[i]);
+        for (size_t i = 0; i < g->ro.n; i++)
+                sandbox_add(spec, SANDBOX_RO_BIND, g->ro.v[i], g->ro.v[i]);
+}
+
+/* ---- after the session ---- */
+
+struct undo {
+        struct repo_guard *g;
+        struct strv *lines;
+        struct strv gitdirs; /* the submodule git directories checked (relative) */
+        int n, failed;
+};
+
+static void undo_note(struct undo *u, int r, const char *path, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void undo_note(struct undo *u, int r, const char *path, const char *fmt, ...)
+{
+        if (r < 0) {
+                strv_addf(u->lines, "could not undo a change to '%s': %s; remove it by hand before running git there",
+                          path, strerror(-r));
+                u->failed = r;
+                return;
+        }
+        va_list ap;
+        va_start(ap, fmt);
+        char *line = NULL;
+        if (vasprintf(&line, fmt, ap) < 0)
+                line = NULL;
+        va_end(ap);
+        strv_add_take(u->lines, line ? line : xstrdup(path));
+        u->n++;
+}
+
+static const struct repo_guard_file *find_file(const struct repo_guard *g, const char *rel)
+{
+        for (size_t i = 0; i < g->n_files; i++)
+                if (strcmp(g->files[i].rel, rel) == 0)
+                        return &g->files[i];
+        return NULL;
+}
+
+static const struct repo_guard_hooks *find_hooks(const struct repo_guard *g, const char *rel)
+{
+        for (size_t i = 0; i < g->n_hooks; i++)
+                if (strcmp(g->hooks[i].rel, rel) == 0)
+                        return &g->hooks[i];
+        return NULL;
+}
+
+static void check_file(struct undo *u, int dirfd, const char *prefix, const char *name)
+{
+        _cleanup_free_ char *rel = xasprintf("%s%s", prefix, name);
+        _cleanup_free_ char *path = xasprintf("%s/%s", u->g->common, rel);
+        const struct repo_guard_file *before = find_file(u->g, rel);
+        const char *leaf;
+        _cleanup_close_ int pfd = open_parent(dirfd, name, &leaf);
+        struct stat st;
+        if (pfd < 0 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return; /* gone: nothing runs from a missing file */
+        size_t len = 0;
+        _cleanup_free_ char *now = read_at(pfd, leaf, REPO_GUARD_MAX_FILE, &len, NULL);
+        if (before && before->existed && now && len == before->len && memcmp(now, before->data, len) == 0)
+                return;
+        int r = rm_rf_at(pfd, leaf, 0);
+        if (r == 0 && before && before->existed) {
+                r = write_file_atomic_at_flags(pfd, leaf, before->data, before->len, before->mode, 0);
+                undo_note(u, r, path, "restored '%s' to its content before the session", path);
+                return;
+        }
+        undo_note(u, r, path, "removed '%s', made by the session", path);
+}
+
+/* Hook files the session added (sample hooks git itself writes never run). */
+static void check_hooks(struct undo *u, int dirfd, const char *prefix)
+{
+        _cleanup_free_ char *rel = xasprintf("%shooks", prefix);
+        const struct repo_guard_hooks *before = find_hooks(u->g, rel);
+        struct stat st;
+        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        _cleanup_free_ char *path = xasprintf("%s/%s", u->g->common, rel);
+        if (!S_ISDIR(st.st_mode)) {
+                undo_note(u, rm_rf_at(dirfd, "hooks", 0), path, "removed '%s', made by the session", path);
+                return;
+        }
+        bool same = before && before->existed && before->dev == st.st_dev && before->ino == st.st_ino;
+        struct strv names = { 0 };
+        list_at(dirfd, "hooks", &names);
+        _cleanup_close_ int hfd = open_dir_at(dirfd, "hooks");
+        for (size_t i = 0; hfd >= 0 && i < names.n; i++) {
+                const char *n = names.v[i];
+                size_t l = strlen(n);
+                if ((same && strv_contains(&before->names, n)) || (l > 7 && strcmp(n + l - 7, ".sample") == 0 &&
+                                                                   is_reg_at(hfd, n)))
+                        continue;
+                _cleanup_free_ char *hook = xasprintf("%s/%s", path, n);
+                undo_note(u, rm_rf_at(hfd, n, 0), hook, "removed the hook '%s', made by the session", hook);
+        }
+        strv_free(&names);
+}
+
+static void check_modules(struct undo *u, int dirfd, const char *prefix, int depth);
+
+static void check_gitdir(struct undo *u, int dirfd, const char *prefix, int depth)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++)
+                check_file(u, dirfd, prefix, control_files[i]);
+        check_hooks(u, dirfd, prefix);
+        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
+        check_modules(u, dirfd, mprefix, depth + 1);
+}
+
+/* `modules` in `dirfd`: each entry a submodule's git directory (it has a
+ * HEAD) or a folder of them (a name with '/'). Too deep, or not a folder:
+ * removed whole. */
+static void check_modules(struct undo *u, int parent, const char *prefix, int depth)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%.*s", u->g->common, (int)strlen(prefix) - 1, prefix);
+        struct stat st;
+        const char *name = strrchr(path, '/') + 1;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        if (!S_ISDIR(st.st_mode) || depth >= MAX_DEPTH) {
+                undo_note(u, rm_rf_at(parent, name, 0), path, "removed '%s', which git would read", path);
+                return;
+        }
+        _cleanup_close_ int dirfd = open_dir_at(parent, name);
+        struct strv names = { 0 };
+        list_at(dirfd, ".", &names);
+        for (size_t i = 0; dirfd >= 0 && i < names.n; i++) {
+                _cleanup_close_ int fd = open_dir_at(dirfd, names.v[i]);
+                if (fd < 0)
+                        continue;
+                _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
+                if (is_reg_at(fd, "HEAD")) {
+                        strv_add(&u->gitdirs, sub);
+                        check_gitdir(u, fd, sub, depth);
+                } else {
+                        _cleanup_free_ char *subname = xasprintf("%s%s/", prefix, names.v[i]);
+                        check_modules(u, dirfd, subname, depth + 1);
+                }
+        }
+        strv_free(&names);
+}
+
+/* check_modules takes the folder's parent: the walk below names it by prefix. */
+static void check_modules_in(struct undo *u, int dirfd, const char *prefix)
+{
+        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
+        check_modules(u, dirfd, mprefix, 1);
+}
+
+static void check_worktrees(struct undo *u)
+{
+        struct strv names = { 0 };
+        _cleanup_close_ int wfd = open_dir_at(u->g->common_fd, "worktrees");
+        list_at(wfd, ".", &names);
+        for (size_t i = 0; wfd >= 0 && i < names.n; i++) {
+                _cleanup_close_ int fd = open_dir_at(wfd, names.v[i]);
+                if (fd < 0)
+                        continue;
+                _cleanup_free_ char *prefix = xasprintf("worktrees/%s/", names.v[i]);
+                for (size_t j = 0; j < TB_ARRAY_SIZE(worktree_files); j++)
+                        check_file(u, fd, prefix, worktree_files[j]);
+                check_modules_in(u, fd, prefix);
+        }
+        strv_free(&names);
+}
+
+static void quarantine(struct undo *u, int dirfd, const char *dir, const char *name)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+        for (int i = 1; i < 1000; i++) {
+                _cleanup_free_ char *to = xasprintf("%s.trialbox-quarantine-%d", name, i);
+                if (renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE) == 0) {
+                        undo_note(u, 0, path, "renamed '%s', made by the session, to '%s' (git would read it)", path, to);
+                        return;
+                }
+                if (errno != EEXIST)
+                        break;
+        }
+        undo_note(u, errno ? -errno : -EEXIST, path, "%s", path);
+}
+
+static void check_dotgit(struct undo *u)
+{
+        struct repo_guard *g = u->g;
+        struct stat st;
+        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        bool same = g->dotgit_kind != 0 && st.st_dev == g->dotgit_dev && st.st_ino == g->dotgit_ino;
+        size_t len = 0;
+        _cleanup_free_ char *now = g->dotgit_kind == 'f' ? read_at(g->repo_fd, ".git", 4096, &len, NULL) : NULL;
+        if (same && g->dotgit_kind == 'f' && !(now && len == g->dotgit_len && memcmp(now, g->dotgit_data, len) == 0))
+                same = false;
+        if (same)
+                return;
+        quarantine(u, g->repo_fd, g->repo, ".git");
+        if (g->dotgit_kind == 'f') {
+                int r = write_file_atomic_at_flags(g->repo_fd, ".git", g->dotgit_data, g->dotgit_len, 0644, 0);
+                _cleanup_free_ char *path = xasprintf("%s/.git", g->repo);
+                undo_note(u, r, path, "restored '%s' to its content before the session", path);
+        }
+}
+
+/* Is the `.git` file in `dirfd` a submodule's, naming a git directory under
+ * `modules/` that check_modules has just checked? */
+static bool is_checked_submodule(struct undo *u, int dirfd, const char *dir)
+{
+        _cleanup_free_ char *target = dotgit_target(dirfd, dir);
+        _cleanup_free_ char *real = target ? realpath(target, NULL) : NULL;
+        if (!real || !u->g->common || !path_is_under(real, u->g->common) || strcmp(real, u->g->common) == 0)
+                return false;
+        _cleanup_free_ char *rel = xasprintf("%s/", real + strlen(u->g->common) + 1);
+        return strv_contains(&u->gitdirs, rel);
+}
+
+/* Embedded repositories: a `.git` below the top of the worktree. */
+static void check_embedded(struct undo *u, int dirfd, const char *dir, int depth)
+{
+        struct strv names = { 0 };
+        list_max_at(dirfd, ".", &names, SIZE_MAX);
+        for (size_t i = 0; i < names.n; i++) {
+                const char *n = names.v[i];
+                if (strcmp(n, ".git") == 0) {
+                        if (depth > 0 && !is_checked_submodule(u, dirfd, dir))
+                                quarantine(u, dirfd, dir, n);
+                        continue;
+                }
+                if (depth >= MAX_WALK_DEPTH)
+                        continue;
+                _cleanup_close_ int fd = open_dir_at(dirfd, n);
+                if (fd < 0)
+                        continue;
+                _cleanup_free_ char *sub = xasprintf("%s/%s", dir, n);
+                check_embedded(u, fd, sub, depth + 1);
+        }
+        strv_free(&names);
+}
+
+int repo_guard_restore(struct repo_guard *g, struct strv *undone)
+{
+        struct undo u = { .g = g, .lines = undone };
+        if (!g->repo || g->repo_fd < 0)
+                return 0; /* never opened (a zeroed guard) */
+        check_dotgit(&u);
+        if (g->common_fd >= 0) {
+                for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++)
+                        check_file(&u, g->common_fd, "", control_files[i]);
+                check_hooks(&u, g->common_fd, "");
+                check_modules_in(&u, g->common_fd, "");
+                check_worktrees(&u);
+        }
+        check_embedded(&u, g->repo_fd, g->repo, 0);
+        strv_free(&u.gitdirs);
+        return u.failed < 0 ? u.failed : u.n;
+}
+
+void repo_guard_done(struct repo_guard *g)
+{
+        for (size_t i = 0; i < g->n_files; i++) {
+                free(g->files[i].rel);
+                free(g->files[i].data);
+        }
+        free(g->files);
+        for (size_t i = 0; i < g->n_hooks; i++) {
+                free(g->hooks[i].rel);
+                strv_free(&g->hooks[i].names);
+        }
+        free(g->hooks);
+        strv_free(&g->pins);
+        strv_free(&g->ro);
+        /* A zeroed guard that was never opened holds no fds (0 is not one). */
+        if (g->repo) {
+                tb_closep(&g->repo_fd);
+                tb_closep(&g->common_fd);
+        }
+        free(g->repo);
+        free(g->common);
+        free(g->dotgit_data);
+        free(g->refused);
+        *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1 };
+}
+
+/* ---- the git identity ---- */
+
+/* One value of the host's global git config, or NULL. */
+static char *host_git_config(const char *git, const char *host_home, const char *key)
+{
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return NULL;
+        _cleanup_free_ char *home = xasprintf("HOME=%s", host_home);
+        char *const argv[] = { (char *)git, "config", "--global", "--get", (char *)key, NULL };
+        char *const envp[] = { home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" TB_DEFAULT_PATH, NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addchdir_np(&fa, "/");
+        pid_t pid;
+        int r = posix_spawn(&pid, git, &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[1]);
+        char buf[1024];
+        size_t len = 0;
+        for (ssize_t n; r == 0 && len < sizeof buf - 1 && (n = read(fds[0], buf + len, sizeof buf - 1 - len)) != 0;)
+                if (n > 0)
+                        len += (size_t)n;
+                else if (errno != EINTR)
+                        break;
+        close(fds[0]);
+        int status = 0;
+        if (r != 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return NULL;
+        buf[len] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        for (const char *p = buf; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return NULL;
+        return buf[0] ? xstrdup(buf) : NULL;
+}
+
+/* `value` as a git config value: quoted, '\' and '"' escaped. */
+static void add_config_value(struct strbuf *sb, const char *value)
+{
+        strbuf_add(sb, "\"");
+        for (const char *p = value; *p; p++) {
+                char c[3] = { *p, 0, 0 };
+                if (*p == '\\' || *p == '"') {
+                        c[0] = '\\';
+                        c[1] = *p;
+                }
+                strbuf_add(sb, c);
+        }
+        strbuf_add(sb, "\"\n");
+}
+
+int repo_guard_write_identity(const char *path, const char *host_home, const char *session_home,
+                              struct tb_error *err)
+{
+        _cleanup_free_ char *git = find_on_path("git", path);
+        if (!git || !host_home)
+                return 0;
+        _cleanup_free_ char *name = host_git_config(git, host_home, "user.name");
+        _cleanup_free_ char *email = host_git_config(git, host_home, "user.email");
+        if (!name && !email)
+                return 0;
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "# The host user's git identity, given by trialbox (nothing else of the host's git config).\n"
+                        "[user]\n");
+        if (name) {
+                strbuf_add(&sb, "\tname = ");
+                add_config_value(&sb, name);
+        }
+        if (email) {
+                strbuf_add(&sb, "\temail = ");
+                add_config_value(&sb, email);
+        }
+        _cleanup_close_ int home_fd = open(session_home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = home_fd < 0 ? -errno : write_file_atomic_at_flags(home_fd, ".gitconfig", sb.s, sb.len, 0600, 0);
+        free(sb.s);
+        if (r < 0)
+                return tb_fail(err, r, "cannot write the git identity to '%s/.gitconfig': %s", session_home,
+                               strerror(-r));
+        return 0;
+}
