@@ -287,7 +287,7 @@ static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const 
         char *data = read_at(pfd, leaf, REPO_GUARD_MAX_FILE, &len, &mode);
         if (!data)
                 return tb_fail(err, -EINVAL,
-                               "'%s/%s' is not a regular file of at most %d KiB; trialbox can protect only such git "
+                               "'%s/%s' is not a regular file of at most %zu KiB; trialbox can protect only such git "
                                "files: make it one",
                                g->common, rel, REPO_GUARD_MAX_FILE / 1024);
         add_file(g, rel, true, data, len, mode);

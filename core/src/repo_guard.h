@@ -52,7 +52,7 @@
 #include "util.h"
 
 /* The largest git control file kept (and restored) whole. */
-#define REPO_GUARD_MAX_FILE (256 * 1024)
+#define REPO_GUARD_MAX_FILE ((size_t)256 * 1024)
 
 /* A control file's state before the session: its path relative to the
  * common git directory, whether it existed, its bytes and mode. */
