@@ -164,6 +164,63 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
 }
 END_TEST
 
+/* The host's own config names worktree paths: husky's hooks folder (there,
+ * or not yet), a shared config included from the worktree. */
+START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts)
+{
+        struct fixture f;
+        struct proc_result r;
+        if (!have_git())
+                return;
+        fixture_new(&f);
+        git_repo(&f);
+        sh_ok("set -e; cd '%s'; mkdir .husky; printf '#!/bin/sh\\ntrue\\n' > .husky/pre-commit; chmod +x "
+              ".husky/pre-commit; echo '[user]' > shared.cfg; git config core.hooksPath .husky; "
+              "git config include.path ../shared.cfg; git config includeIf.gitdir:/.path ../later.cfg",
+              f.repo);
+        char *script = NULL;
+        ck_assert_int_ge(asprintf(&script,
+                                  "M=%1$s/PWNED\n"
+                                  "printf '#!/bin/sh\\ntouch %%s\\n' \"$M-husky\" > .husky/pre-commit 2>/dev/null && echo LEAK-husky\n"
+                                  "printf '[core]\\n\\tfsmonitor = touch %%s; false\\n' \"$M-shared\" >> shared.cfg 2>/dev/null "
+                                  "&& echo LEAK-shared\n"
+                                  "printf '[core]\\n\\tfsmonitor = touch %%s; false\\n' \"$M-later\" > later.cfg && echo PLANTED\n",
+                                  f.dir),
+                         0);
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
+        ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed a file the host's config names: %s", r.out);
+        ck_assert_ptr_nonnull(strstr(r.err, "later.cfg"));
+        proc_result_free(&r);
+        free(script);
+        /* A hooks folder the host's config names but that is not there yet. */
+        sh_ok("cd '%s' && git config core.hooksPath .githooks", f.repo);
+        char out2[1200];
+        snprintf(out2, sizeof out2, "%s2", f.out);
+        struct fixture f2 = f;
+        snprintf(f2.out, sizeof f2.out, "%s", out2);
+        ck_assert_int_ge(asprintf(&script,
+                                  "mkdir .githooks && printf '#!/bin/sh\\ntouch %%s\\n' '%s/PWNED-githooks' > .githooks/pre-commit && "
+                                  "chmod +x .githooks/pre-commit && echo PLANTED",
+                                  f.dir),
+                         0);
+        tb(&r, &f2, NULL, EXTRA("--", "-c", script));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
+        ck_assert_ptr_nonnull(strstr(r.err, ".githooks"));
+        proc_result_free(&r);
+        free(script);
+        run_argv(&r, NULL,
+                 (char *[]){ "/bin/sh", "-c", "cd \"$0\" && git status && echo x >> tracked && " GIT " commit -qam host",
+                             f.repo, NULL });
+        char *ran = files_with_prefix(f.dir, "PWNED");
+        ck_assert_msg(strcmp(ran, "") == 0, "the host's git ran the session's code (%s): %s", ran, r.err);
+        ck_assert_msg(r.status == 0, "the host's commit failed: %s", r.err);
+        free(ran);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside)
 {
         struct fixture f;
@@ -317,6 +374,7 @@ static Suite *suite(void)
         TCase *tc = tcase_create("repo_guard");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
+        tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);
         tcase_add_test(tc, a_planted_git_file_never_binds_a_host_folder);
         tcase_add_test(tc, a_fifo_as_git_file_or_commondir_hangs_nothing);

@@ -22,6 +22,8 @@ static const char *const worktree_files[] = { "commondir", "gitdir", "config.wor
 /* An embedded repository's `.git` may be anywhere in the worktree. */
 #define MAX_WALK_DEPTH 64
 
+static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap);
+
 /* ---- reading what a session may have planted ---- */
 
 /* The regular file `name` in `dirfd`, never following a link or blocking on
@@ -406,6 +408,82 @@ static void snap_dotgit(struct repo_guard *g)
         }
 }
 
+/* A path the host's own config names, made absolute: `~/` against the
+ * home, a relative one against `base`. malloc'd. */
+static char *config_path_abs(const char *value, const char *base, const char *home)
+{
+        if (value[0] == '/')
+                return xstrdup(value);
+        if (str_has_prefix(value, "~/"))
+                return home ? xasprintf("%s/%s", home, value + 2) : NULL;
+        return xasprintf("%s/%s", base, value);
+}
+
+/* A path named by the host's config: inside the worktree (not its .git), an
+ * existing file or folder is bound read-only; a missing one is watched: its
+ * first missing part is renamed aside after the session if it appeared. */
+static void guard_config_path(struct repo_guard *g, const char *abs)
+{
+        _cleanup_free_ char *probe = xstrdup(abs);
+        _cleanup_free_ char *missing = NULL;
+        char *real;
+        /* The deepest part that exists, and the first part that does not. */
+        while (!(real = realpath(probe, NULL))) {
+                char *slash = strrchr(probe, '/');
+                if (errno != ENOENT || !slash || slash == probe)
+                        return;
+                free(missing);
+                missing = xstrdup(slash + 1);
+                *slash = '\0';
+        }
+        _cleanup_free_ char *real_ = real;
+        if (!path_is_under(real, g->repo) || (g->common && path_is_under(real, g->common)))
+                return;
+        if (!missing) {
+                struct stat st;
+                if (strcmp(real, g->repo) != 0 && lstat(real, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        strv_add(&g->ro, real);
+                return;
+        }
+        if (strcmp(missing, ".") == 0 || strcmp(missing, "..") == 0)
+                return;
+        strv_add(&g->watch_dir, strcmp(real, g->repo) == 0 ? "" : real + strlen(g->repo) + 1);
+        strv_add(&g->watch_name, missing);
+}
+
+/* The host's own config may name a hooks folder or a config to include
+ * inside the worktree (husky's `core.hooksPath = .husky`, a shared
+ * `include.path = ../.gitconfig`): the session could write git code there. */
+static void snap_config_paths(struct repo_guard *g, const struct repo_guard_host *host)
+{
+        static const char *const files[] = { "config", "config.worktree" };
+        _cleanup_free_ char *git = host->path ? find_on_path("git", host->path) : NULL;
+        for (size_t i = 0; git && i < TB_ARRAY_SIZE(files); i++) {
+                const struct repo_guard_file *f = NULL;
+                for (size_t j = 0; j < g->n_files && !f; j++)
+                        if (strcmp(g->files[j].rel, files[i]) == 0 && g->files[j].existed)
+                                f = &g->files[j];
+                if (!f)
+                        continue;
+                _cleanup_free_ char *file = xasprintf("%s/%s", g->common, files[i]);
+                _cleanup_free_ char *out = xmalloc(REPO_GUARD_MAX_FILE);
+                const char *const args[] = { "config", "--file", file, "--get-regexp",
+                                             "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
+                if (!run_git(git, NULL, args, out, REPO_GUARD_MAX_FILE))
+                        continue;
+                char *save = NULL;
+                for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        char *value = strchr(line, ' ');
+                        if (!value || !*++value)
+                                continue;
+                        bool hooks = str_has_prefix(line, "core.hookspath ");
+                        _cleanup_free_ char *abs = config_path_abs(value, hooks ? g->repo : g->common, host->host_home);
+                        if (abs)
+                                guard_config_path(g, abs);
+                }
+        }
+}
+
 int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
                     struct tb_error *err)
 {
@@ -426,7 +504,11 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (g->common_fd < 0)
                 return tb_fail(err, -errno, "git directory '%s': %s", g->common, strerror(errno));
         int r = snap_gitdir(g, g->common_fd, "", 0, !host->dry_run, err);
-        return r < 0 ? r : snap_worktrees(g, err);
+        if (r == 0)
+                r = snap_worktrees(g, err);
+        if (r == 0)
+                snap_config_paths(g, host);
+        return r;
 }
 
 void repo_guard_add_binds(const struct repo_guard *g, struct sandbox_spec *spec)
@@ -677,6 +759,24 @@ static void check_embedded(struct undo *u, int dirfd, const char *dir, int depth
         strv_free(&names);
 }
 
+/* The hooks folders and included configs the host's config names in the
+ * worktree that did not exist: made by the session, renamed aside. */
+static void check_watched(struct undo *u)
+{
+        struct repo_guard *g = u->g;
+        for (size_t i = 0; i < g->watch_dir.n; i++) {
+                const char *dir = g->watch_dir.v[i];
+                _cleanup_free_ char *rel = xasprintf("%s%s.", dir, dir[0] ? "/" : "");
+                const char *leaf;
+                _cleanup_close_ int pfd = open_parent(g->repo_fd, rel, &leaf);
+                struct stat st;
+                if (pfd < 0 || fstatat(pfd, g->watch_name.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                _cleanup_free_ char *where = dir[0] ? xasprintf("%s/%s", g->repo, dir) : xstrdup(g->repo);
+                quarantine(u, pfd, where, g->watch_name.v[i]);
+        }
+}
+
 int repo_guard_restore(struct repo_guard *g, struct strv *undone)
 {
         struct undo u = { .g = g, .lines = undone };
@@ -690,6 +790,7 @@ int repo_guard_restore(struct repo_guard *g, struct strv *undone)
                 check_modules_in(&u, g->common_fd, "");
                 check_worktrees(&u);
         }
+        check_watched(&u);
         check_embedded(&u, g->repo_fd, g->repo, 0);
         strv_free(&u.gitdirs);
         return u.failed < 0 ? u.failed : u.n;
@@ -709,6 +810,8 @@ void repo_guard_done(struct repo_guard *g)
         free(g->hooks);
         strv_free(&g->pins);
         strv_free(&g->ro);
+        strv_free(&g->watch_dir);
+        strv_free(&g->watch_name);
         /* A zeroed guard that was never opened holds no fds (0 is not one). */
         if (g->repo) {
                 tb_closep(&g->repo_fd);
@@ -721,39 +824,71 @@ void repo_guard_done(struct repo_guard *g)
         *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1 };
 }
 
-/* ---- the git identity ---- */
+/* ---- the host's git, run with nothing of the session's ---- */
 
-/* One value of the host's global git config, or NULL. */
-static char *host_git_config(const char *git, const char *host_home, const char *key)
+/* Run the host's `git` with `args` (after argv[0]), HOME `home`, cwd `/`,
+ * no system config and nothing else of the environment; its stdout (read to
+ * the end, up to `cap` - 1 bytes kept) in `out`. false when it fails or says
+ * more than that. */
+static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap)
 {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0)
-                return NULL;
-        _cleanup_free_ char *home = xasprintf("HOME=%s", host_home);
-        char *const argv[] = { (char *)git, "config", "--global", "--get", (char *)key, NULL };
-        char *const envp[] = { home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" TB_DEFAULT_PATH, NULL };
+                return false;
+        struct strv argv = { 0 };
+        strv_add(&argv, git);
+        for (size_t i = 0; args[i]; i++)
+                strv_add(&argv, args[i]);
+        _cleanup_free_ char *home_env = xasprintf("HOME=%s", home ? home : "/nonexistent");
+        char *const envp[] = { home_env, "GIT_CONFIG_NOSYSTEM=1", "PATH=" TB_DEFAULT_PATH, NULL };
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_addchdir_np(&fa, "/");
-        pid_t pid;
-        int r = posix_spawn(&pid, git, &fa, NULL, argv, envp);
+        pid_t pid = -1;
+        int r = posix_spawn(&pid, git, &fa, NULL, argv.v, envp);
         posix_spawn_file_actions_destroy(&fa);
+        strv_free(&argv);
         close(fds[1]);
-        char buf[1024];
         size_t len = 0;
-        for (ssize_t n; r == 0 && len < sizeof buf - 1 && (n = read(fds[0], buf + len, sizeof buf - 1 - len)) != 0;)
-                if (n > 0)
-                        len += (size_t)n;
-                else if (errno != EINTR)
+        bool whole = true;
+        char sink[4096];
+        /* Read to the end, whatever its size: a child left writing to a
+         * full pipe would never be reaped. */
+        for (ssize_t n; r == 0;) {
+                bool room = len < cap - 1;
+                n = room ? read(fds[0], out + len, cap - 1 - len) : read(fds[0], sink, sizeof sink);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
                         break;
+                if (room)
+                        len += (size_t)n;
+                else
+                        whole = false;
+        }
         close(fds[0]);
+        out[len] = '\0';
         int status = 0;
-        if (r != 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (r != 0)
+                return false;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return false;
+        return whole && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* ---- the git identity ---- */
+
+/* One value of the host's global git config (one printable line), or NULL. */
+static char *host_git_config(const char *git, const char *host_home, const char *key)
+{
+        char buf[1024];
+        if (!run_git(git, host_home, (const char *const[]){ "config", "--global", "--get", key, NULL }, buf,
+                     sizeof buf))
                 return NULL;
-        buf[len] = '\0';
         buf[strcspn(buf, "\n")] = '\0';
         for (const char *p = buf; *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f)

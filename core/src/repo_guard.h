@@ -90,6 +90,8 @@ struct repo_guard {
         size_t n_hooks, cap_hooks;
         struct strv pins;     /* folders bound onto themselves */
         struct strv ro;       /* existing files and folders bound read-only */
+        struct strv watch_dir, watch_name; /* missing worktree paths the host's config names: folder
+                                            * (relative to the repository, "" for its top) and name */
         char *refused;        /* why a worktree's common directory was not bound, or NULL */
 };
 
@@ -100,6 +102,7 @@ struct repo_guard_host {
         const char *host_home;    /* the host user's real home */
         const char *session_home; /* the fresh home */
         bool dry_run;             /* change nothing on the host (no hooks folder made) */
+        const char *path;         /* the host PATH, where the host's git is found */
 };
 
 /* The common git directory of the worktree at `repo` when it is provably the

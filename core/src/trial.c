@@ -272,7 +272,8 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
         /* After the system binds, which it is checked not to override. */
         const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run,
+                .path = host_path(),
         };
         int r = repo_guard_open(&t->guard, &gh, spec, err);
         if (r < 0)
