@@ -426,7 +426,7 @@ static void guard_config_path(struct repo_guard *g, const char *abs)
 {
         _cleanup_free_ char *probe = xstrdup(abs);
         _cleanup_free_ char *missing = NULL;
-        char *real;
+        _cleanup_free_ char *real = NULL;
         /* The deepest part that exists, and the first part that does not. */
         while (!(real = realpath(probe, NULL))) {
                 char *slash = strrchr(probe, '/');
@@ -436,7 +436,6 @@ static void guard_config_path(struct repo_guard *g, const char *abs)
                 missing = xstrdup(slash + 1);
                 *slash = '\0';
         }
-        _cleanup_free_ char *real_ = real;
         if (!path_is_under(real, g->repo) || (g->common && path_is_under(real, g->common)))
                 return;
         if (!missing) {
