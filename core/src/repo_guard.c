@@ -881,18 +881,29 @@ static bool run_git(const char *git, const char *home, const char *const args[],
 
 /* ---- the git identity ---- */
 
-/* One value of the host's global git config (one printable line), or NULL. */
-static char *host_git_config(const char *git, const char *host_home, const char *key)
+/* The host's user.name and user.email from its global config (one run of
+ * git), each NULL when unset or not one printable line. */
+static void host_git_identity(const char *git, const char *host_home, char **name, char **email)
 {
-        char buf[1024];
-        if (!run_git(git, host_home, (const char *const[]){ "config", "--global", "--get", key, NULL }, buf,
+        char buf[4096];
+        *name = *email = NULL;
+        if (!run_git(git, host_home,
+                     (const char *const[]){ "config", "--global", "--get-regexp", "^user\\.(name|email)$", NULL }, buf,
                      sizeof buf))
-                return NULL;
-        buf[strcspn(buf, "\n")] = '\0';
-        for (const char *p = buf; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return NULL;
-        return buf[0] ? xstrdup(buf) : NULL;
+                return;
+        char *save = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                bool printable = true;
+                for (const char *p = line; *p; p++)
+                        printable = printable && (unsigned char)*p >= 0x20 && *p != 0x7f;
+                char **to = str_has_prefix(line, "user.name ") ? name : str_has_prefix(line, "user.email ") ? email : NULL;
+                const char *value = strchr(line, ' ') + 1;
+                /* The last one wins, as for git. */
+                if (to && printable && *value) {
+                        free(*to);
+                        *to = xstrdup(value);
+                }
+        }
 }
 
 /* `value` as a git config value: quoted, '\' and '"' escaped. */
@@ -916,8 +927,8 @@ int repo_guard_write_identity(const char *path, const char *host_home, const cha
         _cleanup_free_ char *git = find_on_path("git", path);
         if (!git || !host_home)
                 return 0;
-        _cleanup_free_ char *name = host_git_config(git, host_home, "user.name");
-        _cleanup_free_ char *email = host_git_config(git, host_home, "user.email");
+        _cleanup_free_ char *name = NULL, *email = NULL;
+        host_git_identity(git, host_home, &name, &email);
         if (!name && !email)
                 return 0;
         struct strbuf sb = { 0 };
