@@ -357,9 +357,6 @@ static int trial_prepare(struct trial *t)
         struct tb_error err = { 0 };
         if (trial_build_spec(t, &err) < 0)
                 return trial_void(t, CAUSE_SESSION_UNAVAILABLE, err.msg);
-        if (!t->opt->no_sandbox && !t->opt->dry_run &&
-            repo_guard_write_identity(host_path(), t->user_home, t->home, &err) < 0)
-                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, err.msg);
         int r = host_call(&t->host, t->plugin.preflight);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.prepare_login);
@@ -373,6 +370,10 @@ static int trial_prepare(struct trial *t)
                                                : xasprintf("the %s plugin failed: %s", t->opt->harness, strerror(-r));
                 return trial_void(t, CAUSE_SESSION_UNAVAILABLE, d);
         }
+        /* Last: a void Trial leaves nothing in the fresh home. */
+        if (!t->opt->no_sandbox && !t->opt->dry_run &&
+            repo_guard_write_identity(host_path(), t->user_home, t->home, &err) < 0)
+                return trial_void(t, CAUSE_SESSION_UNAVAILABLE, err.msg);
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
         return -1;
