@@ -221,6 +221,50 @@ START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_host
 }
 END_TEST
 
+/* A hooks folder the host made a link into the worktree. */
+START_TEST(a_hooks_link_into_the_worktree_stays_the_hosts)
+{
+        struct fixture f;
+        struct proc_result r;
+        char link[1100], target[1100];
+        if (!have_git())
+                return;
+        fixture_new(&f);
+        git_repo(&f);
+        sh_ok("set -e; cd '%s'; mkdir githooks; printf '#!/bin/sh\\ntrue\\n' > githooks/pre-commit; "
+              "chmod +x githooks/pre-commit; rm -rf .git/hooks; ln -s ../githooks .git/hooks",
+              f.repo);
+        char *script = NULL;
+        ck_assert_int_ge(asprintf(&script,
+                                  "M=%1$s/PWNED\n"
+                                  "printf '#!/bin/sh\\ntouch %%s\\n' \"$M-target\" > githooks/pre-commit 2>/dev/null && "
+                                  "echo LEAK-target\n"
+                                  "rm .git/hooks && mkdir .git/hooks && printf '#!/bin/sh\\ntouch %%s\\n' \"$M-hook\" > "
+                                  ".git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo REPLACED\n",
+                                  f.dir),
+                         0);
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "REPLACED"), "%s%s", r.out, r.err);
+        ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed the hooks the link names: %s", r.out);
+        ck_assert_ptr_nonnull(strstr(r.err, "restored the link"));
+        snprintf(link, sizeof link, "%s/.git/hooks", f.repo);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        ck_assert_int_gt(n, 0);
+        target[n] = '\0';
+        ck_assert_str_eq(target, "../githooks");
+        proc_result_free(&r);
+        run_argv(&r, NULL,
+                 (char *[]){ "/bin/sh", "-c", "cd \"$0\" && echo x >> tracked && " GIT " commit -qam host", f.repo, NULL });
+        char *ran = files_with_prefix(f.dir, "PWNED");
+        ck_assert_msg(strcmp(ran, "") == 0, "the host's git ran the session's code (%s): %s", ran, r.err);
+        ck_assert_msg(r.status == 0, "the host's commit failed: %s", r.err);
+        free(ran);
+        free(script);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside)
 {
         struct fixture f;
@@ -375,6 +419,7 @@ static Suite *suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
         tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
+        tcase_add_test(tc, a_hooks_link_into_the_worktree_stays_the_hosts);
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);
         tcase_add_test(tc, a_planted_git_file_never_binds_a_host_folder);
         tcase_add_test(tc, a_fifo_as_git_file_or_commondir_hangs_nothing);

@@ -310,13 +310,29 @@ static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool
          * folder is what `git init` makes anyway. */
         if (make && mkdirat(dirfd, "hooks", 0755) < 0 && errno != EEXIST)
                 return;
-        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0 || !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
                 return;
         h->existed = true;
         h->dev = st.st_dev;
         h->ino = st.st_ino;
-        list_at(dirfd, "hooks", &h->names);
-        strv_addf(&g->ro, "%s/%s", g->common, h->rel);
+        _cleanup_free_ char *path = xasprintf("%s/%s", g->common, h->rel);
+        if (S_ISLNK(st.st_mode)) {
+                /* The host's own link (to a folder of the worktree, often):
+                 * that folder is what must stay as it is. */
+                h->link = true;
+                char buf[PATH_MAX];
+                ssize_t n = readlinkat(dirfd, "hooks", buf, sizeof buf - 1);
+                if (n > 0) {
+                        buf[n] = '\0';
+                        strv_add(&h->names, buf);
+                }
+                _cleanup_free_ char *target = realpath(path, NULL);
+                if (target && path_is_under(target, g->repo) && strcmp(target, g->repo) != 0 && is_dir_at(AT_FDCWD, target))
+                        strv_add(&g->ro, target);
+                return;
+        }
+        list_max_at(dirfd, "hooks", &h->names, SIZE_MAX);
+        strv_add(&g->ro, path);
 }
 
 static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
@@ -599,13 +615,22 @@ static void check_hooks(struct undo *u, int dirfd, const char *prefix)
         if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return;
         _cleanup_free_ char *path = xasprintf("%s/%s", u->g->common, rel);
+        if (before && before->link) {
+                int r = rm_rf_at(dirfd, "hooks", 0);
+                if (r == 0 && before->names.n == 1 && symlinkat(before->names.v[0], dirfd, "hooks") < 0)
+                        r = -errno;
+                undo_note(u, r, path, "restored the link '%s', replaced by the session", path);
+                return;
+        }
         if (!S_ISDIR(st.st_mode)) {
                 undo_note(u, rm_rf_at(dirfd, "hooks", 0), path, "removed '%s', made by the session", path);
                 return;
         }
         bool same = before && before->existed && before->dev == st.st_dev && before->ino == st.st_ino;
+        if (same && before->link)
+                return;
         struct strv names = { 0 };
-        list_at(dirfd, "hooks", &names);
+        list_max_at(dirfd, "hooks", &names, SIZE_MAX);
         _cleanup_close_ int hfd = open_dir_at(dirfd, "hooks");
         for (size_t i = 0; hfd >= 0 && i < names.n; i++) {
                 const char *n = names.v[i];

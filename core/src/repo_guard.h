@@ -68,9 +68,10 @@ struct repo_guard_file {
 struct repo_guard_hooks {
         char *rel;
         bool existed;
+        bool link; /* the host's own link: its worktree target is bound read-only */
         dev_t dev;
         ino_t ino;
-        struct strv names;
+        struct strv names; /* its entries; for a link, its target */
 };
 
 struct repo_guard {
