@@ -116,7 +116,7 @@ static const char attack[] =
 static const char host_commands[] =
         "cd '%s'; git status; git status --short; git diff; git diff HEAD~1; echo three >> tracked; "
         "git add -A; " GIT " commit -q -m host; git checkout -q -b host-branch; git log -p | cat; git log --stat; "
-        "git -C wt status; git -C sub status; git -C emb status; git gc -q --auto; exit 0";
+        "git -C wt status; git -C inner status; " GIT " -C inner commit -q --allow-empty -m in; git -C sub status; git -C emb status; git gc -q --auto; exit 0";
 
 START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
 {
@@ -126,6 +126,8 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
                 return;
         fixture_new(&f);
         git_repo(&f);
+        /* A worktree of the host's inside the repository stays usable. */
+        sh_ok("cd '%s' && git worktree add -q inner -b inner-branch", f.repo);
         char *script = NULL;
         ck_assert_int_ge(asprintf(&script, attack, f.dir), 0);
         tb(&r, &f, NULL, EXTRA("--", "-c", script));
@@ -144,6 +146,9 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
                                  "wt/.git", "/.git/modules/sub/hooks/post-checkout" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(undone); i++)
                 ck_assert_msg(strstr(r.err, undone[i]), "nothing undone for %s: %s", undone[i], r.err);
+        char inner[1100];
+        snprintf(inner, sizeof inner, "%s/inner/.git", f.repo);
+        ck_assert_msg(access(inner, F_OK) == 0, "the host's own worktree was renamed aside: %s", r.err);
         /* The session's commits are on the host. */
         sh_ok("cd '%s' && git log --format=%%s main | grep -qx emb && git log --format=%%s side | grep -qx on-side",
               f.repo);

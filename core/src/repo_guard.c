@@ -749,7 +749,8 @@ static void check_dotgit(struct undo *u)
 }
 
 /* Is the `.git` file in `dirfd` a submodule's, naming a git directory under
- * `modules/` that check_modules has just checked? */
+ * `modules/` that check_modules has just checked, or that of a worktree the
+ * host had made? */
 static bool is_checked_submodule(struct undo *u, int dirfd, const char *dir)
 {
         _cleanup_free_ char *target = dotgit_target(dirfd, dir);
@@ -757,7 +758,14 @@ static bool is_checked_submodule(struct undo *u, int dirfd, const char *dir)
         if (!real || !u->g->common || !path_is_under(real, u->g->common) || strcmp(real, u->g->common) == 0)
                 return false;
         _cleanup_free_ char *rel = xasprintf("%s/", real + strlen(u->g->common) + 1);
-        return strv_contains(&u->gitdirs, rel);
+        if (strv_contains(&u->gitdirs, rel))
+                return true;
+        /* A linked worktree of the host's inside this one: its entry was
+         * there before, and check_worktrees has just checked it. */
+        _cleanup_free_ char *commondir = xasprintf("%scommondir", rel);
+        const struct repo_guard_file *f = find_file(u->g, commondir);
+        return str_has_prefix(rel, "worktrees/") && strchr(rel + strlen("worktrees/"), '/') == rel + strlen(rel) - 1 &&
+               f && f->existed;
 }
 
 /* Embedded repositories: a `.git` below the top of the worktree. */

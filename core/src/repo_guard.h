@@ -3,12 +3,13 @@
  * takes a bind source from the repository without proving it.
  *
  * Git runs programs named in its config (core.fsmonitor, core.pager,
- * diff.external, filter drivers, core.hooksPath, core.sshCommand, aliases…),
- * reads other configs it names (include.path, includeIf) and runs hooks; the
- * files that redirect it (`commondir`, `.git` files, `objects/info/alternates`,
- * a submodule's git directory under `modules/`) decide which config it reads.
- * The session must keep committing, branching and rebasing, which write
- * objects, refs, the index and logs, but none of those files.
+ * diff.external, filter and diff drivers, core.hooksPath, core.sshCommand,
+ * aliases…), reads other configs it names (include.path, includeIf) and runs
+ * hooks; the files that redirect it (`commondir`, `.git` files,
+ * `objects/info/alternates`, a submodule's git directory under `modules/`)
+ * decide which config it reads. The session must keep committing, branching
+ * and rebasing, which write objects, refs, the index and logs, but none of
+ * those files.
  *
  * The mechanism, in two layers:
  * 1. Before the session (repo_guard_open, repo_guard_add_binds): read-only
@@ -17,31 +18,39 @@
  *    `hooks/` (made first when missing: an empty folder is harmless and bwrap
  *    needs a mount point), each `worktrees/<name>/{commondir,gitdir,
  *    config.worktree}`, each `modules/<name>/{config,config.worktree,
- *    commondir,hooks}`, recursively), and binds of `.git`, `worktrees/`,
- *    `modules/` and each module onto themselves, so that the session can
- *    neither rename them away nor replace them (a mount point cannot be).
- *    A read-only file is also replaced by no rename: `git config`,
- *    `git remote add` and `git branch -u` fail inside the session (EBUSY);
+ *    commondir,hooks}`, nested), the worktree folders the host's own config
+ *    names as `core.hooksPath` or an include (husky's `.husky`) and the
+ *    worktree folder a `hooks` link of the host's points to; and binds of
+ *    `.git`, `worktrees/`, `modules/` and each module onto themselves, so
+ *    that the session can neither rename them away nor replace them (a mount
+ *    point cannot be). A read-only file cannot be replaced by a rename
+ *    either: `git config`, `git remote add`, `git branch -u`,
+ *    `git submodule add|init` fail inside the session (EBUSY, EROFS);
  *    commit, branch, checkout, merge, rebase, tag, stash and gc work.
  * 2. After the session (repo_guard_restore): through directory fds opened
  *    before it, every step O_NOFOLLOW, only regular files read (O_NONBLOCK,
  *    size-capped), the same files are compared with the copies taken before
  *    and restored; those that appeared (a `commondir` or `config.worktree`, a
  *    new worktree's or submodule's config or hooks, a hook) are removed; a
- *    `.git` that is not the one there before is renamed aside
- *    (`.git.trialbox-quarantine-<n>`); a `.git` anywhere below the top of the
- *    worktree (an embedded repository: the host's `git status` runs its
- *    config) is renamed aside the same way unless it is a submodule's `.git`
- *    file naming a folder under this repository's `modules/`. Each undo is
- *    reported as one line. Layer 2 also covers what layer 1 cannot bind:
- *    files that did not exist.
+ *    `.git` that is not the one there before (or that appeared in a folder
+ *    that had none) is renamed aside (`.git.trialbox-quarantine-<n>`), as is
+ *    a `.git` anywhere below the top of the worktree (an embedded repository:
+ *    the host's `git status` enters it and runs its config) unless it is a
+ *    submodule's `.git` file naming a git directory just checked under
+ *    `modules/`; a hooks folder or include the host's config names in the
+ *    worktree that appeared is renamed aside too. Each undo is reported as
+ *    one line. Layer 2 also covers what layer 1 cannot bind: files that did
+ *    not exist. Worktrees made inside the session lose their `commondir`
+ *    and `gitdir` (and their `.git` file is renamed aside).
  *
- * Not covered (documented residual risks): a rebase, merge or sequencer
- * left in progress (`.git/rebase-merge/git-rebase-todo` may hold `exec`
- * lines that `git rebase --continue` on the host would run); attributes in
- * the worktree or `info/attributes` selecting a filter driver the host's own
- * global config defines; the window during the session itself for files
- * that did not exist before (the host's git running concurrently). */
+ * Not covered (residual risks, documented): a rebase, merge or sequencer
+ * left in progress (`rebase-merge/git-rebase-todo` may hold `exec` lines
+ * that `git rebase --continue` on the host runs); a worktree file that a
+ * program the host's config or hooks name reads (a filter or diff driver
+ * script, a hook manager's `.pre-commit-config.yaml`); attributes selecting
+ * a filter driver the host's global config defines; new files during the
+ * session itself when the host's git runs concurrently; nothing is undone
+ * when trialbox itself is killed with SIGKILL. */
 #ifndef TB_REPO_GUARD_H
 #define TB_REPO_GUARD_H
 
@@ -141,12 +150,14 @@ int repo_guard_restore(struct repo_guard *g, struct strv *undone);
 void repo_guard_done(struct repo_guard *g);
 
 /* Give the session the host user's git identity, and nothing else of its git
- * config: run the host's `git config --global --get user.name` and
- * `user.email` (`git` found on `path`, HOME `host_home`, cwd `/`, no system
- * config, nothing else of the environment) and write them to
- * `session_home/.gitconfig` (0600, O_EXCL). No identity or no git: nothing
- * written, 0. A negative errno with `err` set when the file cannot be
- * written. */
+ * config: run the host's `git config --global --get-regexp
+ * '^user\.(name|email)$'` (`git` found on `path`, HOME `host_home`, cwd `/`,
+ * no system config, nothing else of the environment) and write the two
+ * values, quoted, to `session_home/.gitconfig` (0600, written atomically):
+ * the session's git then finds them as the host's would, a repository's own
+ * user.name still first, and `git config user.name` shows them. No identity
+ * or no git: nothing written, 0. A negative errno with `err` set when the
+ * file cannot be written. */
 int repo_guard_write_identity(const char *path, const char *host_home, const char *session_home,
                               struct tb_error *err);
 
