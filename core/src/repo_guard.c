@@ -70,6 +70,15 @@ static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, m
         return buf;
 }
 
+/* What trialbox makes or restores in a repository is its owner's, as when
+ * git made it: trialbox may run as root for another user's repository. Not
+ * root, it is ours already, and the error says nothing. */
+static void give_back(int dirfd, const char *name, uid_t uid, gid_t gid)
+{
+        int r = fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW);
+        (void)r;
+}
+
 static int open_dir_at(int dirfd, const char *name)
 {
         return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -255,7 +264,9 @@ static void add_file(struct repo_guard *g, const char *rel, bool existed, char *
                 g->cap_files = g->cap_files ? g->cap_files * 2 : 16;
                 g->files = xrealloc(g->files, g->cap_files * sizeof *g->files);
         }
-        g->files[g->n_files++] = (struct repo_guard_file){ xstrdup(rel), existed, data, len, mode };
+        g->files[g->n_files++] = (struct repo_guard_file){
+                .rel = xstrdup(rel), .existed = existed, .data = data, .len = len, .mode = mode
+        };
 }
 
 /* Walk `rel` (relative, '/'-separated) from `dirfd` to its parent folder,
@@ -293,6 +304,8 @@ static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const 
                                "files: make it one",
                                g->common, rel, REPO_GUARD_MAX_FILE / 1024);
         add_file(g, rel, true, data, len, mode);
+        g->files[g->n_files - 1].uid = st.st_uid;
+        g->files[g->n_files - 1].gid = st.st_gid;
         strv_addf(&g->ro, "%s/%s", g->common, rel);
         return 0;
 }
@@ -308,8 +321,13 @@ static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool
         struct stat st;
         /* bwrap needs a mount point for the read-only bind: an empty hooks
          * folder is what `git init` makes anyway. */
-        if (make && mkdirat(dirfd, "hooks", 0755) < 0 && errno != EEXIST)
-                return;
+        if (make && mkdirat(dirfd, "hooks", 0755) == 0) {
+                /* Trialbox run as root for another user's repository: the
+                 * folder is the repository owner's, as git would have made it. */
+                struct stat gd;
+                if (fstat(dirfd, &gd) == 0)
+                        give_back(dirfd, "hooks", gd.st_uid, gd.st_gid);
+        }
         if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0 || !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
                 return;
         h->existed = true;
@@ -410,6 +428,8 @@ static void snap_dotgit(struct repo_guard *g)
                 return;
         g->dotgit_dev = st.st_dev;
         g->dotgit_ino = st.st_ino;
+        g->dotgit_uid = st.st_uid;
+        g->dotgit_gid = st.st_gid;
         if (S_ISDIR(st.st_mode)) {
                 g->dotgit_kind = 'd';
                 strv_addf(&g->pins, "%s/.git", g->repo);
@@ -600,6 +620,8 @@ static void check_file(struct undo *u, int dirfd, const char *prefix, const char
         int r = rm_rf_at(pfd, leaf, 0);
         if (r == 0 && before && before->existed) {
                 r = write_file_atomic_at_flags(pfd, leaf, before->data, before->len, before->mode, 0);
+                if (r == 0)
+                        give_back(pfd, leaf, before->uid, before->gid);
                 undo_note(u, r, path, "restored '%s' to its content before the session", path);
                 return;
         }
@@ -743,6 +765,8 @@ static void check_dotgit(struct undo *u)
         quarantine(u, g->repo_fd, g->repo, ".git");
         if (g->dotgit_kind == 'f') {
                 int r = write_file_atomic_at_flags(g->repo_fd, ".git", g->dotgit_data, g->dotgit_len, 0644, 0);
+                if (r == 0)
+                        give_back(g->repo_fd, ".git", g->dotgit_uid, g->dotgit_gid);
                 _cleanup_free_ char *path = xasprintf("%s/.git", g->repo);
                 undo_note(u, r, path, "restored '%s' to its content before the session", path);
         }

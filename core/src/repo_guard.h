@@ -71,6 +71,8 @@ struct repo_guard_file {
         char *data;
         size_t len;
         mode_t mode;
+        uid_t uid; /* its owner, given back when it is restored */
+        gid_t gid;
 };
 
 /* A hooks folder before the session: its identity and entry names. */
@@ -92,6 +94,8 @@ struct repo_guard {
         int dotgit_kind;    /* 0: no .git, 'd': a folder, 'f': a regular file */
         dev_t dotgit_dev;
         ino_t dotgit_ino;
+        uid_t dotgit_uid;
+        gid_t dotgit_gid;
         char *dotgit_data; /* a .git file's bytes */
         size_t dotgit_len;
         struct repo_guard_file *files;
