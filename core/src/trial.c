@@ -13,6 +13,7 @@
 #include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
+#include "repo_guard.h"
 #include "supervisor.h"
 #include "toolchain.h"
 
@@ -75,31 +76,6 @@ static char *resolve_new_path(const char *p)
         return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
 }
 
-/* A git worktree's .git is a file naming its private git dir, whose
- * `commondir` names the repository's shared one: commits write there. */
-static char *worktree_common_dir(const char *repo)
-{
-        _cleanup_free_ char *dotgit = xasprintf("%s/.git", repo);
-        struct stat st;
-        if (lstat(dotgit, &st) < 0 || !S_ISREG(st.st_mode))
-                return NULL;
-        _cleanup_free_ char *content = read_file(dotgit, 4096, NULL);
-        if (!content || !str_has_prefix(content, "gitdir:"))
-                return NULL;
-        char *gitdir = content + strlen("gitdir:");
-        gitdir += strspn(gitdir, " \t");
-        gitdir[strcspn(gitdir, "\r\n")] = '\0';
-        _cleanup_free_ char *gitdir_abs = gitdir[0] == '/' ? xstrdup(gitdir) : xasprintf("%s/%s", repo, gitdir);
-        _cleanup_free_ char *commondir_file = xasprintf("%s/commondir", gitdir_abs);
-        _cleanup_free_ char *common = read_file(commondir_file, 4096, NULL);
-        if (!common)
-                return realpath(gitdir_abs, NULL);
-        common[strcspn(common, "\r\n")] = '\0';
-        _cleanup_free_ char *common_abs =
-                common[0] == '/' ? xstrdup(common) : xasprintf("%s/%s", gitdir_abs, common);
-        return realpath(common_abs, NULL);
-}
-
 /* Only the home itself: the XDG folders its variables name are made by
  * whoever first needs them (each mkdir costs a Trial's start-up time). */
 static int make_fresh_home(const char *home)
@@ -140,12 +116,14 @@ struct trial {
         struct tb_host host;
         struct outcome outcome;
         enum outcome_cause cause; /* why the Trial is void, when a step failed */
+        struct repo_guard guard;
         long long start_ms;
 };
 
 static void trial_done(struct trial *t)
 {
         host_done(&t->host);
+        repo_guard_done(&t->guard);
         sandbox_spec_done(&t->spec);
         plugin_unload(&t->plugin);
         free(t->repo);
@@ -273,7 +251,7 @@ static struct toolchain_host trial_toolchain_host(const struct trial *t)
         };
 }
 
-static void trial_build_spec(struct trial *t)
+static int trial_build_spec(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
         const bool sandboxed = !t->opt->no_sandbox;
@@ -282,7 +260,7 @@ static void trial_build_spec(struct trial *t)
         if (!sandboxed) {
                 strv_add(&spec->command, t->bin);
                 spec->chdir = xstrdup(t->repo);
-                return;
+                return 0;
         }
         struct toolchain_host th = trial_toolchain_host(t);
         set_home_env(spec, t->home);
@@ -296,12 +274,21 @@ static void trial_build_spec(struct trial *t)
                         sandbox_add(spec, SANDBOX_RO_BIND, t->skills, given);
         }
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
-        _cleanup_free_ char *common = worktree_common_dir(t->repo);
-        if (common && !path_is_under(common, t->repo))
-                sandbox_add(spec, SANDBOX_BIND, common, common);
+        /* After the system binds, which it is checked not to override. */
+        const struct repo_guard_host gh = {
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run,
+                .path = t->env->path,
+        };
+        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        if (r < 0)
+                return r;
+        if (t->guard.refused)
+                log_warn("the worktree's git directory is not bound: %s", t->guard.refused);
+        repo_guard_add_binds(&t->guard, spec);
         sandbox_add(spec, SANDBOX_BIND, t->home, t->home);
         strv_add(&spec->command, run_path);
         spec->chdir = xstrdup(t->repo);
+        return 0;
 }
 
 /* Fill in the Outcome and the host context, find the binaries: 0, or a
@@ -382,8 +369,12 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                         return tb_fail(err, r, "cannot create the fresh home '%s': %s", t->home, strerror(-r));
                 }
         }
-        trial_build_spec(t);
-        int r = host_call(&t->host, t->plugin.preflight);
+        int r = trial_build_spec(t, err);
+        if (r < 0) {
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return r;
+        }
+        r = host_call(&t->host, t->plugin.preflight);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.prepare_login);
         if (r >= 0)
@@ -396,6 +387,14 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                         return tb_fail(err, r, "the %s login could not be handed over: %s", t->opt->harness,
                                        t->host.fail_detail);
                 return tb_fail(err, r, "the %s plugin failed: %s", t->opt->harness, strerror(-r));
+        }
+        /* Last: a void Trial leaves nothing in the fresh home. */
+        if (!t->opt->no_sandbox && !t->opt->dry_run) {
+                r = repo_guard_write_identity(t->env->path, t->user_home, t->home, err);
+                if (r < 0) {
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
+                        return r;
+                }
         }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
@@ -461,6 +460,11 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         };
         struct session_result res;
         int r = supervisor_run(&run, &res, err);
+        /* Whatever the session's end, before anything else runs git there. */
+        _cleanup_strv_ struct strv undone = { 0 };
+        repo_guard_restore(&t->guard, &undone);
+        for (size_t i = 0; i < undone.n; i++)
+                log_warn("%s", undone.v[i]);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
