@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "batch.h"
 #include "credentials.h"
 #include "outcome.h"
+#include "report.h"
 #include "trial.h"
 #include <trialbox/plugin.h>
 
@@ -18,6 +20,8 @@ static const char usage_text[] =
         "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
         "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
+        "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
         "       trialbox check [--harness NAME] [--json]\n"
         "       trialbox credentials [--credentials FILE] set KEY | unset KEY | list\n"
@@ -279,6 +283,10 @@ int cli_main(int argc, char **argv)
         }
         if (strcmp(cmd, "run") == 0)
                 return cmd_run(argc - 1, argv + 1);
+        if (strcmp(cmd, "batch") == 0)
+                return batch_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "report") == 0)
+                return report_main(argc - 1, argv + 1);
         if (strcmp(cmd, "harnesses") == 0)
                 return cmd_simple(argc - 1, argv + 1, false);
         if (strcmp(cmd, "check") == 0)
