@@ -512,15 +512,17 @@ static int run_git(char *const argv[])
 /* In the child: a fresh clone of repo_from at its revision, or a void Outcome. */
 static void clone_or_void(const struct plan_trial *p, const char *clone)
 {
-        char *clone_argv[] = { "git", "clone", "--quiet", "--no-hardlinks", p->repo_rev ? "--no-checkout" : "--",
-                               p->repo_from, (char *)clone, NULL };
-        char *checkout_argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->repo_rev, "--", NULL };
         struct stat st;
         int r = lstat(clone, &st) == 0 ? -EEXIST : 0;
-        if (r == 0)
-                r = run_git(clone_argv);
-        if (r == 0 && p->repo_rev)
-                r = run_git(checkout_argv);
+        if (r == 0) {
+                char *argv[] = { "git", "clone", "--quiet", "--no-hardlinks", p->repo_rev ? "--no-checkout" : "--",
+                                 p->repo_from, (char *)clone, NULL };
+                r = run_git(argv);
+        }
+        if (r == 0 && p->repo_rev) {
+                char *argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->repo_rev, "--", NULL };
+                r = run_git(argv);
+        }
         if (r == 0)
                 return;
         struct outcome o = { .harness = p->harness, .exit_code = -1 };
@@ -942,7 +944,7 @@ int batch_main(int argc, char **argv)
         long long backoff_ms = BATCH_BACKOFF_DEFAULT_MS;
         const char *e = getenv("TRIALBOX_BATCH_BACKOFF_MS");
         if (e && *e) {
-                long ms;
+                long ms = 0;
                 if (parse_count("TRIALBOX_BATCH_BACKOFF_MS", e, 0, 3600000, &ms))
                         return TB_EXIT_USAGE;
                 backoff_ms = ms;

@@ -190,7 +190,8 @@ static long long percentile(const struct harness_stats *h, int p)
 static void sort_durations(const struct report *r)
 {
         for (size_t i = 0; i < r->n; i++)
-                qsort(r->h[i].durations, r->h[i].n_durations, sizeof(long long), cmp_ll);
+                if (r->h[i].n_durations > 1)
+                        qsort(r->h[i].durations, r->h[i].n_durations, sizeof(long long), cmp_ll);
 }
 
 static char *fmt_ms(long long ms, char *buf, size_t n)
