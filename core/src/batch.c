@@ -441,14 +441,14 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
         if (!kind) {
                 json_object_put(rec);
                 rec = NULL;
-                json_object *launcher = read_record(out, "launcher.json");
-                if (!launcher) { /* never started: a fresh attempt */
+                json_object *launcher = exit_status < 0 ? read_record(out, "launcher.json") : NULL;
+                if (!launcher && exit_status < 0) { /* never started: a fresh attempt */
                         t->attempt = attempt - 1;
                         t->state = T_PENDING;
                         t->due_ms = 0;
                         return;
                 }
-                if (adopt(b, t, ix, launcher, launcher_path)) {
+                if (launcher && adopt(b, t, ix, launcher, launcher_path)) {
                         t->attempt = attempt;
                         json_object_put(launcher);
                         return;
@@ -623,8 +623,11 @@ static long long schedule(struct batch *b)
                 if (need > b->opt->jobs - b->used || (is_serial(t->p) && b->serial_busy))
                         continue;
                 struct tb_error err = { 0 };
-                if (start(b, t, i, &err) < 0)
+                if (start(b, t, i, &err) < 0) {
                         fprintf(stderr, "trialbox: %s\n", str_printable(err.msg));
+                        if (t->state == T_PENDING) /* nothing started: it stays unrun, and void */
+                                mark_done(b, t, OUTCOME_VOID, NULL);
+                }
         }
         return wait;
 }

@@ -135,6 +135,11 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                                 return field_error(err, plan, t->line, name, "item %zu is not a string", i);
                         strv_add(sv, json_object_get_string(e));
                 }
+                /* Kept for the whole batch: no spare capacity per Trial. */
+                if (sv->v && sv->cap > sv->n + 1) {
+                        sv->cap = sv->n + 1;
+                        sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
+                }
                 return 0;
         }
         if (f->type >= F_DURATION && f->type <= F_CPUS) {
