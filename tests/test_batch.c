@@ -52,14 +52,19 @@ static void add_trial(struct strbuf *plan, const char *id, const char *script, c
         json_object_put(s);
 }
 
-static void batch(struct proc_result *r, const struct exp *e, const char *const extra[])
+static void batch_env(struct proc_result *r, const struct exp *e, const char *env, const char *const extra[])
 {
         char *argv[32] = { TRIALBOX_BIN, "batch", (char *)e->plan };
         size_t n = 3;
         for (size_t i = 0; extra && extra[i] && n + 1 < 32; i++)
                 argv[n++] = (char *)extra[i];
         argv[n] = NULL;
-        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1", (char *)env)), argv);
+}
+
+static void batch(struct proc_result *r, const struct exp *e, const char *const extra[])
+{
+        batch_env(r, e, NULL, extra);
 }
 
 /* The results line of Trial `id`, parsed (NULL when there is none). */
@@ -397,6 +402,54 @@ START_TEST(concurrency_never_exceeds_jobs)
 }
 END_TEST
 
+/* The first number on the only line of DIR/REL. */
+static long long number_in(const char *dir, const char *rel, int which)
+{
+        char *p = path_in(dir, rel);
+        char *text = read_text(p);
+        long long v[2] = { -1, -1 };
+        ck_assert_msg(text && sscanf(text, "%lld %lld", &v[0], &v[1]) >= 1, "no times in '%s'", p);
+        free(text);
+        free(p);
+        return v[which];
+}
+
+START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
+{
+        struct exp e;
+        exp_new(&e);
+        char *state = path_in(e.dir, "state");
+        char *home = path_in(state, "trialbox/trials/grok");
+        mkdir_p(home, 0700);
+        write_in(home, "auth.json", "grok-login", 0600);
+        char *env = xasprintf("XDG_STATE_HOME=%s", state);
+        struct strbuf plan = { 0 };
+        for (int i = 1; i <= 2; i++)
+                strbuf_addf(&plan, "{\"id\":\"g%d\",\"harness\":\"grok\",\"repo\":\"repo\",\"output_dir\":\"out/g%d\","
+                                   "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"0.6\"]}\n",
+                            i, i, TESTS_SOURCE_DIR "/fake/fake-grok", i);
+        add_trial(&plan, "s1", "date +%s%N > times-s1; sleep 0.3", NULL);
+        add_trial(&plan, "s2", "date +%s%N > times-s2; sleep 0.3", NULL);
+        write_text(e.plan, plan.s, 0644);
+        free(plan.s);
+        struct proc_result r;
+        batch_env(&r, &e, env, EXTRA("--jobs", "2"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        /* The second grok Trial did not take the other slot to wait on the
+         * lock: s1 ran beside the first one. */
+        long long a0 = number_in(e.repo, "times-g1", 0), a1 = number_in(e.repo, "times-g1", 1);
+        long long b0 = number_in(e.repo, "times-g2", 0), b1 = number_in(e.repo, "times-g2", 1);
+        ck_assert_msg(a1 <= b0 || b1 <= a0, "the grok sessions overlapped");
+        long long first_end = a0 < b0 ? a1 : b1;
+        ck_assert_msg(number_in(e.repo, "times-s1", 0) < first_end, "s1 waited: a grok Trial held a slot");
+        proc_result_free(&r);
+        free(env);
+        free(home);
+        free(state);
+        exp_free(&e);
+}
+END_TEST
+
 struct bad_plan {
         const char *plan;
         const char *want; /* in the message */
@@ -504,6 +557,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
+        tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
         suite_add_tcase(s, tc);
