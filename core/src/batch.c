@@ -422,71 +422,89 @@ static long long backoff(const struct batch *b, unsigned attempt)
         return ms < BATCH_BACKOFF_MAX_MS ? ms : BATCH_BACKOFF_MAX_MS;
 }
 
-/* Decide what a Trial is from its folders: final (DONE), running somewhere
- * (adopted), or to run (PENDING, void attempts moved aside). `exit_status`
- * is our child's wait status when it just ended, else -1. */
-static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status, bool at_start)
+static char *lost_why(int exit_status)
+{
+        if (exit_status < 0)
+                return xstrdup("its launcher was lost (gone, or another boot)");
+        if (WIFSIGNALED(exit_status))
+                return xasprintf("trialbox run was killed by signal %d", WTERMSIG(exit_status));
+        return xasprintf("trialbox run exited with status %d", WEXITSTATUS(exit_status));
+}
+
+enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD };
+
+/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
+ * alive (adopted: waited for); or a record in *rec (a lost launcher's written
+ * as void/launcher_lost first). `exit_status`: our child's wait status when
+ * it just ended, else -1. */
+static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
 {
         const char *out = t->p->output_dir;
-        unsigned attempt = count_asides(out) + 1;
-        json_object *rec = read_record(out, "outcome.json");
-        const char *kind = record_kind(rec);
-        _cleanup_free_ char *why = exit_status < 0 ? xstrdup("its launcher was lost (gone, or another boot)")
-                                   : WIFSIGNALED(exit_status)
-                                           ? xasprintf("trialbox run was killed by signal %d", WTERMSIG(exit_status))
-                                           : xasprintf("trialbox run exited with status %d", WEXITSTATUS(exit_status));
-        _cleanup_free_ char *outcome_path = xasprintf("%s/outcome.json", out);
-        _cleanup_free_ char *launcher_path = xasprintf("%s/launcher.json", out);
-
+        *rec = read_record(out, "outcome.json");
+        const char *kind = record_kind(*rec);
+        if (kind && strcmp(kind, "running") != 0)
+                return FOUND_RECORD;
         if (!kind) {
-                json_object_put(rec);
-                rec = NULL;
-                json_object *launcher = exit_status < 0 ? read_record(out, "launcher.json") : NULL;
-                if (!launcher && exit_status < 0) { /* never started: a fresh attempt */
-                        t->attempt = attempt - 1;
-                        t->state = T_PENDING;
-                        t->due_ms = 0;
-                        return;
-                }
-                if (launcher && adopt(b, t, ix, launcher, launcher_path)) {
-                        t->attempt = attempt;
-                        json_object_put(launcher);
-                        return;
-                }
+                json_object_put(*rec);
+                *rec = NULL;
+        }
+        /* The launcher's record: the running one, or ours from before it ran. */
+        json_object *launcher = kind ? *rec : exit_status < 0 ? read_record(out, "launcher.json") : NULL;
+        if (!launcher && exit_status < 0)
+                return FOUND_NOTHING;
+        _cleanup_free_ char *path = xasprintf("%s/%s", out, kind ? "outcome.json" : "launcher.json");
+        if (launcher && exit_status < 0 && adopt(b, t, ix, launcher, path)) {
                 json_object_put(launcher);
-                rec = record_lost(t, NULL, why);
-                kind = "void";
-        } else if (strcmp(kind, "running") == 0) {
-                if (adopt(b, t, ix, rec, outcome_path)) {
-                        t->attempt = attempt;
-                        json_object_put(rec);
-                        return;
-                }
-                rec = record_lost(t, rec, why);
-                kind = "void";
+                *rec = NULL;
+                return FOUND_RUNNING;
         }
-        t->attempt = attempt;
-        int k = kind_from_name(kind);
-        if (k == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping) {
-                int r = move_aside(t, attempt);
-                if (r == 0) {
-                        if (!b->tty && b->opt->verbosity >= 1 && !at_start) {
-                                _cleanup_free_ char *id = str_printable(xstrdup(t->p->id));
-                                fprintf(stderr, "trialbox: %s: void, attempt %u of %u; again in %lld ms\n", id, attempt,
-                                        1 + b->opt->retries, backoff(b, attempt));
-                        }
-                        json_object_put(rec);
-                        t->state = T_PENDING;
-                        t->due_ms = at_start ? 0 : now_ms() + backoff(b, attempt);
-                        if (ix < b->next)
-                                b->next = ix;
-                        return;
-                }
-                _cleanup_free_ char *id = str_printable(xstrdup(t->p->id));
-                fprintf(stderr, "trialbox: %s: cannot move the void attempt '%s' aside: %s; it stays void\n", id, out,
-                        strerror(-r));
+        if (launcher != *rec)
+                json_object_put(launcher);
+        _cleanup_free_ char *why = lost_why(exit_status);
+        *rec = record_lost(t, *rec, why);
+        return FOUND_RECORD;
+}
+
+/* A void attempt with retries left: move it aside, run again after the backoff. */
+static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
+{
+        _cleanup_free_ char *id = str_printable(xstrdup(t->p->id));
+        int r = move_aside(t, t->attempt);
+        if (r < 0) {
+                fprintf(stderr, "trialbox: %s: cannot move the void attempt '%s' aside: %s; it stays void\n", id,
+                        t->p->output_dir, strerror(-r));
+                return r;
         }
-        mark_done(b, t, k, rec);
+        long long wait = at_start ? 0 : backoff(b, t->attempt);
+        if (!b->tty && b->opt->verbosity >= 1 && !at_start)
+                fprintf(stderr, "trialbox: %s: void, attempt %u of %u; again in %lld ms\n", id, t->attempt,
+                        1 + b->opt->retries, wait);
+        t->state = T_PENDING;
+        t->due_ms = now_ms() + wait;
+        if (ix < b->next)
+                b->next = ix;
+        return 0;
+}
+
+/* Decide what a Trial is from its folders: final (DONE), running somewhere
+ * (adopted), or to run (PENDING, a void attempt moved aside). */
+static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status, bool at_start)
+{
+        unsigned attempt = count_asides(t->p->output_dir) + 1;
+        json_object *rec = NULL;
+        enum found found = read_attempt(b, t, ix, exit_status, &rec);
+        t->attempt = found == FOUND_NOTHING ? attempt - 1 : attempt;
+        if (found == FOUND_NOTHING) {
+                t->state = T_PENDING;
+                t->due_ms = 0;
+                return;
+        }
+        if (found == FOUND_RUNNING)
+                return;
+        int kind = kind_from_name(record_kind(rec));
+        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping;
+        if (!again || retry(b, t, ix, at_start) < 0)
+                mark_done(b, t, kind, rec);
         json_object_put(rec);
 }
 
