@@ -450,6 +450,37 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
 }
 END_TEST
 
+START_TEST(index_runs_only_that_trial_as_an_array_task_would)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t0", "echo t0 >> marker", NULL);
+        add_trial(&plan, "t1", "echo t1 >> marker", NULL);
+        add_trial(&plan, "t2", "echo t2 >> marker", NULL);
+        write_text(e.plan, plan.s, 0644);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--index", "1"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_file(e.repo, "marker", "t1\n");
+        ck_assert(!exists(e.dir, "out/t0") && !exists(e.dir, "out/t2"));
+        ck_assert(!exists(e.dir, "results.jsonl"));
+        proc_result_free(&r);
+        batch(&r, &e, EXTRA("--index", "3"));
+        ck_assert_int_eq(r.status, 2);
+        assert_one_line(r.err);
+        proc_result_free(&r);
+        /* --slurm is parsed, and refused for now. */
+        batch(&r, &e, EXTRA("--slurm", "--slurm-args", "-p debug", "--no-wait"));
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_ptr_nonnull(strstr(r.err, "--slurm is not yet available"));
+        proc_result_free(&r);
+        assert_file(e.repo, "marker", "t1\n");
+        exp_free(&e);
+}
+END_TEST
+
 struct bad_plan {
         const char *plan;
         const char *want; /* in the message */
@@ -559,6 +590,7 @@ static Suite *suite(void)
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
         tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
+        tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
         suite_add_tcase(s, tc);
         return s;
