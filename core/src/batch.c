@@ -37,22 +37,23 @@ struct btrial {
         int pidfd;          /* an adopted launcher (not our child); -1 */
         long long due_ms;   /* PENDING: not before */
         int kind;           /* DONE: enum outcome_kind */
-        unsigned slots;
+        unsigned slots;     /* RUNNING: the job slots it holds */
 };
 
 struct batch {
         const struct batch_options *opt;
         struct plan plan;
-        struct btrial *t;
-        size_t n, next;
-        int self_fd, epfd, sfd, tfd, results_fd, plan_fd;
+        struct btrial *t; /* one per plan line, in plan order */
+        size_t n, next;   /* next: no PENDING Trial before it */
+        int self_fd;      /* /proc/self/exe, opened once: every Trial runs this same binary */
+        int epfd, sfd, tfd, results_fd, plan_fd;
         sigset_t old_mask;
-        unsigned used;
-        bool serial_busy;
-        size_t running, done, completed, failed, voids, done_here;
+        unsigned used;    /* job slots held */
+        bool serial_busy; /* a one_at_a_time Trial is running */
+        size_t running, done, completed, failed, voids, done_here; /* done_here: ended in this run */
         long long start_ms;
-        int stopping;
-        bool tty;
+        int stopping;     /* the signal that asked the batch to stop, or 0 */
+        bool tty;         /* stderr is a terminal: the live progress line */
         char *results_path;
 };
 
