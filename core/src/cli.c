@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "batch.h"
 #include "credentials.h"
 #include "env.h"
 #include "log.h"
 #include "outcome.h"
+#include "report.h"
 #include "trial.h"
 #include <trialbox/plugin.h>
 
@@ -20,6 +22,8 @@ static const char usage_text[] =
         "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
         "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
+        "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
         "       trialbox check [--harness NAME] [--json]\n"
         "       trialbox credentials [--credentials FILE] set KEY | unset KEY | list\n"
@@ -284,6 +288,10 @@ static int cli_dispatch(const struct tb_env *env, int argc, char **argv)
         }
         if (strcmp(cmd, "run") == 0)
                 return cmd_run(env, argc - 1, argv + 1);
+        if (strcmp(cmd, "batch") == 0)
+                return batch_main(env, argc - 1, argv + 1);
+        if (strcmp(cmd, "report") == 0)
+                return report_main(env, argc - 1, argv + 1);
         if (strcmp(cmd, "harnesses") == 0)
                 return cmd_simple(env, argc - 1, argv + 1, false);
         if (strcmp(cmd, "check") == 0)

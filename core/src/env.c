@@ -44,6 +44,7 @@ void tb_env_init(struct tb_env *env)
                 .pyenv_root = getenv("PYENV_ROOT"),
                 .secret_places = getenv("TRIALBOX_SECRET_PLACES"),
                 .test_hosts = getenv("TRIALBOX_TEST_HOSTS"),
+                .batch_backoff_ms = getenv("TRIALBOX_BATCH_BACKOFF_MS"),
         };
         env->home = resolve_home(env);
 }

@@ -1,0 +1,81 @@
+#!/bin/sh
+# The batch runner (`trialbox batch`, issue 13):
+#  - throughput: 200 no-op Trials (`shell`, session `true`) with --jobs 2,
+#    against GNU parallel -j2 running the same 200 bare bwrap command lines
+#    (the --dry-run line of such a Trial), side by side in one hyperfine run;
+#  - the batch's own memory: its peak RSS over plans of 1,000 and 10,000
+#    Trials that are all final already (each folder holds a completed
+#    outcome.json), so only the batch itself is measured: plan, resume scan,
+#    results.jsonl and the summary. The growth per plan line is the figure
+#    that must stay at the size of a Trial's record.
+#
+#   bench/batch.sh     (BATCH_RUNS=5)
+#
+# Needs hyperfine, GNU parallel and GNU time.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+need hyperfine hyperfine
+need parallel parallel
+[ -x /usr/bin/time ] || die "needs GNU time: apt-get install -y time"
+need_trialbox
+scratch
+runs=${BATCH_RUNS:-5}
+n=200
+mkdir "$W/repo"
+
+i=0
+while [ "$i" -lt "$n" ]; do
+        printf '{"id":"t%d","harness":"shell","repo":"repo","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$i"
+        i=$((i + 1))
+done >"$W/plan.jsonl"
+"$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/bare" --dry-run -- -c true >"$W/bare-line.sh"
+mkdir -p "$W/bare/home"
+i=0
+while [ "$i" -lt "$n" ]; do
+        cat "$W/bare-line.sh"
+        i=$((i + 1))
+done >"$W/bare-lines"
+
+say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each"
+hyperfine --warmup 1 --runs "$runs" --export-csv "$W/h.csv" \
+        --prepare "rm -rf '$W/out' '$W/results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
+        --prepare true -n "parallel" "parallel -j2 <'$W/bare-lines' >/dev/null" >&2
+completed=$(grep -c '"outcome":"completed"' "$W/results.jsonl" || true)
+mb=$(hf_median "$W/h.csv" batch)
+mp=$(hf_median "$W/h.csv" parallel)
+r=$(ratio "$mb" "$mp")
+row batch "$n no-op Trials, --jobs 2: batch wall time, median (ratio to parallel -j2 over the bare bwrap lines)" \
+        "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
+per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
+row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
+method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home); $(nproc) cores here."
+
+# The memory of the batch alone: plans whose Trials are all final.
+final_plan() { # N DIR
+        mkdir -p "$2/repo"
+        seq 0 $(($1 - 1)) | sed "s|^|$2/out/t|" | xargs mkdir -p
+        awk -v n="$1" -v d="$2" 'BEGIN {
+                pad = sprintf("%2000s", ""); gsub(/ /, "x", pad)
+                for (i = 0; i < n; i++) {
+                        printf "{\"id\":\"t%d\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/t%d\",\"args\":[\"-c\",\"true\"]}\n", i, i > (d "/plan.jsonl")
+                        f = d "/out/t" i "/outcome.json"
+                        printf "{\"harness\":\"shell\",\"outcome\":\"completed\",\"cause\":null,\"detail\":\"%s\",\"exit_code\":0,\"signal\":null,\"sandboxed\":true,\"duration_ms\":%d,\"usage\":{\"cpu_user_ms\":1,\"cpu_system_ms\":2,\"peak_memory_bytes\":1048576}}\n", pad, 20 + i % 50 > f
+                        close(f)
+                }
+        }'
+}
+for k in 1000 10000; do
+        final_plan "$k" "$W/m$k"
+        /usr/bin/time -f %M -o "$W/rss$k" "$TB" batch "$W/m$k/plan.jsonl" -q >/dev/null
+        lines=$(wc -l <"$W/m$k/results.jsonl")
+        [ "$lines" = "$k" ] || die "the $k-line plan gave $lines results lines"
+done
+r1=$(cat "$W/rss1000")
+r10=$(cat "$W/rss10000")
+growth=$(awk -v a="$r1" -v b="$r10" 'BEGIN { printf "%.0f", (b - a) * 1024 / 9000 }')
+out_bytes=$(wc -c <"$W/m10000/out/t0/outcome.json")
+plan_bytes=$(awk -v s="$(wc -c <"$W/m10000/plan.jsonl")" 'BEGIN { printf "%.0f", s / 10000 }')
+row batch "batch peak RSS, a plan of 1,000 / 10,000 final Trials" "$r1 KiB / $r10 KiB" "" ""
+row batch "growth per plan line (10,000 − 1,000, per line); a plan line / an outcome.json here" \
+        "$growth B; $plan_bytes B / $out_bytes B" "< 1 KiB, not the Outcome's size" "$(verdict_le "$growth" 1023)"
+method "batch memory: GNU time's maximum RSS of \`trialbox batch PLAN -q\` over plans of 1,000 and 10,000 \`shell\` Trials whose folders already hold a completed outcome.json (the batch reads each, writes results.jsonl and the summary, and runs nothing); each outcome.json carries a 2,000-byte detail, so a batch that kept Outcomes would grow by more than that per line; growth = the difference / 9,000, which is the Trial's parsed plan record (struct, id, harness, paths, args) and its state."

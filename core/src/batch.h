@@ -1,0 +1,57 @@
+/* `trialbox batch PLAN`: an Experiment on this machine. Each Trial of the
+ * plan (plan.h) is exactly one `trialbox run` of this same binary; up to
+ * --jobs run at once, void ones run again (--retries, with backoff), and
+ * the batch can be interrupted and run again at any moment.
+ *
+ * The folders (all decided from what is on disk, so a resumed batch needs
+ * no state of its own):
+ *   OUTPUT_DIR              the Trial's latest attempt, `run`'s output folder,
+ *                           plus trialbox.log (the run's stdout and stderr) and
+ *                           launcher.json (the run's pid, start time and boot,
+ *                           written before it starts: how a resumed batch
+ *                           knows a launcher is still alive, or lost)
+ *   OUTPUT_DIR.attempt-N    attempt N, moved aside when it was void and ran
+ *                           again (a lost launcher is recorded there first as
+ *                           void/launcher_lost)
+ *   OUTPUT_DIR.repo         the clone of repo_from for the latest attempt
+ *                           (OUTPUT_DIR.attempt-N.repo for attempt N)
+ *   PLAN's folder/results.jsonl   one line per Trial (see batch_result_line)
+ *
+ * A Trial is final when OUTPUT_DIR/outcome.json is completed or failed, or
+ * void with no retries left (1 + --retries attempts); a final Trial never
+ * runs again. A `running` record (or a launcher.json without outcome.json)
+ * whose launcher is alive is waited for, not started again. */
+#ifndef TB_BATCH_H
+#define TB_BATCH_H
+
+#include <stdbool.h>
+
+/* Exit statuses of `batch` besides 0 (every Trial completed or failed),
+ * TB_EXIT_USAGE (a bad plan or flags) and TB_EXIT_ERROR (the batch itself
+ * failed: e.g. results.jsonl cannot be written, or another batch holds the plan). */
+#define TB_BATCH_EXIT_VOID 1 /* some Trial stayed void (or did not run) */
+/* Interrupted by SIGINT/SIGTERM/SIGHUP: 128 + the signal, after the running
+ * Trials ended and results.jsonl was written. */
+
+#define BATCH_BACKOFF_DEFAULT_MS 1000LL /* before attempt 2; doubled each time */
+#define BATCH_BACKOFF_MAX_MS 60000LL
+
+struct batch_options {
+        const char *plan;
+        unsigned jobs;         /* slots at once; >= 1 */
+        unsigned retries;      /* attempts after a void one */
+        bool json;             /* the summary as JSON on stdout */
+        int verbosity;         /* 0: only the summary */
+        long index;            /* >= 0: run only this Trial (0-based), as a Slurm array task; -1: all */
+        long long backoff_ms;  /* TRIALBOX_BATCH_BACKOFF_MS, or the default */
+};
+
+/* Run the batch; prints progress (stderr) and the summary (stdout); returns
+ * the exit status. */
+int batch_run(const struct batch_options *opt);
+
+/* `trialbox batch …` (argv[0] is "batch"): parse, then batch_run. */
+struct tb_env;
+int batch_main(const struct tb_env *env, int argc, char **argv);
+
+#endif

@@ -1,0 +1,425 @@
+#define _GNU_SOURCE
+#include "plan.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "trial_limits.h"
+
+enum field_type {
+        F_STRING,    /* a non-empty string */
+        F_PATH,      /* a non-empty path, made absolute against the plan's folder */
+        F_BIN,       /* a path, or a bare name looked up on PATH by `run` */
+        F_STRINGS,   /* an array of strings */
+        F_DURATION,  /* a string or a number, as --timeout */
+        F_SIZE,      /* as --memory */
+        F_PIDS,      /* as --pids */
+        F_CPUS,      /* as --cpus */
+        F_NETWORK,   /* host|none|allow */
+        F_REPO_FROM, /* PATH[@REV] */
+};
+
+struct field {
+        const char *name;
+        enum field_type type;
+        size_t offset; /* of the char * (or struct strv) in struct plan_trial */
+        const char *run_flag;
+};
+
+#define FIELD(n, t, flag) { #n, t, offsetof(struct plan_trial, n), flag }
+static const struct field fields[] = {
+        FIELD(id, F_STRING, NULL),
+        FIELD(harness, F_STRING, "--harness"),
+        FIELD(output_dir, F_PATH, "--output-dir"),
+        FIELD(args, F_STRINGS, NULL),
+        FIELD(repo, F_PATH, "--repo"),
+        FIELD(repo_from, F_REPO_FROM, NULL),
+        FIELD(harness_bin, F_BIN, "--harness-bin"),
+        FIELD(skills, F_PATH, "--skills"),
+        FIELD(credentials, F_PATH, "--credentials"),
+        FIELD(timeout, F_DURATION, "--timeout"),
+        FIELD(memory, F_SIZE, "--memory"),
+        FIELD(pids, F_PIDS, "--pids"),
+        FIELD(cpus, F_CPUS, "--cpus"),
+        FIELD(user, F_STRING, "--user"),
+        FIELD(network, F_NETWORK, "--network"),
+        FIELD(allow_host, F_STRINGS, "--allow-host"),
+};
+
+static char **str_slot(struct plan_trial *t, const struct field *f) { return (char **)((char *)t + f->offset); }
+static struct strv *strv_slot(struct plan_trial *t, const struct field *f)
+{
+        return (struct strv *)((char *)t + f->offset);
+}
+
+/* A lexically clean absolute path: no "//", ".", ".." or trailing '/'. */
+static char *path_clean(const char *base, const char *p)
+{
+        _cleanup_free_ char *joined = p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", base, p);
+        char *out = xmalloc(strlen(joined) + 2);
+        size_t n = 0;
+        for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                        continue;
+                }
+                out[n++] = '/';
+                size_t l = strlen(c);
+                memcpy(out + n, c, l);
+                n += l;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = '\0';
+        return out;
+}
+
+static int field_error(struct tb_error *err, const struct plan *plan, unsigned line, const char *field,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int field_error(struct tb_error *err, const struct plan *plan, unsigned line, const char *field,
+                       const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *what = NULL;
+        if (vasprintf(&what, fmt, ap) < 0)
+                what = NULL;
+        va_end(ap);
+        if (field)
+                return tb_fail(err, -EINVAL, "%s:%u: field '%s': %s", plan->path, line, field, what ? what : "invalid");
+        return tb_fail(err, -EINVAL, "%s:%u: %s", plan->path, line, what ? what : "invalid");
+}
+
+/* The text of a limit given as a string or a number. */
+static const char *limit_text(json_object *v)
+{
+        if (json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_int) ||
+            json_object_is_type(v, json_type_double))
+                return json_object_get_string(v);
+        return NULL;
+}
+
+static int check_limit(const struct field *f, const char *text, long long *value, struct tb_error *err)
+{
+        switch (f->type) {
+        case F_DURATION:
+                return limits_parse_duration("value", text, false, value, err);
+        case F_SIZE:
+                return limits_parse_size("value", text, value, err);
+        case F_PIDS:
+                return limits_parse_pids("value", text, value, err);
+        default:
+                return limits_parse_cpus("value", text, value, err);
+        }
+}
+
+static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                     struct tb_error *err)
+{
+        const char *name = f->name;
+        if (f->type == F_STRINGS) {
+                if (!json_object_is_type(v, json_type_array))
+                        return field_error(err, plan, t->line, name, "must be an array of strings");
+                struct strv *sv = strv_slot(t, f);
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        json_object *e = json_object_array_get_idx(v, i);
+                        if (!json_object_is_type(e, json_type_string))
+                                return field_error(err, plan, t->line, name, "item %zu is not a string", i);
+                        strv_add(sv, json_object_get_string(e));
+                }
+                /* Kept for the whole batch: no spare capacity per Trial. */
+                if (sv->v && sv->cap > sv->n + 1) {
+                        sv->cap = sv->n + 1;
+                        sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
+                }
+                return 0;
+        }
+        if (f->type >= F_DURATION && f->type <= F_CPUS) {
+                const char *text = limit_text(v);
+                long long value = 0;
+                struct tb_error e = { 0 };
+                if (!text)
+                        return field_error(err, plan, t->line, name, "must be a string or a number");
+                if (check_limit(f, text, &value, &e) < 0)
+                        return field_error(err, plan, t->line, name, "%s", e.msg);
+                if (f->type == F_CPUS)
+                        t->slots = (unsigned)((value + 999) / 1000);
+                *str_slot(t, f) = xstrdup(text);
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return field_error(err, plan, t->line, name, "must be a string");
+        const char *s = json_object_get_string(v);
+        if (!s[0])
+                return field_error(err, plan, t->line, name, "must not be empty");
+        if (strlen(s) != (size_t)json_object_get_string_len(v) || strpbrk(s, "\n\r"))
+                return field_error(err, plan, t->line, name, "must not hold NUL or newline characters");
+        switch (f->type) {
+        case F_PATH:
+                *str_slot(t, f) = path_clean(plan->dir, s);
+                return 0;
+        case F_BIN:
+                *str_slot(t, f) = strchr(s, '/') ? path_clean(plan->dir, s) : xstrdup(s);
+                return 0;
+        case F_NETWORK:
+                if (strcmp(s, "host") != 0 && strcmp(s, "none") != 0 && strcmp(s, "allow") != 0)
+                        return field_error(err, plan, t->line, name, "'%s' is not one of host, none, allow", s);
+                *str_slot(t, f) = xstrdup(s);
+                return 0;
+        case F_REPO_FROM: {
+                _cleanup_free_ char *path = xstrdup(s);
+                char *at = strrchr(path, '@');
+                if (at && !strchr(at, '/')) {
+                        *at = '\0';
+                        if (!at[1] || at[1] == '-')
+                                return field_error(err, plan, t->line, name,
+                                                   "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
+                        t->repo_rev = xstrdup(at + 1);
+                }
+                if (!path[0])
+                        return field_error(err, plan, t->line, name, "'%s' has no path; use PATH or PATH@REV", s);
+                t->repo_from = path_clean(plan->dir, path);
+                return 0;
+        }
+        default:
+                *str_slot(t, f) = xstrdup(s);
+                return 0;
+        }
+}
+
+static const struct field *find_field(const char *name)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++)
+                if (strcmp(fields[i].name, name) == 0)
+                        return &fields[i];
+        return NULL;
+}
+
+static void trial_done(struct plan_trial *t)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
+                if (fields[i].type == F_STRINGS)
+                        strv_done(strv_slot(t, &fields[i]));
+                else
+                        free(*str_slot(t, &fields[i]));
+        }
+        free(t->repo_rev);
+        *t = (struct plan_trial){ 0 };
+}
+
+/* The names the batch gives to folders beside an output folder. */
+static bool reserved_name(const char *dir)
+{
+        size_t n = strlen(dir);
+        if (n >= 5 && strcmp(dir + n - 5, ".repo") == 0)
+                return true;
+        const char *a = strstr(dir, ".attempt-");
+        return a && strspn(a + 9, "0123456789") > 0;
+}
+
+static int check_folder(const struct plan *plan, unsigned line, const char *field, const char *path,
+                        struct tb_error *err)
+{
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return field_error(err, plan, line, field, "'%s': %s; give an existing folder", path, strerror(errno));
+        if (!S_ISDIR(st.st_mode))
+                return field_error(err, plan, line, field, "'%s' is not a folder", path);
+        return 0;
+}
+
+static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_error *err)
+{
+        static const char *const required[] = { "id", "harness", "output_dir" };
+        const char *have[] = { t->id, t->harness, t->output_dir };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(required); i++)
+                if (!have[i])
+                        return field_error(err, plan, t->line, required[i], "is missing");
+        if (!!t->repo == !!t->repo_from)
+                return field_error(err, plan, t->line, t->repo ? "repo_from" : "repo",
+                                   t->repo ? "give either 'repo' or 'repo_from', not both"
+                                           : "is missing; give 'repo' (a prepared repository) or 'repo_from' "
+                                             "(PATH[@REV] to clone)");
+        if (strspn(t->harness, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(t->harness))
+                return field_error(err, plan, t->line, "harness", "'%s' is not a Harness name (lowercase letters, "
+                                   "digits, '-', '_')", t->harness);
+        if (strcmp(t->output_dir, "/") == 0 || reserved_name(t->output_dir))
+                return field_error(err, plan, t->line, "output_dir",
+                                   "'%s' is a name the batch keeps for its own folders (NAME.repo, NAME.attempt-N); "
+                                   "choose another", t->output_dir);
+        int r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
+        if (r < 0)
+                return r;
+        if (t->slots == 0)
+                t->slots = 1;
+        return 0;
+}
+
+static int parse_line(const struct plan *plan, unsigned line, const char *text, size_t len, struct plan_trial *t,
+                      struct tb_error *err)
+{
+        *t = (struct plan_trial){ .line = line };
+        json_tokener *tok = json_tokener_new();
+        json_object *j = json_tokener_parse_ex(tok, text, (int)len);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t end = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        int r = 0;
+        if (!j || jerr != json_tokener_success)
+                r = field_error(err, plan, line, NULL, "not valid JSON (%s); each line must be one JSON object",
+                                jerr == json_tokener_continue ? "unexpected end of line" : json_tokener_error_desc(jerr));
+        else if (strspn(text + end, " \t\r\n") != len - end)
+                r = field_error(err, plan, line, NULL, "text after the JSON object; put one object per line");
+        else if (!json_object_is_type(j, json_type_object))
+                r = field_error(err, plan, line, NULL, "not a JSON object; each line must be one object");
+        if (r == 0) {
+                json_object_object_foreach(j, key, v) {
+                        const struct field *f = find_field(key);
+                        if (!f)
+                                r = field_error(err, plan, line, key, "unknown field; see 'Experiments' in the README");
+                        else if (json_object_is_type(v, json_type_null))
+                                continue;
+                        else
+                                r = set_field(plan, t, f, v, err);
+                        if (r < 0)
+                                break;
+                }
+        }
+        json_object_put(j);
+        if (r == 0)
+                r = check_trial(plan, t, err);
+        if (r < 0)
+                trial_done(t);
+        return r;
+}
+
+/* Order of indexes by one string field, for the uniqueness checks. */
+static const struct plan *sort_plan;
+static size_t sort_offset;
+static int by_field(const void *a, const void *b)
+{
+        const struct plan_trial *x = &sort_plan->v[*(const size_t *)a], *y = &sort_plan->v[*(const size_t *)b];
+        int c = strcmp(*(char *const *)((const char *)x + sort_offset), *(char *const *)((const char *)y + sort_offset));
+        return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* Duplicate ids and output folders, and one output folder inside another. */
+static int check_unique(const struct plan *plan, size_t offset, const char *field, bool nested,
+                        struct tb_error *err)
+{
+        if (plan->n < 2)
+                return 0;
+        _cleanup_free_ size_t *ix = xcalloc(plan->n, sizeof *ix);
+        for (size_t i = 0; i < plan->n; i++)
+                ix[i] = i;
+        sort_plan = plan;
+        sort_offset = offset;
+        qsort(ix, plan->n, sizeof *ix, by_field);
+        for (size_t i = 1; i < plan->n; i++) {
+                const struct plan_trial *a = &plan->v[ix[i - 1]], *b = &plan->v[ix[i]];
+                const char *x = *(char *const *)((const char *)a + offset), *y = *(char *const *)((const char *)b + offset);
+                if (strcmp(x, y) == 0)
+                        return field_error(err, plan, b->line, field, "'%s' is also line %u's; each Trial needs its own",
+                                           y, a->line);
+                if (nested && path_is_under(y, x))
+                        return field_error(err, plan, b->line, field, "'%s' is inside line %u's output folder '%s'", y,
+                                           a->line, x);
+        }
+        return 0;
+}
+
+int plan_load(const char *path, struct plan *plan, struct tb_error *err)
+{
+        *plan = (struct plan){ 0 };
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
+        _cleanup_free_ char *abs = realpath(path, NULL);
+        plan->path = xstrdup(path);
+        plan->dir = abs ? path_dirname(abs) : xstrdup("/");
+        char *line = NULL;
+        size_t cap = 0, alloc = 0;
+        ssize_t len;
+        unsigned no = 0;
+        int r = 0;
+        while ((len = getline(&line, &cap, f)) >= 0) {
+                no++;
+                if (strspn(line, " \t\r\n") == (size_t)len)
+                        continue;
+                if (strlen(line) != (size_t)len) {
+                        r = field_error(err, plan, no, NULL, "a NUL byte; the plan must be text");
+                        break;
+                }
+                if (plan->n == alloc) {
+                        alloc = alloc ? alloc * 2 : 64;
+                        plan->v = xrealloc(plan->v, alloc * sizeof *plan->v);
+                }
+                r = parse_line(plan, no, line, (size_t)len, &plan->v[plan->n], err);
+                if (r < 0)
+                        break;
+                plan->n++;
+        }
+        if (r == 0 && ferror(f))
+                r = tb_fail(err, -EIO, "cannot read the plan '%s': %s", path, strerror(errno));
+        free(line);
+        fclose(f);
+        if (r == 0 && plan->n == 0)
+                r = tb_fail(err, -EINVAL, "%s: no Trials; put one JSON object per line", path);
+        if (r == 0)
+                r = check_unique(plan, offsetof(struct plan_trial, id), "id", false, err);
+        if (r == 0)
+                r = check_unique(plan, offsetof(struct plan_trial, output_dir), "output_dir", true, err);
+        if (r < 0)
+                plan_done(plan);
+        return r;
+}
+
+void plan_done(struct plan *plan)
+{
+        for (size_t i = 0; i < plan->n; i++)
+                trial_done(&plan->v[i]);
+        free(plan->v);
+        free(plan->path);
+        free(plan->dir);
+        *plan = (struct plan){ 0 };
+}
+
+char *plan_clone_dir(const char *output_dir) { return xasprintf("%s.repo", output_dir); }
+
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out)
+{
+        strv_add(out, "run");
+        strv_add(out, "--repo");
+        strv_add(out, repo);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
+                const struct field *f = &fields[i];
+                if (!f->run_flag || f->offset == offsetof(struct plan_trial, repo))
+                        continue;
+                if (f->type == F_STRINGS) {
+                        const struct strv *sv = strv_slot((struct plan_trial *)t, f);
+                        for (size_t k = 0; k < sv->n; k++) {
+                                strv_add(out, f->run_flag);
+                                strv_add(out, sv->v[k]);
+                        }
+                        continue;
+                }
+                const char *v = *str_slot((struct plan_trial *)t, f);
+                if (v) {
+                        strv_add(out, f->run_flag);
+                        strv_add(out, v);
+                }
+        }
+        strv_add(out, "-q");
+        strv_add(out, "--json");
+        strv_add(out, "--");
+        for (size_t i = 0; i < t->args.n; i++)
+                strv_add(out, t->args.v[i]);
+}

@@ -1,0 +1,57 @@
+/* An Experiment's plan: a JSON Lines file, one Trial per line, each the
+ * options of one `trialbox run`. Loading validates every line before
+ * anything runs; the Trials are then plain data for the batch runner.
+ *
+ * A line's fields (README "Experiments"): `id` (unique string), `harness`,
+ * `output_dir` (unique), `args` (array of strings, default none), exactly one
+ * of `repo` (a prepared repository) or `repo_from` ("PATH[@REV]": a fresh
+ * clone is made for the Trial at OUTPUT_DIR.repo), and the `run` options
+ * `harness_bin`, `skills`, `credentials`, `timeout`, `memory`, `pids`,
+ * `cpus`, `user`, `network` (host|none|allow), `allow_host` (array of
+ * strings). Relative paths are relative to the plan's folder. Blank lines are
+ * skipped. */
+#ifndef TB_PLAN_H
+#define TB_PLAN_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+struct plan_trial {
+        unsigned line; /* 1-based line in the plan file */
+        char *id;
+        char *harness;
+        char *output_dir; /* absolute, lexically clean */
+        char *repo;       /* absolute; NULL with repo_from */
+        char *repo_from;  /* absolute path of the source repository; NULL with repo */
+        char *repo_rev;   /* the REV of repo_from's "@REV", or NULL (its HEAD) */
+        char *harness_bin, *skills, *credentials; /* paths made absolute; harness_bin kept bare when it has no '/' */
+        char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
+        char *user, *network;
+        struct strv allow_host;
+        struct strv args;
+        unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
+};
+
+struct plan {
+        char *path; /* as given, for messages */
+        char *dir;  /* the plan's folder, absolute: results.jsonl goes here */
+        struct plan_trial *v;
+        size_t n;
+};
+
+/* Read and validate PATH. 0, or -EINVAL with err saying
+ * "PATH:LINE: field 'X': what is wrong" (or another negative errno when the
+ * file cannot be read); nothing is kept on failure. */
+int plan_load(const char *path, struct plan *plan, struct tb_error *err);
+void plan_done(struct plan *plan);
+
+/* Where a Trial's clone of repo_from goes (OUTPUT_DIR.repo); malloc'd. */
+char *plan_clone_dir(const char *output_dir);
+
+/* The `trialbox run` arguments after the program name for this Trial
+ * ("run", "--harness", …, "-q", "--json", "--", args…), the repository
+ * being `repo` (the plan's, or the clone). */
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out);
+
+#endif
