@@ -454,6 +454,7 @@ int main(void)
         bool up = cluster_up();
         if (up) {
                 TCase *cl = tcase_create("cluster");
+                tcase_set_timeout(cl, 90); /* a few arrays of a few seconds each, on a busy machine */
                 tcase_add_test(cl, an_array_runs_every_task_once_with_its_ids_and_jobcomp_keeps_its_end);
                 tcase_add_test(cl, bwrap_runs_inside_a_task_of_this_submitter);
                 tcase_add_test(cl, bwrap_runs_inside_a_task_of_an_unprivileged_submitter);
