@@ -60,7 +60,7 @@ static void tool_result_done(struct tool_result *r)
 #define TOOL_OUTPUT_MAX (64u << 20)
 
 /* Read both pipes to their ends (keeping up to TOOL_OUTPUT_MAX of each). */
-static void read_both(int fds[2], struct strbuf *bufs[2])
+static void read_both(const int fds[2], struct strbuf *bufs[2])
 {
         struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
         int open_fds = 2;
@@ -110,7 +110,7 @@ static int run_tool(char *const argv[], char *const envp[], struct tool_result *
                 return tb_fail(err, -ENOENT, "'%s' not found on PATH: install slurm-client", argv[0]);
         int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
         if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-                int e = -errno;
+                int e = errno ? -errno : -EMFILE;
                 tb_closep(&out[0]), tb_closep(&out[1]);
                 return tb_fail(err, e, "running '%s': pipe: %s", argv[0], strerror(-e));
         }
@@ -122,7 +122,7 @@ static int run_tool(char *const argv[], char *const envp[], struct tool_result *
                 execve(bin, argv, envp);
                 _exit(127);
         }
-        int e = -errno;
+        int e = errno ? -errno : -EAGAIN;
         close(out[1]);
         close(errp[1]);
         if (pid < 0) {
@@ -152,23 +152,23 @@ static int split_word(const char **pp, struct strbuf *w, bool *got, struct tb_er
         *got = *p != '\0';
         char quote = 0;
         for (; *p && (quote || !strchr(" \t\n", *p)); p++) {
-                char c[2] = { *p, 0 };
-                if (quote == '\'' && *p != '\'') {
-                        strbuf_add(w, c);
-                } else if (*p == quote) {
+                if (quote && *p == quote) {
                         quote = 0;
-                } else if (!quote && (*p == '\'' || *p == '"')) {
+                        continue;
+                }
+                if (!quote && (*p == '\'' || *p == '"')) {
                         quote = *p;
                         if (!w->s)
                                 strbuf_add(w, ""); /* '' is an empty word */
-                } else if (*p == '\\' && (!quote || (p[1] && strchr("\"\\$`", p[1])))) {
+                        continue;
+                }
+                if (*p == '\\' && quote != '\'' && (!quote || (p[1] && strchr("\"\\$`", p[1])))) {
                         if (!p[1])
                                 return tb_fail(err, -EINVAL, "--slurm-args ends in a backslash: remove it or quote it");
-                        c[0] = *++p;
-                        strbuf_add(w, c);
-                } else {
-                        strbuf_add(w, c);
+                        p++;
                 }
+                char c[2] = { *p, 0 };
+                strbuf_add(w, c);
         }
         if (quote)
                 return tb_fail(err, -EINVAL, "--slurm-args has an unclosed %c quote: close it", quote);
@@ -415,7 +415,7 @@ int slurm_array_cancel(long long job_id, int sig, char *const envp[], struct tb_
 static char *config_value(const char *text, const char *key)
 {
         size_t n = strlen(key);
-        for (const char *line = text; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != '\0')) {
+        for (const char *line = text ? text : ""; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != '\0')) {
                 if (strncmp(line, key, n) != 0 || (line[n] != ' ' && line[n] != '='))
                         continue;
                 const char *v = line + n + strspn(line + n, " =");
@@ -460,8 +460,9 @@ static const char *field(const char *line, const char *key, char *buf, size_t si
 
 bool slurm_jobcomp_line_match(const char *line, long long job_id, long long task, struct slurm_task_end *end)
 {
-        char a[64], b[64];
+        char a[64];
         if (task >= 0) {
+                char b[64];
                 if (parse_id(field(line, "ArrayJobId", a, sizeof a)) != job_id ||
                     parse_id(field(line, "ArrayTaskId", b, sizeof b)) != task)
                         return false;
