@@ -250,14 +250,18 @@ static int count_ticks(const struct slurm_array_state *st, void *userdata)
         return 0;
 }
 
-/* Submit `tasks` tasks of the fake in MODE, wait for them: the job id. */
-static long long submit_and_wait(const struct job_dir *j, size_t tasks, const char *mode)
+/* Submit `tasks` tasks of the fake in MODE with these limits (or none),
+ * wait for them: the job id. */
+static long long submit_and_wait(const struct job_dir *j, size_t tasks, const char *mode,
+                                 const struct slurm_limits *limits)
 {
         char *const task_args[] = { (char *)mode, NULL };
         _cleanup_free_ char *args = xasprintf("--chdir=%s --comment 'trialbox test'", j->dir);
         struct slurm_array_request req = { .trialbox = j->fake, .plan = j->plan, .tasks = tasks,
                                            .max_running = 2, .log_dir = j->dir, .slurm_args = args,
                                            .task_args = mode ? task_args : NULL };
+        if (limits)
+                req.limits = *limits;
         long long id = -1;
         struct tb_error err = { 0 };
         ck_assert_msg(slurm_submit(&req, environ, &id, &err) == 0, "%s", err.msg);
@@ -286,7 +290,9 @@ START_TEST(an_array_runs_every_task_once_with_its_ids_and_jobcomp_keeps_its_end)
 {
         struct job_dir j;
         job_dir_new(&j);
-        long long id = submit_and_wait(&j, 4, NULL);
+        struct slurm_limits limits = { 0 };
+        slurm_limits_add(&limits, 60, 100LL << 20, 1);
+        long long id = submit_and_wait(&j, 4, NULL, &limits);
         for (size_t i = 0; i < 4; i++) {
                 char *out = file_in(j.dir, "out", i);
                 ck_assert_msg(out != NULL, "task %zu wrote no output", i);
@@ -303,6 +309,10 @@ START_TEST(an_array_runs_every_task_once_with_its_ids_and_jobcomp_keeps_its_end)
                 struct slurm_ids ids = slurm_ids_from_env(envp.v);
                 ck_assert_int_eq(ids.job_id, id);
                 ck_assert_int_eq(ids.array_task_id, (long long)i);
+                /* The Trials' limits reached Slurm: 100 MiB and the margin, one CPU. */
+                ck_assert_msg(strv_contains(&envp, "SLURM_MEM_PER_NODE=164"), "task %zu: no 164 MiB", i);
+                ck_assert(strv_contains(&envp, "SLURM_CPUS_PER_TASK=1"));
+                ck_assert(strv_contains(&envp, "SLURM_JOB_NAME=trialbox-batch"));
                 strv_free(&envp);
                 free(env);
         }
@@ -336,7 +346,7 @@ START_TEST(bwrap_runs_inside_a_task_of_this_submitter)
 {
         struct job_dir j;
         job_dir_new(&j);
-        submit_and_wait(&j, 2, "bwrap");
+        submit_and_wait(&j, 2, "bwrap", NULL);
         assert_bwrap_ran(&j, 2);
         job_dir_free(&j);
 }
@@ -356,7 +366,7 @@ START_TEST(bwrap_runs_inside_a_task_of_an_unprivileged_submitter)
         if (pid == 0) {
                 if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0 || chdir(j.dir) < 0)
                         _exit(99);
-                submit_and_wait(&j, 2, "bwrap");
+                submit_and_wait(&j, 2, "bwrap", NULL);
                 _exit(0);
         }
         ck_assert_int_eq(wait_status(pid), 0);
@@ -392,6 +402,11 @@ START_TEST(a_cancelled_array_terms_its_running_tasks_and_never_starts_the_rest)
         char *env0 = path_in(j.dir, "env.0");
         ck_assert_msg(wait_for_file(env0, 30000), "task 0 never started");
         free(env0);
+        struct slurm_array_state st;
+        ck_assert_msg(slurm_task_poll(id, 0, environ, &st, &err) == 0, "%s", err.msg);
+        ck_assert(st.running == 1 && !st.gone);
+        ck_assert_int_eq(slurm_task_poll(id, 2, environ, &st, &err), 0);
+        ck_assert(st.pending == 1 && !st.gone);
         long long arg = id;
         ck_assert_msg(slurm_array_wait(id, environ, cancel_once_running, &arg, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(arg, -id);
@@ -402,6 +417,8 @@ START_TEST(a_cancelled_array_terms_its_running_tasks_and_never_starts_the_rest)
                 char *env = file_in(j.dir, "env", i);
                 ck_assert_msg(env == NULL, "task %zu started after the cancel", i);
         }
+        ck_assert_int_eq(slurm_task_poll(id, 0, environ, &st, &err), 0);
+        ck_assert(st.gone);
         /* Cancelling what is gone is no error. */
         ck_assert_int_eq(slurm_array_cancel(id, SIGTERM, environ, &err), 0);
         job_dir_free(&j);
@@ -433,7 +450,7 @@ static bool cluster_up(void)
                 conf = mine;
                 setenv("SLURM_CONF", conf, 1);
         }
-        if (access(conf, R_OK) != 0 || !host_can("sinfo -h -o %T 2>/dev/null | grep -qE 'idle|mix|alloc'"))
+        if (access(conf, R_OK) != 0 || !host_can("timeout 10 sinfo -h -o %T 2>/dev/null | grep -qE 'idle|mix|alloc'"))
                 return false;
         return true;
 }

@@ -322,11 +322,10 @@ static void count_state(const char *line, struct slurm_array_state *st)
                 st->other++;
 }
 
-int slurm_array_poll(long long job_id, char *const envp[], struct slurm_array_state *st, struct tb_error *err)
+/* One squeue of `id` ("1234" or "1234_5"). */
+static int poll_id(char *id, char *const envp[], struct slurm_array_state *st, struct tb_error *err)
 {
         *st = (struct slurm_array_state){ 0 };
-        char id[32];
-        snprintf(id, sizeof id, "%lld", job_id);
         char *argv[] = { "squeue", "-h", "-r", "-j", id, "-o", "%i %T", NULL };
         struct tool_result res = { 0 };
         int r = run_tool(argv, envp, &res, err);
@@ -344,6 +343,21 @@ int slurm_array_poll(long long job_id, char *const envp[], struct slurm_array_st
         }
         tool_result_done(&res);
         return r;
+}
+
+int slurm_array_poll(long long job_id, char *const envp[], struct slurm_array_state *st, struct tb_error *err)
+{
+        char id[32];
+        snprintf(id, sizeof id, "%lld", job_id);
+        return poll_id(id, envp, st, err);
+}
+
+int slurm_task_poll(long long job_id, long long task, char *const envp[], struct slurm_array_state *st,
+                    struct tb_error *err)
+{
+        char id[48];
+        snprintf(id, sizeof id, "%lld_%lld", job_id, task);
+        return poll_id(id, envp, st, err);
 }
 
 /* Sleep `ms`, returning early when a signal arrives (the tick sees it). */

@@ -98,6 +98,13 @@ struct slurm_array_state {
  * when squeue could not ask (controller unreachable: try again). */
 int slurm_array_poll(long long job_id, char *const envp[], struct slurm_array_state *st, struct tb_error *err);
 
+/* The same for one task of the array ("1234_5"): for resume, a Trial whose
+ * outcome.json says `running` with Slurm ids is alive while its task is
+ * still in the queue (its pid and boot id are another node's: do not judge
+ * it by them); gone means the launcher is lost. */
+int slurm_task_poll(long long job_id, long long task, char *const envp[], struct slurm_array_state *st,
+                    struct tb_error *err);
+
 /* Called after every poll of slurm_array_wait (and at once when a signal
  * interrupts its sleep): show progress, look at a signal flag. Non-zero
  * stops the wait, which returns that value. */
