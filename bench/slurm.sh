@@ -79,8 +79,9 @@ done
 bad=$(grep -l . "$W"/logs/*.out 2>/dev/null | wc -l)
 bare_ms=$(median <"$W/bare.ms")
 row slurm "$tasks-task array of bare bwrap lines (\`sbatch --wrap\`), submit to gone, median" \
-        "$bare_ms ms ($(sed -n 1p "$W/bare.ms" | tr '\n' ' ')… over $runs runs)" "" ""
-[ "$bad" = 0 ] || note "slurm: $bad bare tasks printed something (see a log): $(cat "$(ls "$W"/logs/*.out | head -n 1)" | head -c 200)"
+        "$bare_ms ms (runs: $(tr '\n' ' ' <"$W/bare.ms"| sed 's/ $//'))" "" ""
+first=$(grep -l . "$W"/logs/*.out 2>/dev/null | head -n 1)
+[ "$bad" = 0 ] || note "slurm: $bad bare tasks printed something, e.g.: $(head -c 200 "$first" | tr '\n|' '  ')"
 
 # The same through trialbox: one plan line per task, `trialbox batch PLAN --slurm`.
 if [ -x "$TB" ] && "$TB" batch --help 2>&1 | grep -q -- '--slurm'; then

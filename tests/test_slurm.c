@@ -131,13 +131,14 @@ START_TEST(the_job_shell_line_quotes_paths_and_flags_and_holds_no_plan_data)
 {
         char *const task_args[] = { "--retries", "3", "x'; rm -rf ~; '", NULL };
         struct slurm_array_request req = { .trialbox = "/opt/tb $(id)/trialbox", .plan = "/data/it's/plan.jsonl",
-                                           .tasks = 1, .log_dir = "/l", .task_args = task_args };
+                                           .tasks = 1, .log_dir = "/l/100%", .task_args = task_args };
         struct strv v = { 0 };
         struct tb_error err = { 0 };
         ck_assert_int_eq(slurm_sbatch_argv(&req, &v, &err), 0);
         ck_assert_str_eq(v.v[v.n - 1], "--wrap=exec '/opt/tb $(id)/trialbox' batch '/data/it'\\''s/plan.jsonl' "
                                        "--index \"$SLURM_ARRAY_TASK_ID\" --retries 3 'x'\\''; rm -rf ~; '\\'''");
         ck_assert_str_eq(v.v[v.n - 2], "--array=0-0");
+        ck_assert_str_eq(v.v[2], "--output=/l/100%%/slurm-%A_%a.out");
         strv_free(&v);
 }
 END_TEST

@@ -254,7 +254,12 @@ int slurm_sbatch_argv(const struct slurm_array_request *req, struct strv *argv, 
         }
         strv_add(argv, "sbatch");
         strv_add(argv, "--job-name=trialbox-batch");
-        strv_addf(argv, "--output=%s/slurm-%%A_%%a.out", req->log_dir);
+        struct strbuf out = { 0 }; /* sbatch expands %x in the name: a '%' of the folder is "%%" */
+        strbuf_add(&out, "--output=");
+        for (const char *p = req->log_dir; *p; p++)
+                strbuf_add(&out, *p == '%' ? "%%" : (char[]){ *p, 0 });
+        strbuf_add(&out, "/slurm-%A_%a.out");
+        strv_add_take(argv, out.s);
         add_limits(&req->limits, &user, argv);
         for (size_t i = 0; i < user.n; i++)
                 strv_add(argv, user.v[i]);
