@@ -116,6 +116,9 @@ static int run_tool(char *const argv[], char *const envp[], struct tool_result *
         }
         pid_t pid = fork();
         if (pid == 0) {
+                sigset_t none; /* the caller may block the signals it waits for: the tool must not inherit that */
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
                 int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
                         _exit(127);
@@ -134,9 +137,16 @@ static int run_tool(char *const argv[], char *const envp[], struct tool_result *
         read_both((int[]){ out[0], errp[0] }, (struct strbuf *[]){ &o, &ee });
         close(out[0]);
         close(errp[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        int status = 0;
+        pid_t w;
+        while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
                 ;
+        if (w < 0) { /* a SIGCHLD handler of the caller's reaped it: say so rather than guess */
+                e = errno ? -errno : -ECHILD;
+                free(o.s);
+                free(ee.s);
+                return tb_fail(err, e, "waiting for '%s': %s", argv[0], strerror(-e));
+        }
         r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         r->out = o.s ? o.s : xstrdup("");
         r->err = ee.s ? ee.s : xstrdup("");
@@ -296,7 +306,7 @@ int slurm_submit(const struct slurm_array_request *req, char *const envp[], long
         if (r == 0)
                 r = run_tool(argv.v, envp, &res, err);
         strv_free(&argv);
-        if (r < 0)
+        if (r != 0)
                 return tb_wrap(err, "submitting the plan to Slurm");
         if (res.status != 0) {
                 _cleanup_free_ char *msg = first_line(res.err);
@@ -334,7 +344,7 @@ static int poll_id(char *id, char *const envp[], struct slurm_array_state *st, s
         char *argv[] = { "squeue", "-h", "-r", "-j", id, "-o", "%i %T", NULL };
         struct tool_result res = { 0 };
         int r = run_tool(argv, envp, &res, err);
-        if (r < 0)
+        if (r != 0)
                 return r;
         if (res.status != 0 && strstr(res.err, "Invalid job id")) {
                 st->gone = true; /* forgotten by the controller (MinJobAge): long over */
@@ -420,7 +430,7 @@ int slurm_array_cancel(long long job_id, int sig, char *const envp[], struct tb_
         snprintf(signal_opt, sizeof signal_opt, "--signal=%d", sig);
         char *pending[] = { "scancel", "--state=PENDING", id, NULL };
         int r = run_scancel(pending, envp, job_id, err);
-        if (r < 0)
+        if (r != 0)
                 return r;
         /* --full: the batch shell itself, which is the exec'd trialbox. */
         char *running[] = { "scancel", "--full", signal_opt, id, NULL };
@@ -448,7 +458,7 @@ int slurm_jobcomp_path(char *const envp[], char **path, struct tb_error *err)
         char *argv[] = { "scontrol", "show", "config", NULL };
         struct tool_result res = { 0 };
         int r = run_tool(argv, envp, &res, err);
-        if (r < 0)
+        if (r != 0)
                 return r;
         _cleanup_free_ char *type = config_value(res.out, "JobCompType");
         _cleanup_free_ char *loc = config_value(res.out, "JobCompLoc");
