@@ -9,7 +9,21 @@
  * The plan's folders must be on a filesystem every node sees, at the same
  * path, and trialbox installed at the same path on every node.
  *
- * Functions return 0 or a negative errno and fill `err`; none prints. */
+ * Functions return 0 or a negative errno and fill `err`; none prints.
+ *
+ * `trialbox batch PLAN --slurm` with them:
+ *   struct slurm_array_request req = { .trialbox = "/proc/self/exe" resolved, .plan = realpath(PLAN),
+ *           .tasks = lines, .max_running = jobs, .log_dir = made beside the plan,
+ *           .slurm_args = --slurm-args, .task_args = { "--retries", "K", NULL } };
+ *   for each Trial: slurm_limits_add(&req.limits, timeout_s, memory_bytes, cpus);
+ *   slurm_submit(&req, environ, &id, &err);          -EINVAL: a bad --slurm-args (exit 2)
+ *   record id beside the plan (for --no-wait and a later resume), then
+ *   slurm_array_wait(id, environ, tick, ctx, &err);  tick: progress from the outcome.json
+ *           files; on SIGINT/SIGTERM slurm_array_cancel(id, SIGTERM, …) once and keep waiting
+ *   gather results.jsonl from each Trial's outcome.json; a Trial with none (its task never
+ *   ran trialbox: node failure, time limit, trialbox missing on the node) is void, with
+ *   slurm_jobcomp_path + slurm_jobcomp_find for how its task ended where the cluster keeps it.
+ *   Each task (`--index I`) records slurm_ids_from_env(environ) in its Outcome. */
 #ifndef TB_SLURM_H
 #define TB_SLURM_H
 
