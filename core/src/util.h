@@ -76,6 +76,9 @@ void tb_fail_set(struct tb_error *err, int code, const char *fmt, ...) __attribu
                 tb_fail_set((err), tb_code_, __VA_ARGS__);       \
                 tb_code_;                                        \
         })
+/* Put context before err's message on the way up: "loading plugin 'x': <old>".
+ * Returns err->code. */
+int tb_wrap(struct tb_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- memory ---- */
 void *xmalloc(size_t n);
