@@ -1731,9 +1731,20 @@ START_TEST(the_session_tmpdir_is_never_a_prefix_of_its_home)
 }
 END_TEST
 
+/* Run `script` as a claude Trial (its plugin declares TB_HARNESS_NEEDS_USERNS:
+ * Claude Code runs its own sandbox), with a setup token in a Credentials file
+ * of its own. Returns what the session printed (malloc'd). */
+static char *as_claude(struct box *b, const char *script)
+{
+        _cleanup_free_ char *cfg = path_in(b->f.dir, "claude-config");
+        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-token\"}}", 0600);
+        _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
+        return run_script(b, "claude", ENV(env_cfg), NULL, script);
+}
+
 /* A Harness that runs its own sandbox (Codex, Claude Code: bwrap with a new
  * pid namespace and a fresh /proc) keeps nested user namespaces, with the
- * filter on. INTERIM: TRIALBOX_NESTED_USERNS=1 stands for the plugin flag. */
+ * filter on. */
 START_TEST(a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_user_namespaces)
 {
         if (is_root()) {
@@ -1747,7 +1758,7 @@ START_TEST(a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_
                 "%s; bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --proc /proc --dev /dev "
                 "--tmpfs /tmp sh -c 'test -r /proc/self/status && echo nested=ok' || echo nested=refused",
                 probe);
-        char *in = sandboxed(&b, ENV("TRIALBOX_NESTED_USERNS=1"), script);
+        char *in = as_claude(&b, script);
         assert_line(in, "nested=ok");
         assert_line(in, "unshare_user=ok");
         /* The rest of the filter still holds. */
@@ -1780,7 +1791,7 @@ START_TEST(the_real_codex_sandbox_runs_inside_a_trial_under_tmp)
         _cleanup_free_ char *env_codex = xasprintf("CODEX_HOME=%s", codex_home);
         box_next(&b);
         struct proc_result r;
-        tb_run(&r, "codex", &b.f, ENV(env_codex, "TRIALBOX_NESTED_USERNS=1"),
+        tb_run(&r, "codex", &b.f, ENV(env_codex),
                EXTRA("--", "sandbox", "--", "sh", "-c", "echo codex-sandbox=ok"));
         ck_assert_msg(r.status == 0 && has_line(r.out, "codex-sandbox=ok"),
                       "codex sandbox in a Trial ended with status %d:\n%s\n%s", r.status, r.out, r.err);
@@ -1801,7 +1812,7 @@ START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
         }
         struct box b;
         box_new(&b);
-        char *in = sandboxed(&b, ENV("TRIALBOX_NESTED_USERNS=1"), "srt -c 'echo srt=ok' 2>&1");
+        char *in = as_claude(&b, "srt -c 'echo srt=ok' 2>&1");
         assert_line(in, "srt=ok");
         free(in);
         box_free(&b);
