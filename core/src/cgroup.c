@@ -65,8 +65,7 @@ static char *read_at(int dirfd, const char *file)
                 if (r == 0)
                         break;
                 len += (size_t)r;
-                if (len + 1 == cap)
-                        buf = xrealloc(buf, cap *= 2);
+                GREEDY_REALLOC(buf, cap, len + 2);
         }
         buf[len] = '\0';
         return buf;
@@ -609,12 +608,11 @@ int cgroup_pids(const struct cgroup *cg, pid_t **pids)
         _cleanup_free_ char *text = read_at(cg->dir[0].dirfd, "cgroup.procs");
         if (!text)
                 return -errno;
-        size_t n = 0, cap = 16;
-        pid_t *v = xmalloc(cap * sizeof *v);
+        size_t n = 0, cap = 0;
+        pid_t *v = NULL;
         char *save = NULL;
         for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
-                if (n == cap)
-                        v = xrealloc(v, (cap *= 2) * sizeof *v);
+                GREEDY_REALLOC(v, cap, n + 1);
                 v[n++] = (pid_t)strtol(t, NULL, 10);
         }
         *pids = v;

@@ -358,10 +358,7 @@ int plan_load(const char *path, struct plan *plan, struct tb_error *err)
                         r = field_error(err, plan, no, NULL, "a NUL byte; the plan must be text");
                         break;
                 }
-                if (plan->n == alloc) {
-                        alloc = alloc ? alloc * 2 : 64;
-                        plan->v = xrealloc(plan->v, alloc * sizeof *plan->v);
-                }
+                GREEDY_REALLOC(plan->v, alloc, plan->n + 1);
                 r = parse_line(plan, no, line, (size_t)len, &plan->v[plan->n], err);
                 if (r < 0)
                         break;

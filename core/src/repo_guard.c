@@ -260,10 +260,7 @@ char *repo_guard_common_dir(const struct repo_guard_host *host, const struct san
 
 static void add_file(struct repo_guard *g, const char *rel, bool existed, char *data, size_t len, mode_t mode)
 {
-        if (g->n_files == g->cap_files) {
-                g->cap_files = g->cap_files ? g->cap_files * 2 : 16;
-                g->files = xrealloc(g->files, g->cap_files * sizeof *g->files);
-        }
+        GREEDY_REALLOC(g->files, g->cap_files, g->n_files + 1);
         g->files[g->n_files++] = (struct repo_guard_file){
                 .rel = xstrdup(rel), .existed = existed, .data = data, .len = len, .mode = mode
         };
@@ -312,10 +309,7 @@ static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const 
 
 static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool make)
 {
-        if (g->n_hooks == g->cap_hooks) {
-                g->cap_hooks = g->cap_hooks ? g->cap_hooks * 2 : 8;
-                g->hooks = xrealloc(g->hooks, g->cap_hooks * sizeof *g->hooks);
-        }
+        GREEDY_REALLOC(g->hooks, g->cap_hooks, g->n_hooks + 1);
         struct repo_guard_hooks *h = &g->hooks[g->n_hooks++];
         *h = (struct repo_guard_hooks){ .rel = xasprintf("%shooks", prefix) };
         struct stat st;
