@@ -47,29 +47,8 @@ const char *cgroup_mechanism_name(enum cgroup_mechanism m)
 
 /* ---- small file helpers, relative to a cgroup folder ---- */
 
-static char *read_at(int dirfd, const char *file)
-{
-        _cleanup_close_ int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return NULL;
-        size_t cap = 4096, len = 0;
-        char *buf = xmalloc(cap);
-        for (;;) {
-                ssize_t r = read(fd, buf + len, cap - len - 1);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        free(buf);
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-                GREEDY_REALLOC(buf, cap, len + 2);
-        }
-        buf[len] = '\0';
-        return buf;
-}
+/* A cgroup file (cgroupfs reports a size of 0: read to the end, 16 MiB at most). */
+static char *read_at(int dirfd, const char *file) { return read_file_at(dirfd, file, 16u << 20, NULL, NULL); }
 
 static int write_at(int dirfd, const char *file, const char *value)
 {

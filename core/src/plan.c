@@ -89,13 +89,11 @@ static int field_error(struct tb_error *err, const struct plan *plan, unsigned l
 {
         va_list ap;
         va_start(ap, fmt);
-        _cleanup_free_ char *what = NULL;
-        if (vasprintf(&what, fmt, ap) < 0)
-                what = NULL;
+        _cleanup_free_ char *what = xvasprintf(fmt, ap);
         va_end(ap);
         if (field)
-                return tb_fail(err, -EINVAL, "%s:%u: field '%s': %s", plan->path, line, field, what ? what : "invalid");
-        return tb_fail(err, -EINVAL, "%s:%u: %s", plan->path, line, what ? what : "invalid");
+                return tb_fail(err, -EINVAL, "%s:%u: field '%s': %s", plan->path, line, field, what);
+        return tb_fail(err, -EINVAL, "%s:%u: %s", plan->path, line, what);
 }
 
 /* The text of a limit given as a string or a number. */

@@ -75,6 +75,16 @@ static bool elf_fits(int fd, off_t size)
         return true;
 }
 
+/* The folder holding `path` must pass check_owner_mode too. */
+static int check_folder(const char *path, struct tb_error *err)
+{
+        struct stat st;
+        _cleanup_free_ char *dir = path_dirname(path);
+        if (stat(dir, &st) < 0)
+                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
+        return check_owner_mode(&st, "plugin folder", dir, err);
+}
+
 static bool has_suffix(const char *s, const char *suffix)
 {
         size_t a = strlen(s), b = strlen(suffix);
@@ -103,10 +113,7 @@ bool plugin_needs_userns(const struct plugin *p) { return (p->flags & TB_HARNESS
 static int load_manifest(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
 {
         struct stat st;
-        _cleanup_free_ char *dir = path_dirname(path);
-        if (stat(dir, &st) < 0)
-                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
-        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        int r = check_folder(path, err);
         if (r < 0)
                 return r;
         if (stat(path, &st) < 0)
@@ -158,10 +165,7 @@ static int check_harness(const struct tb_harness *h, const char *path, const cha
 static int open_library(const char *path, int *out_fd, struct tb_error *err)
 {
         struct stat st;
-        _cleanup_free_ char *dir = path_dirname(path);
-        if (stat(dir, &st) < 0)
-                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
-        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        int r = check_folder(path, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -28,44 +28,12 @@ static bool run_git(const char *git, const char *home, const char *const args[],
 
 /* The regular file `name` in `dirfd`, never following a link or blocking on
  * a FIFO, up to `max` bytes: malloc'd (NUL-terminated), or NULL with errno
- * (EFBIG when larger, EINVAL when not a regular file). */
+ * (EFBIG when larger, EINVAL when not a regular file): read_file_at with the mode. */
 static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, mode_t *mode_out)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return NULL;
-        if (!S_ISREG(st.st_mode)) {
-                errno = EINVAL;
-                return NULL;
-        }
-        if ((size_t)st.st_size > max) {
-                errno = EFBIG;
-                return NULL;
-        }
-        size_t cap = (size_t)st.st_size + 1, len = 0;
-        char *buf = xmalloc(cap + 1);
-        for (;;) {
-                ssize_t r = read(fd, buf + len, cap - len);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        free(buf);
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-                if (len == cap) {
-                        free(buf);
-                        errno = EFBIG;
-                        return NULL;
-                }
-        }
-        buf[len] = '\0';
-        if (len_out)
-                *len_out = len;
-        if (mode_out)
+        char *buf = read_file_at(dirfd, name, max, len_out, &st);
+        if (buf && mode_out)
                 *mode_out = st.st_mode & 07777;
         return buf;
 }
@@ -573,11 +541,9 @@ static void undo_note(struct undo *u, int r, const char *path, const char *fmt, 
         }
         va_list ap;
         va_start(ap, fmt);
-        char *line = NULL;
-        if (vasprintf(&line, fmt, ap) < 0)
-                line = NULL;
+        char *line = xvasprintf(fmt, ap);
         va_end(ap);
-        strv_add_take(u->lines, line ? line : xstrdup(path));
+        strv_add_take(u->lines, line);
         u->n++;
 }
 
