@@ -444,7 +444,7 @@ char *read_file(const char *path, size_t max, size_t *len_out)
 
 char *read_file_at(int dirfd, const char *name, size_t max, size_t *len_out, struct stat *st_out)
 {
-        struct stat own;
+        struct stat own = { 0 };
         struct stat *st = st_out ? st_out : &own;
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
         if (fd < 0 || fstat(fd, st) < 0)
