@@ -233,15 +233,14 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
         snprintf(to, sizeof to, "%s/good.so", b);
         copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
         snprintf(env, sizeof env, "%s:%s", a, b);
-        setenv("TRIALBOX_PLUGIN_PATH", env, 1);
 
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load("good", &p, &err), 0);
+        ck_assert_int_eq(plugin_load(env, "good", &p, &err), 0);
         ck_assert_str_eq(p.path, to);
         plugin_unload(&p);
 
-        ck_assert_int_eq(plugin_load("codex", &p, &err), -ENOENT);
+        ck_assert_int_eq(plugin_load(env, "codex", &p, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "no plugin for harness 'codex'"));
         ck_assert_ptr_nonnull(strstr(err.msg, "installed harnesses: good"));
         ck_assert_ptr_nonnull(strstr(err.msg, a));
@@ -251,13 +250,12 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
         copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
         struct plugin_entry *v;
         size_t n;
-        plugin_list(&v, &n);
+        plugin_list(env, &v, &n);
         ck_assert_uint_ge(n, 2);
         ck_assert_str_eq(v[0].path, to);
         ck_assert(!v[0].shadowed);
         ck_assert(v[1].shadowed);
         plugin_list_free(v, n);
-        unsetenv("TRIALBOX_PLUGIN_PATH");
         tmpdir_remove(a);
         tmpdir_remove(b);
         free(a);

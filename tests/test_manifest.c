@@ -115,25 +115,23 @@ START_TEST(manifests_are_found_like_plugins_and_trusted_like_them)
         char p[1100], so[1100];
         snprintf(p, sizeof p, "%s/demo.json", dir);
         write_text(p, good, 0644);
-        setenv("TRIALBOX_PLUGIN_PATH", dir, 1);
         struct plugin pl;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load("demo", &pl, &err), 0);
+        ck_assert_int_eq(plugin_load(dir, "demo", &pl, &err), 0);
         ck_assert_ptr_nonnull(pl.manifest);
         ck_assert_ptr_null(pl.dl);
         ck_assert_str_eq(pl.harness->name, "demo");
         plugin_unload(&pl);
 
         chmod(p, 0666);
-        ck_assert_int_eq(plugin_load("demo", &pl, &err), -EPERM);
+        ck_assert_int_eq(plugin_load(dir, "demo", &pl, &err), -EPERM);
         ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
         chmod(p, 0644);
 
         snprintf(so, sizeof so, "%s/demo.so", dir);
         write_text(so, "x", 0644);
-        ck_assert_int_eq(plugin_load("demo", &pl, &err), -EEXIST);
+        ck_assert_int_eq(plugin_load(dir, "demo", &pl, &err), -EEXIST);
         ck_assert_ptr_nonnull(strstr(err.msg, "remove one"));
-        unsetenv("TRIALBOX_PLUGIN_PATH");
         tmpdir_remove(dir);
         free(dir);
 }
@@ -141,14 +139,12 @@ END_TEST
 
 START_TEST(the_gemini_manifest_ships_and_loads)
 {
-        setenv("TRIALBOX_PLUGIN_PATH", PLUGIN_BUILD_DIR, 1);
         struct plugin pl;
         struct tb_error err = { 0 };
-        ck_assert_msg(plugin_load("gemini", &pl, &err) == 0, "%s", err.msg);
+        ck_assert_msg(plugin_load(PLUGIN_BUILD_DIR, "gemini", &pl, &err) == 0, "%s", err.msg);
         ck_assert_ptr_nonnull(pl.manifest);
         ck_assert_str_eq(pl.harness->default_binary, "gemini");
         plugin_unload(&pl);
-        unsetenv("TRIALBOX_PLUGIN_PATH");
 }
 END_TEST
 
@@ -239,9 +235,8 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
                 "field 'endpoints[0].required' must be true or false");
 
         /* The shipped gemini manifest declares its API. */
-        setenv("TRIALBOX_PLUGIN_PATH", PLUGIN_BUILD_DIR, 1);
         struct plugin pl;
-        ck_assert_msg(plugin_load("gemini", &pl, &err) == 0, "%s", err.msg);
+        ck_assert_msg(plugin_load(PLUGIN_BUILD_DIR, "gemini", &pl, &err) == 0, "%s", err.msg);
         struct tb_host g = { .harness = "gemini", .checking = true };
         ck_assert_int_eq(host_call(&g, pl.endpoints), 0);
         e = host_endpoints(&g, &n);
@@ -250,7 +245,6 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
         ck_assert(e[0].required);
         host_done(&g);
         plugin_unload(&pl);
-        unsetenv("TRIALBOX_PLUGIN_PATH");
 }
 END_TEST
 

@@ -66,6 +66,34 @@ START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_f
 }
 END_TEST
 
+START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        write_in(dir, "f", "one\ntwo\n", 0640);
+        _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
+        _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
+        ck_assert_int_eq(symlink(file, link), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+
+        size_t len = 0;
+        struct stat st;
+        _cleanup_free_ char *text = read_file_at(dfd, "f", 8, &len, &st);
+        ck_assert_str_eq(text, "one\ntwo\n");
+        ck_assert_uint_eq(len, 8);
+        ck_assert_uint_eq(st.st_mode & 07777, 0640);
+        errno = 0;
+        ck_assert_ptr_null(read_file_at(dfd, "f", 7, NULL, NULL));
+        ck_assert_int_eq(errno, EFBIG);
+        ck_assert_ptr_null(read_file_at(dfd, "l", 100, NULL, NULL));
+        ck_assert_int_eq(errno, ELOOP);
+        ck_assert_ptr_null(read_file_at(dfd, "p", 100, NULL, NULL));
+        ck_assert_int_eq(errno, EINVAL);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
 {
         int *v = NULL;
@@ -121,6 +149,7 @@ static Suite *suite(void)
         TCase *tc = tcase_create("util");
         tcase_add_test(tc, str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text);
         tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
+        tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
         suite_add_tcase(s, tc);

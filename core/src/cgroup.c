@@ -47,30 +47,8 @@ const char *cgroup_mechanism_name(enum cgroup_mechanism m)
 
 /* ---- small file helpers, relative to a cgroup folder ---- */
 
-static char *read_at(int dirfd, const char *file)
-{
-        _cleanup_close_ int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return NULL;
-        size_t cap = 4096, len = 0;
-        char *buf = xmalloc(cap);
-        for (;;) {
-                ssize_t r = read(fd, buf + len, cap - len - 1);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        free(buf);
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-                if (len + 1 == cap)
-                        buf = xrealloc(buf, cap *= 2);
-        }
-        buf[len] = '\0';
-        return buf;
-}
+/* A cgroup file (cgroupfs reports a size of 0: read to the end, 16 MiB at most). */
+static char *read_at(int dirfd, const char *file) { return read_file_at(dirfd, file, 16u << 20, NULL, NULL); }
 
 static int write_at(int dirfd, const char *file, const char *value)
 {
@@ -609,12 +587,11 @@ int cgroup_pids(const struct cgroup *cg, pid_t **pids)
         _cleanup_free_ char *text = read_at(cg->dir[0].dirfd, "cgroup.procs");
         if (!text)
                 return -errno;
-        size_t n = 0, cap = 16;
-        pid_t *v = xmalloc(cap * sizeof *v);
+        size_t n = 0, cap = 0;
+        pid_t *v = NULL;
         char *save = NULL;
         for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
-                if (n == cap)
-                        v = xrealloc(v, (cap *= 2) * sizeof *v);
+                GREEDY_REALLOC(v, cap, n + 1);
                 v[n++] = (pid_t)strtol(t, NULL, 10);
         }
         *pids = v;

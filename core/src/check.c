@@ -148,16 +148,16 @@ static void check_userns_sysctls(struct report *rep, const char *bwrap)
                 verdict(rep, "userns", true, d, NULL);
 }
 
-static void check_plugins(struct report *rep)
+static void check_plugins(struct report *rep, const struct tb_env *env)
 {
         struct plugin_entry *v;
         size_t n, usable = 0;
-        plugin_list(&v, &n);
+        plugin_list(env->plugin_path, &v, &n);
         for (size_t i = 0; i < n; i++)
                 usable += !v[i].shadowed;
         plugin_list_free(v, n);
         _cleanup_strv_ struct strv dirs = { 0 };
-        plugin_search_path(&dirs);
+        plugin_search_path(env->plugin_path, &dirs);
         struct strbuf where = { 0 };
         for (size_t i = 0; i < dirs.n; i++)
                 strbuf_addf(&where, "%s'%s'", i ? ", " : "", dirs.v[i]);
@@ -245,7 +245,7 @@ static void check_harness(struct report *rep, const struct tb_env *env, const ch
                 verdict(rep, "plugin", false, d, "see 'trialbox harnesses'");
                 return;
         }
-        if (plugin_load(name, &p, &err) < 0) {
+        if (plugin_load(env->plugin_path, name, &p, &err) < 0) {
                 verdict(rep, "plugin", false, err.msg, NULL);
                 return;
         }
@@ -270,7 +270,7 @@ int check_main(const struct tb_env *env, const char *harness, int json)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
         check_sandbox(&rep, env);
-        check_plugins(&rep);
+        check_plugins(&rep, env);
         check_credentials(&rep, env, NULL);
         if (harness)
                 check_harness(&rep, env, harness);

@@ -100,7 +100,7 @@ int harnesses_main(const struct tb_env *env, int json)
         size_t n;
         json_object *arr = json ? json_object_new_array() : NULL;
 
-        plugin_list(&v, &n);
+        plugin_list(env->plugin_path, &v, &n);
         if (n == 0 && !json)
                 printf("no harnesses installed (looked in TRIALBOX_PLUGIN_PATH and %s)\n", TB_PLUGIN_DIR);
         for (size_t i = 0; i < n; i++) {

@@ -435,8 +435,9 @@ static int parse_endpoints(json_object *o, struct manifest *m, const char *path,
 static const char *const known_fields[] = { "name", "summary", "default_binary", "env", "home_files",
                                             "logins", "credentials", "require_any", "how", "endpoints" };
 
-int manifest_parse(const char *text, size_t len, const char *path, const char *expected_name,
-                   struct manifest **out, struct tb_error *err)
+/* The manifest's text as one JSON object, strictly (nothing after it):
+ * 0 with *out, or -EINVAL saying where the JSON breaks. */
+static int parse_object(const char *text, size_t len, const char *path, json_object **out, struct tb_error *err)
 {
         *out = NULL;
         json_tokener *tok = json_tokener_new();
@@ -472,9 +473,13 @@ int manifest_parse(const char *text, size_t len, const char *path, const char *e
                 return tb_fail(err, -EINVAL, "manifest '%s': the top level must be a JSON object; fix the manifest",
                                path);
         }
+        *out = root;
+        return 0;
+}
 
-        struct manifest *m = xcalloc(1, sizeof *m);
-        int r = 0;
+/* Every top-level field is one this core knows (a typo is refused, not ignored). */
+static int check_known_fields(json_object *root, const char *path, struct tb_error *err)
+{
         json_object_object_foreach(root, k, v)
         {
                 (void)v;
@@ -484,10 +489,23 @@ int manifest_parse(const char *text, size_t len, const char *path, const char *e
                 if (!known) {
                         char field[200];
                         snprintf(field, sizeof field, "%.190s", k);
-                        r = bad(err, path, field, "is not a manifest field");
-                        break;
+                        return bad(err, path, field, "is not a manifest field");
                 }
         }
+        return 0;
+}
+
+int manifest_parse(const char *text, size_t len, const char *path, const char *expected_name,
+                   struct manifest **out, struct tb_error *err)
+{
+        *out = NULL;
+        json_object *root;
+        int r = parse_object(text, len, path, &root, err);
+        if (r < 0)
+                return r;
+
+        struct manifest *m = xcalloc(1, sizeof *m);
+        r = check_known_fields(root, path, err);
         if (r == 0)
                 r = get_string(root, "name", "name", true, &m->name, path, err);
         if (r == 0 && strcmp(m->name, expected_name) != 0)

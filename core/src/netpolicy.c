@@ -207,10 +207,7 @@ int netpolicy_add(struct netpolicy *np, const char *pattern, struct tb_error *er
         int r = parse_pattern(pattern, &p, err);
         if (r < 0)
                 return r;
-        if (np->n == np->cap) {
-                np->cap = np->cap ? np->cap * 2 : 8;
-                np->pat = xrealloc(np->pat, np->cap * sizeof(*np->pat));
-        }
+        GREEDY_REALLOC(np->pat, np->cap, np->n + 1);
         p.text = xstrdup(pattern);
         np->pat[np->n++] = p;
         return 0;
@@ -324,10 +321,7 @@ void netpolicy_add_own_address(struct netpolicy *np, const struct sockaddr *sa)
 {
         if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
                 return;
-        if (np->n_own == np->cap_own) {
-                np->cap_own = np->cap_own ? np->cap_own * 2 : 8;
-                np->own = xrealloc(np->own, np->cap_own * sizeof(*np->own));
-        }
+        GREEDY_REALLOC(np->own, np->cap_own, np->n_own + 1);
         struct sockaddr_storage *o = &np->own[np->n_own++];
         memset(o, 0, sizeof(*o));
         memcpy(o, sa, sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));

@@ -89,13 +89,11 @@ static int field_error(struct tb_error *err, const struct plan *plan, unsigned l
 {
         va_list ap;
         va_start(ap, fmt);
-        _cleanup_free_ char *what = NULL;
-        if (vasprintf(&what, fmt, ap) < 0)
-                what = NULL;
+        _cleanup_free_ char *what = xvasprintf(fmt, ap);
         va_end(ap);
         if (field)
-                return tb_fail(err, -EINVAL, "%s:%u: field '%s': %s", plan->path, line, field, what ? what : "invalid");
-        return tb_fail(err, -EINVAL, "%s:%u: %s", plan->path, line, what ? what : "invalid");
+                return tb_fail(err, -EINVAL, "%s:%u: field '%s': %s", plan->path, line, field, what);
+        return tb_fail(err, -EINVAL, "%s:%u: %s", plan->path, line, what);
 }
 
 /* The text of a limit given as a string or a number. */
@@ -358,10 +356,7 @@ int plan_load(const char *path, struct plan *plan, struct tb_error *err)
                         r = field_error(err, plan, no, NULL, "a NUL byte; the plan must be text");
                         break;
                 }
-                if (plan->n == alloc) {
-                        alloc = alloc ? alloc * 2 : 64;
-                        plan->v = xrealloc(plan->v, alloc * sizeof *plan->v);
-                }
+                GREEDY_REALLOC(plan->v, alloc, plan->n + 1);
                 r = parse_line(plan, no, line, (size_t)len, &plan->v[plan->n], err);
                 if (r < 0)
                         break;

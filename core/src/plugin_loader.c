@@ -15,11 +15,10 @@
 #error "TB_PLUGIN_DIR must be defined by the build"
 #endif
 
-void plugin_search_path(struct strv *out)
+void plugin_search_path(const char *plugin_path, struct strv *out)
 {
-        const char *env = getenv("TRIALBOX_PLUGIN_PATH");
-        if (env) {
-                _cleanup_free_ char *copy = xstrdup(env);
+        if (plugin_path) {
+                _cleanup_free_ char *copy = xstrdup(plugin_path);
                 char *save = NULL;
                 for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
                         if (!strv_contains(out, d))
@@ -76,6 +75,16 @@ static bool elf_fits(int fd, off_t size)
         return true;
 }
 
+/* The folder holding `path` must pass check_owner_mode too. */
+static int check_folder(const char *path, struct tb_error *err)
+{
+        struct stat st;
+        _cleanup_free_ char *dir = path_dirname(path);
+        if (stat(dir, &st) < 0)
+                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
+        return check_owner_mode(&st, "plugin folder", dir, err);
+}
+
 static bool has_suffix(const char *s, const char *suffix)
 {
         size_t a = strlen(s), b = strlen(suffix);
@@ -104,10 +113,7 @@ bool plugin_needs_userns(const struct plugin *p) { return (p->flags & TB_HARNESS
 static int load_manifest(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err)
 {
         struct stat st;
-        _cleanup_free_ char *dir = path_dirname(path);
-        if (stat(dir, &st) < 0)
-                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
-        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        int r = check_folder(path, err);
         if (r < 0)
                 return r;
         if (stat(path, &st) < 0)
@@ -159,10 +165,7 @@ static int check_harness(const struct tb_harness *h, const char *path, const cha
 static int open_library(const char *path, int *out_fd, struct tb_error *err)
 {
         struct stat st;
-        _cleanup_free_ char *dir = path_dirname(path);
-        if (stat(dir, &st) < 0)
-                return tb_fail(err, -errno, "plugin folder '%s': %s", dir, strerror(errno));
-        int r = check_owner_mode(&st, "plugin folder", dir, err);
+        int r = check_folder(path, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -228,13 +231,13 @@ void plugin_unload(struct plugin *p)
         *p = (struct plugin){ 0 };
 }
 
-void plugin_list(struct plugin_entry **out, size_t *n)
+void plugin_list(const char *plugin_path, struct plugin_entry **out, size_t *n)
 {
         struct strv dirs = { 0 };
         struct plugin_entry *v = NULL;
         size_t count = 0, cap = 0;
 
-        plugin_search_path(&dirs);
+        plugin_search_path(plugin_path, &dirs);
         for (size_t i = 0; i < dirs.n; i++) {
                 struct dirent **names = NULL;
                 int k = scandir(dirs.v[i], &names, NULL, alphasort);
@@ -246,10 +249,7 @@ void plugin_list(struct plugin_entry **out, size_t *n)
                                 bool shadowed = false;
                                 for (size_t m = 0; m < count; m++)
                                         shadowed = shadowed || strcmp(v[m].name, name) == 0;
-                                if (count == cap) {
-                                        cap = cap ? cap * 2 : 16;
-                                        v = xrealloc(v, cap * sizeof *v);
-                                }
+                                GREEDY_REALLOC(v, cap, count + 1);
                                 v[count++] = (struct plugin_entry){ steal_pointer(&name),
                                                                     xasprintf("%s/%s", dirs.v[i], f), shadowed };
                         }
@@ -271,10 +271,10 @@ void plugin_list_free(struct plugin_entry *v, size_t n)
         free(v);
 }
 
-int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
+int plugin_load(const char *plugin_path, const char *name, struct plugin *out, struct tb_error *err)
 {
         struct strv dirs = { 0 };
-        plugin_search_path(&dirs);
+        plugin_search_path(plugin_path, &dirs);
         for (size_t i = 0; i < dirs.n; i++) {
                 _cleanup_free_ char *so = xasprintf("%s/%s.so", dirs.v[i], name);
                 _cleanup_free_ char *json = xasprintf("%s/%s.json", dirs.v[i], name);
@@ -293,7 +293,7 @@ int plugin_load(const char *name, struct plugin *out, struct tb_error *err)
         struct strv names = { 0 };
         struct plugin_entry *v;
         size_t n;
-        plugin_list(&v, &n);
+        plugin_list(plugin_path, &v, &n);
         for (size_t i = 0; i < n; i++)
                 if (!v[i].shadowed)
                         strv_add(&names, v[i].name);

@@ -25,9 +25,10 @@ struct plugin {
  * (TB_HARNESS_NEEDS_USERNS)? False for a plugin older than ABI 1.1. */
 bool plugin_needs_userns(const struct plugin *p);
 
-/* The folders searched, in order: TRIALBOX_PLUGIN_PATH (colon-separated),
- * then the compiled-in install folder. */
-void plugin_search_path(struct strv *out);
+/* The folders searched, in order: those of `plugin_path` (colon-separated:
+ * tb_env's plugin_path, TRIALBOX_PLUGIN_PATH; NULL for none), then the
+ * compiled-in install folder. Every function below that searches takes it. */
+void plugin_search_path(const char *plugin_path, struct strv *out);
 
 /* Is `name` a possible Harness name ([a-z0-9][a-z0-9_-]*, at most 64)? */
 bool plugin_name_valid(const char *name);
@@ -36,7 +37,7 @@ bool plugin_name_valid(const char *name);
  * `name`.so or `name`.json (both in one folder is refused). -ENOENT (message
  * lists the installed Harnesses) when no folder has it; any other refusal
  * names the file and what is wrong. */
-int plugin_load(const char *name, struct plugin *out, struct tb_error *err);
+int plugin_load(const char *plugin_path, const char *name, struct plugin *out, struct tb_error *err);
 
 /* Load and check one file (.so or .json), whose Harness must be called `expected_name`. */
 int plugin_load_file(const char *path, const char *expected_name, struct plugin *out, struct tb_error *err);
@@ -51,7 +52,7 @@ struct plugin_entry {
 };
 
 /* Every NAME.so and NAME.json in the search path, in search order. */
-void plugin_list(struct plugin_entry **out, size_t *n);
+void plugin_list(const char *plugin_path, struct plugin_entry **out, size_t *n);
 void plugin_list_free(struct plugin_entry *v, size_t n);
 
 #endif

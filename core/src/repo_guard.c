@@ -28,44 +28,12 @@ static bool run_git(const char *git, const char *home, const char *const args[],
 
 /* The regular file `name` in `dirfd`, never following a link or blocking on
  * a FIFO, up to `max` bytes: malloc'd (NUL-terminated), or NULL with errno
- * (EFBIG when larger, EINVAL when not a regular file). */
+ * (EFBIG when larger, EINVAL when not a regular file): read_file_at with the mode. */
 static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, mode_t *mode_out)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return NULL;
-        if (!S_ISREG(st.st_mode)) {
-                errno = EINVAL;
-                return NULL;
-        }
-        if ((size_t)st.st_size > max) {
-                errno = EFBIG;
-                return NULL;
-        }
-        size_t cap = (size_t)st.st_size + 1, len = 0;
-        char *buf = xmalloc(cap + 1);
-        for (;;) {
-                ssize_t r = read(fd, buf + len, cap - len);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        free(buf);
-                        return NULL;
-                }
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-                if (len == cap) {
-                        free(buf);
-                        errno = EFBIG;
-                        return NULL;
-                }
-        }
-        buf[len] = '\0';
-        if (len_out)
-                *len_out = len;
-        if (mode_out)
+        char *buf = read_file_at(dirfd, name, max, len_out, &st);
+        if (buf && mode_out)
                 *mode_out = st.st_mode & 07777;
         return buf;
 }
@@ -260,10 +228,7 @@ char *repo_guard_common_dir(const struct repo_guard_host *host, const struct san
 
 static void add_file(struct repo_guard *g, const char *rel, bool existed, char *data, size_t len, mode_t mode)
 {
-        if (g->n_files == g->cap_files) {
-                g->cap_files = g->cap_files ? g->cap_files * 2 : 16;
-                g->files = xrealloc(g->files, g->cap_files * sizeof *g->files);
-        }
+        GREEDY_REALLOC(g->files, g->cap_files, g->n_files + 1);
         g->files[g->n_files++] = (struct repo_guard_file){
                 .rel = xstrdup(rel), .existed = existed, .data = data, .len = len, .mode = mode
         };
@@ -312,10 +277,7 @@ static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const 
 
 static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool make)
 {
-        if (g->n_hooks == g->cap_hooks) {
-                g->cap_hooks = g->cap_hooks ? g->cap_hooks * 2 : 8;
-                g->hooks = xrealloc(g->hooks, g->cap_hooks * sizeof *g->hooks);
-        }
+        GREEDY_REALLOC(g->hooks, g->cap_hooks, g->n_hooks + 1);
         struct repo_guard_hooks *h = &g->hooks[g->n_hooks++];
         *h = (struct repo_guard_hooks){ .rel = xasprintf("%shooks", prefix) };
         struct stat st;
@@ -579,11 +541,9 @@ static void undo_note(struct undo *u, int r, const char *path, const char *fmt, 
         }
         va_list ap;
         va_start(ap, fmt);
-        char *line = NULL;
-        if (vasprintf(&line, fmt, ap) < 0)
-                line = NULL;
+        char *line = xvasprintf(fmt, ap);
         va_end(ap);
-        strv_add_take(u->lines, line ? line : xstrdup(path));
+        strv_add_take(u->lines, line);
         u->n++;
 }
 

@@ -138,10 +138,7 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
                 cause_add(h, kind, cause_of(j, kind));
         long long d = get_count(j, "duration_ms");
         if ((kind == K_COMPLETED || kind == K_FAILED) && d >= 0) {
-                if (h->n_durations == h->cap_durations) {
-                        h->cap_durations = h->cap_durations ? 2 * h->cap_durations : 16;
-                        h->durations = xrealloc(h->durations, h->cap_durations * sizeof *h->durations);
-                }
+                GREEDY_REALLOC(h->durations, h->cap_durations, h->n_durations + 1);
                 h->durations[h->n_durations++] = d;
         }
         add_usage(h, get(j, "usage"));

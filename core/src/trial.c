@@ -200,7 +200,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
  * `err` filled (a usage error too: the request names what cannot be had). */
 static int trial_load(struct trial *t, struct tb_error *err)
 {
-        int r = plugin_load(t->opt->harness, &t->plugin, err);
+        int r = plugin_load(t->env->plugin_path, t->opt->harness, &t->plugin, err);
         if (r < 0)
                 return r;
         if (t->opt->dry_run)

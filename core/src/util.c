@@ -83,15 +83,20 @@ char *xstrdup(const char *s)
         return p;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *xvasprintf(const char *fmt, va_list ap)
 {
         char *p;
+        if (vasprintf(&p, fmt, ap) < 0)
+                oom();
+        return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&p, fmt, ap);
+        char *p = xvasprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                oom();
         return p;
 }
 
@@ -127,13 +132,10 @@ void strv_add(struct strv *s, const char *x) { strv_add_take(s, xstrdup(x)); }
 
 void strv_addf(struct strv *s, const char *fmt, ...)
 {
-        char *p;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&p, fmt, ap);
+        char *p = xvasprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                oom();
         strv_add_take(s, p);
 }
 
@@ -239,14 +241,11 @@ void strbuf_add(struct strbuf *sb, const char *s) { strbuf_addn(sb, s, strlen(s)
 
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 {
-        _cleanup_free_ char *p = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&p, fmt, ap);
+        _cleanup_free_ char *p = xvasprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                oom();
-        strbuf_addn(sb, p, (size_t)r);
+        strbuf_add(sb, p);
 }
 
 void strbuf_add_quoted(struct strbuf *sb, const char *s)
@@ -434,6 +433,33 @@ char *read_file(const char *path, size_t max, size_t *len_out)
         char *buf = NULL;
         size_t len = 0;
         int r = read_fd_all(fd, max, 4094, false, &buf, &len);
+        if (r < 0) {
+                errno = -r;
+                return NULL;
+        }
+        if (len_out)
+                *len_out = len;
+        return buf;
+}
+
+char *read_file_at(int dirfd, const char *name, size_t max, size_t *len_out, struct stat *st_out)
+{
+        struct stat own = { 0 };
+        struct stat *st = st_out ? st_out : &own;
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0 || fstat(fd, st) < 0)
+                return NULL;
+        if (!S_ISREG(st->st_mode)) {
+                errno = EINVAL;
+                return NULL;
+        }
+        if ((uintmax_t)st->st_size > max) {
+                errno = EFBIG;
+                return NULL;
+        }
+        char *buf = NULL;
+        size_t len = 0;
+        int r = read_fd_all(fd, max, (size_t)st->st_size, false, &buf, &len);
         if (r < 0) {
                 errno = -r;
                 return NULL;

@@ -86,6 +86,7 @@ void *xcalloc(size_t n, size_t m);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Make room for `need` elements in the array `p` whose capacity is `cap`
  * (both updated), growing it geometrically (systemd's GREEDY_REALLOC): the
@@ -181,6 +182,10 @@ int write_file_atomic_at_flags(int dirfd, const char *name, const void *data, si
 
 /* Read a whole small file (up to `max` bytes). malloc'd, NUL-terminated, or NULL with errno set. */
 char *read_file(const char *path, size_t max, size_t *len_out);
+/* The regular file `name` in `dirfd` likewise, never following a link nor
+ * blocking on a FIFO: NULL with errno EINVAL when not a regular file, EFBIG
+ * over `max`. Fills *st_out (may be NULL) with what it opened. */
+char *read_file_at(int dirfd, const char *name, size_t max, size_t *len_out, struct stat *st_out);
 
 /* Milliseconds on the monotonic clock. */
 long long now_ms(void);
