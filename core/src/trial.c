@@ -484,7 +484,8 @@ static void trial_limits_end(struct trial *t, const struct rusage *ru, struct se
         if (t->cgroup)
                 cgroup_usage(t->cgroup, u);
         trial_usage_fill_from_rusage(u, ru);
-        t->outcome.usage_known = true;
+        /* null when no session ran (a void Trial). */
+        t->outcome.usage_known = res->started;
         if (u->oom_kills > res->oom_kills)
                 res->oom_kills = u->oom_kills;
         struct tb_error err = { 0 };
@@ -550,6 +551,8 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         run.rusage = &ru;
         struct session_result res;
         r = supervisor_run(&run, &res, err);
+        if (r < 0)
+                res.started = false;
         trial_limits_end(t, &ru, &res);
         /* Whatever the session's end, before anything else runs git there. */
         _cleanup_strv_ struct strv undone = { 0 };
