@@ -384,7 +384,8 @@ static void handle_signal(struct supervisor *sv, int sig)
         }
         sv->seen.forwarded = sig;
         sv->forwarded_at = now_ms();
-        arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
+        if (!sv->seen.timed_out) /* past the deadline, --kill-after's timer runs already */
+                arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
         signal_session(sv, sig);
 }
 
@@ -422,7 +423,7 @@ static bool on_kill_timer(struct supervisor *sv, struct source *src, short reven
         if (!(revents & POLLIN) || read(src->fd, &expirations, sizeof expirations) != (ssize_t)sizeof expirations)
                 return true;
         if (!sv->reaped && !sv->seen.killed && !sv->seen.killed_after_grace) {
-                if (sv->seen.timed_out && !sv->seen.forwarded)
+                if (sv->seen.timed_out)
                         sv->seen.killed_after_grace = true;
                 else
                         sv->seen.killed = true;

@@ -1,7 +1,8 @@
 /* The supervisor: starts the session (through bwrap, or directly when
  * unsandboxed), forwards SIGINT/SIGTERM/SIGHUP to it, reaps it, and says how
  * it ended. Setup, then a loop that hands each ready event source (bwrap's
- * status fd, its stderr, a signalfd, the kill timer, extra watches such as
+ * status fd, its stderr, a signalfd, the kill timer, the deadline (--timeout),
+ * the cgroup's OOM events, extra watches such as
  * login sync) to its own handler; what was seen is then mapped to a
  * session_result by a pure function, supervisor_result().
  *
