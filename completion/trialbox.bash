@@ -24,11 +24,14 @@ _trialbox()
         --harness-bin|--credentials)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
+        --timeout|--kill-after|--memory|--pids|--cpus)
+                return ;; # a value of the user's: nothing to offer
         esac
         case "$cmd" in
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
-                        --no-sandbox --dry-run --json -v -q --help --" -- "$cur")) ;;
+                        --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
+                        --cpus --" -- "$cur")) ;;
         harnesses)
                 COMPREPLY=($(compgen -W "--json -v --help" -- "$cur")) ;;
         check)

@@ -15,10 +15,10 @@
 #include "testutil.h"
 #include "util.h"
 
-/* LEAD: set to 1 once `trialbox run` takes --timeout (issue 11 wired into
- * run): the twelve-Trial plan then has its timed-out row. */
+/* `trialbox run` takes --timeout (issue 11): the twelve-Trial plan has its
+ * timed-out row. */
 #ifndef RUN_HAS_TIMEOUT
-#define RUN_HAS_TIMEOUT 0
+#define RUN_HAS_TIMEOUT 1
 #endif
 
 struct exp {

@@ -93,6 +93,33 @@ static const struct result_case cases[] = {
         { "no setup, no message, bwrap exited: void naming the status",
           { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(1, 0) },
           false, CAUSE_SANDBOX_UNAVAILABLE, 0, 0, "bwrap exited with status 1 before the session started" },
+        /* Limits (issue 11). */
+        { "past the deadline, the session ended on its SIGTERM: timed out, signal 15",
+          { RAN, .exit_code = 128 + SIGTERM, .timed_out = true, .timeout_ms = 1000, .kill_after_ms = 10000 },
+          true, CAUSE_NONE, 0, SIGTERM, NULL },
+        { "past the deadline, the session exited 3 on its own: timed out, exit code 3",
+          { RAN, .exit_code = 3, .timed_out = true, .timeout_ms = 1000 },
+          true, CAUSE_NONE, 3, 0, NULL },
+        { "past the deadline and the grace, bwrap's exit-code 137: timed out, killed after the grace, signal 9",
+          { RAN, .exit_code = 128 + SIGKILL, .timed_out = true, .killed_after_grace = true },
+          true, CAUSE_NONE, 0, SIGKILL, NULL },
+        { "past the deadline and the grace, no exit-code: SIGKILL",
+          { RAN, .exit_code = -1, .wait_status = W_EXITCODE(0, SIGKILL), .timed_out = true,
+            .killed_after_grace = true },
+          true, CAUSE_NONE, 0, SIGKILL, NULL },
+        { "unsandboxed, past the deadline: the kernel's signal",
+          { DIRECT, .exit_code = -1, .wait_status = W_EXITCODE(0, SIGTERM), .timed_out = true },
+          true, CAUSE_NONE, 0, SIGTERM, NULL },
+        { "an OOM kill and exit-code 137: the kills pass through, exit code 137",
+          { RAN, .exit_code = 128 + SIGKILL, .oom_kills = 1, .memory_bytes = 64 << 20 },
+          true, CAUSE_NONE, 137, 0, NULL },
+        { "OOM kills but exit 0: the kills pass through, exit 0",
+          { RAN, .exit_code = 0, .oom_kills = 2 }, true, CAUSE_NONE, 0, 0, NULL },
+        { "143 with no deadline and nothing forwarded: the exit code, not timed out",
+          { RAN, .exit_code = 128 + SIGTERM }, true, CAUSE_NONE, 143, 0, NULL },
+        { "a void Trial never carries a timeout",
+          { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(1, 0), .timed_out = true },
+          false, CAUSE_SANDBOX_UNAVAILABLE, 0, 0, "bwrap exited with status 1 before the session started" },
 };
 
 START_TEST(what_was_seen_maps_to_one_session_result)
@@ -107,6 +134,17 @@ START_TEST(what_was_seen_maps_to_one_session_result)
         ck_assert_msg(res.void_cause == c->void_cause, "%s: void_cause is %d", c->name, (int)res.void_cause);
         ck_assert_msg(strcmp(res.detail, c->detail ? c->detail : "") == 0, "%s: detail is '%s'", c->name,
                       res.detail);
+        /* The limits' part passes through for a session that started, and
+         * a void Trial carries none of it. */
+        ck_assert_msg(res.timed_out == (c->started && c->seen.timed_out), "%s: timed_out is %d", c->name,
+                      res.timed_out);
+        ck_assert_msg(res.killed_after_grace == (c->started && c->seen.killed_after_grace),
+                      "%s: killed_after_grace is %d", c->name, res.killed_after_grace);
+        ck_assert_msg(res.oom_kills == (c->started ? c->seen.oom_kills : 0), "%s: oom_kills is %lld", c->name,
+                      res.oom_kills);
+        if (res.timed_out)
+                ck_assert_msg(res.timeout_ms == c->seen.timeout_ms && res.kill_after_ms == c->seen.kill_after_ms,
+                              "%s: the limits are not passed on", c->name);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "cgroup.h"
 #include "cli.h"
 #include "credentials.h"
 #include "env.h"
@@ -266,12 +267,25 @@ static void check_harness(struct report *rep, const struct tb_env *env, const ch
         plugin_unload(&p);
 }
 
+/* Which mechanism would enforce each limit here (issue 11). A host without
+ * one still runs Trials without limits: a warning, with the fix. */
+static void check_limits(struct report *rep)
+{
+        struct cgroup_probe p;
+        char summary[1280];
+        enum cgroup_mechanism m = cgroup_probe(NULL, &p);
+        cgroup_probe_summary(&p, summary, sizeof summary);
+        _cleanup_free_ char *d = xasprintf("--timeout: trialbox's timer; --memory, --pids, --cpus: %s", summary);
+        verdict(rep, "limits", m == CGROUP_NONE ? WARN : 1, d, NULL);
+}
+
 int check_main(const struct tb_env *env, const char *harness, int json)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
         check_sandbox(&rep, env);
         check_plugins(&rep, env);
         check_credentials(&rep, env, NULL);
+        check_limits(&rep);
         if (harness)
                 check_harness(&rep, env, harness);
         if (rep.arr) {

@@ -21,7 +21,8 @@
 static const char usage_text[] =
         "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
-        "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "                    [--json] [-v|-q] [--timeout DURATION [--kill-after DURATION]]\n"
+        "                    [--memory SIZE] [--pids N] [--cpus N] -- [SESSION ARGS...]\n"
         "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
         "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
@@ -45,8 +46,16 @@ static const char usage_text[] =
         "  --json                print the Outcome as one JSON line on stdout at the end\n"
         "  -v, --verbose         say what is done (twice: more); -q, --quiet: errors only\n"
         "\n"
+        "limits (a limit that cannot be enforced here makes the Trial void; see 'trialbox check'):\n"
+        "  --timeout DURATION    wall clock from the session's start (90, 90s, 30m, 2h); then\n"
+        "                        SIGTERM to every process of the session, failed/timeout, exit 124\n"
+        "  --kill-after DURATION SIGKILL whatever is left this long after the SIGTERM (default 10s)\n"
+        "  --memory SIZE         memory of the session, tmpfs pages included (512M, 4G; powers of 1024)\n"
+        "  --pids N              at most N processes and threads\n"
+        "  --cpus N              CPU time of N CPUs (1.5: one and a half)\n"
+        "\n"
         "exit status: the session's own for completed and failed Trials (128+N for signal N),\n"
-        "125 for a void Trial, 126 when trialbox itself failed, 2 for usage errors.\n";
+        "124 for a timeout, 125 for a void Trial, 126 when trialbox itself failed, 2 for usage errors.\n";
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -81,6 +90,8 @@ static const char *option_name(const struct option *longopts, int val, char *buf
 }
 
 enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON };
+/* The limits (issue 11): their own block of values, parsed by trial_limits_set(). */
+enum { OPT_TIMEOUT = 512, OPT_KILL_AFTER, OPT_MEMORY, OPT_PIDS, OPT_CPUS };
 
 static int parse_verbosity(int *verbosity, int v, int q, const char *cmd)
 {
@@ -118,12 +129,19 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 { "verbose", no_argument, NULL, 'v' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+                { "memory", required_argument, NULL, OPT_MEMORY },
+                { "pids", required_argument, NULL, OPT_PIDS },
+                { "cpus", required_argument, NULL, OPT_CPUS },
                 { NULL, 0, NULL, 0 },
         };
         struct trial_options opt = { 0 };
         int c, v = 0, q = 0;
         char name[64];
+        unsigned limits_given = 0;
 
+        trial_limits_init(&opt.limits);
         *out = opt;
 
         opterr = 0;
@@ -167,11 +185,25 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 case 'h':
                         fputs(usage_text, stdout);
                         return 1;
+                case OPT_TIMEOUT:
+                case OPT_KILL_AFTER:
+                case OPT_MEMORY:
+                case OPT_PIDS:
+                case OPT_CPUS: {
+                        struct tb_error lerr = { 0 };
+                        option_name(longopts, c, name, sizeof name);
+                        if (limits_given & (1U << (c - OPT_TIMEOUT)))
+                                return usage_error("run ", "option '%s' given twice", name);
+                        limits_given |= 1U << (c - OPT_TIMEOUT);
+                        if (trial_limits_set(&opt.limits, name, optarg, &lerr) < 0)
+                                return usage_error("run ", "%s", lerr.msg);
+                        break;
+                }
                 case ':':
                         return usage_error("run ", "option '%s' needs a value",
                                            option_name(longopts, optopt, name, sizeof name));
                 default:
-                        if (optopt >= OPT_HARNESS)
+                        if (optopt >= OPT_HARNESS && optopt < OPT_TIMEOUT)
                                 return usage_error("run ", "option '%s' takes no value: '%s'",
                                                    option_name(longopts, optopt, name, sizeof name),
                                                    bad_option(argv, optind));
@@ -199,6 +231,8 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 return usage_error("run ", "--repo is required (the prepared repository's folder)");
         if (!opt.output_dir)
                 return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
+        if ((limits_given & (1U << (OPT_KILL_AFTER - OPT_TIMEOUT))) && opt.limits.timeout_ms == LIMIT_UNSET)
+                return usage_error("run ", "--kill-after needs --timeout (the grace after the deadline's SIGTERM)");
         opt.session_args = argv + optind;
         *out = opt;
         return 0;

@@ -136,6 +136,10 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
         strv_add(out, "ALL");
         for (size_t i = 0; i < spec->n_ops; i++) {
                 const struct sandbox_op *op = &spec->ops[i];
+                if (op->kind == SANDBOX_TMPFS && spec->tmpfs_size > 0) {
+                        strv_add(out, "--size");
+                        strv_addf(out, "%lld", spec->tmpfs_size);
+                }
                 strv_add(out, op_flag[op->kind]);
                 if (op->src)
                         strv_add(out, op->src);

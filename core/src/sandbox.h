@@ -47,6 +47,9 @@ struct sandbox_spec {
         /* Confinement (confine.h). A zeroed spec has none of it. */
         int seccomp_fd;      /* > 0: a BPF program bwrap loads (--seccomp N, first); owned, closed by _free */
         bool disable_userns; /* --unshare-user --disable-userns: no nested user namespaces */
+        /* > 0: the size in bytes of every tmpfs (`--size N` before each
+         * `--tmpfs`; issue 11: /tmp and TMPDIR are bounded by --memory). */
+        long long tmpfs_size;
 };
 
 void sandbox_spec_done(struct sandbox_spec *spec);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <termios.h>
 
+#include "cgroup.h"
 #include "keeper.h"
 #include "sandbox.h"
 
@@ -135,6 +136,8 @@ struct supervisor {
         struct source sources[SUPERVISOR_MAX_SOURCES];
         size_t n_sources;
         struct supervisor_seen seen;
+        int deadline; /* a timerfd armed for --timeout, or -1 */
+        struct rusage rusage; /* the direct child's, once reaped */
 };
 
 static void on_status(char *l, void *ud)
@@ -211,6 +214,11 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
          * forwards it. */
         if (setpgid(0, 0) < 0)
                 goto fail;
+        /* Into the Trial's cgroup before anything of the session exists. */
+        if (run->cgroup && (e = cgroup_attach_self(run->cgroup)) < 0) {
+                errno = -e;
+                goto fail;
+        }
         if (place_fds(fds, targets, run->bwrap ? TB_ARRAY_SIZE(fds) : 4) < 0 ||
             fcntl(KEEPER_EXEC_ERR_FD, F_SETFD, FD_CLOEXEC) < 0)
                 goto fail;
@@ -235,18 +243,32 @@ fail:
  * reported (bwrap's exit-code, or the keeper's own status), -1 for none. */
 static int known_signal(const struct supervisor_seen *seen, int code)
 {
+        /* The deadline's SIGTERM is a signal trialbox sent, as a forwarded one. */
+        int sent = seen->forwarded ? seen->forwarded : seen->timed_out ? SIGTERM : 0;
+        bool killed = seen->killed || seen->killed_after_grace;
         if (!seen->bwrap && WIFSIGNALED(seen->wait_status))
                 return WTERMSIG(seen->wait_status);
         if (code < 0) /* bwrap ended without reporting the session's end */
-                return seen->killed ? SIGKILL
-                       : seen->forwarded ? seen->forwarded
+                return killed ? SIGKILL
+                       : sent ? sent
                        : WIFSIGNALED(seen->wait_status) ? WTERMSIG(seen->wait_status)
                                                         : 0;
-        if (seen->killed && code == 128 + SIGKILL)
+        if (killed && code == 128 + SIGKILL)
                 return SIGKILL;
-        if (seen->forwarded && code == 128 + seen->forwarded)
-                return seen->forwarded;
+        if (sent && code == 128 + sent)
+                return sent;
         return 0;
+}
+
+/* The limits' part of the result: copied as seen. */
+static void limits_result(const struct supervisor_seen *seen, struct session_result *res)
+{
+        res->timed_out = seen->timed_out;
+        res->timeout_ms = seen->timeout_ms;
+        res->killed_after_grace = seen->killed_after_grace;
+        res->kill_after_ms = seen->kill_after_ms;
+        res->oom_kills = seen->oom_kills;
+        res->memory_bytes = seen->memory_bytes;
 }
 
 void supervisor_result(const struct supervisor_seen *seen, struct session_result *res)
@@ -275,12 +297,28 @@ void supervisor_result(const struct supervisor_seen *seen, struct session_result
                 return;
         }
         res->started = true;
+        limits_result(seen, res);
         int code = seen->bwrap ? seen->exit_code : -1;
         if (!seen->bwrap && WIFEXITED(seen->wait_status))
                 code = WEXITSTATUS(seen->wait_status);
         res->signal = known_signal(seen, code);
         if (res->signal == 0)
                 res->exit_code = code >= 0 ? code : WEXITSTATUS(seen->wait_status);
+}
+
+/* The parent of `pid` (/proc/PID/stat), or -1. */
+static pid_t process_parent(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')');
+        int ppid;
+        return paren && sscanf(paren + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
 }
 
 /* The one place that decides which process receives a signal meant for the
@@ -310,7 +348,7 @@ static void arm_kill_timer(struct supervisor *sv, long long ms)
 
 static void reap(struct supervisor *sv)
 {
-        if (!sv->reaped && waitpid(sv->pid, &sv->seen.wait_status, WNOHANG) == sv->pid)
+        if (!sv->reaped && wait4(sv->pid, &sv->seen.wait_status, WNOHANG, &sv->rusage) == sv->pid)
                 sv->reaped = true;
 }
 
@@ -346,7 +384,8 @@ static void handle_signal(struct supervisor *sv, int sig)
         }
         sv->seen.forwarded = sig;
         sv->forwarded_at = now_ms();
-        arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
+        if (!sv->seen.timed_out) /* past the deadline, --kill-after's timer runs already */
+                arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
         signal_session(sv, sig);
 }
 
@@ -359,15 +398,68 @@ static bool on_signalfd(struct supervisor *sv, struct source *src, short revents
         return true;
 }
 
-/* The grace after a forwarded signal is over: end all of the session. */
+/* With a cgroup: `sig` to each of its processes but the keeper and (for
+ * any signal but SIGKILL) bwrap, the keeper's child, which stay to report
+ * the session's end; SIGKILL leaves the keeper alone to reap everything. */
+static void signal_cgroup(struct supervisor *sv, int sig)
+{
+        if (!sv->run->cgroup)
+                return;
+        _cleanup_free_ pid_t *pids = NULL;
+        int n = cgroup_pids(sv->run->cgroup, &pids);
+        for (int i = 0; i < n; i++) {
+                if (sv->run->bwrap && pids[i] == sv->pid)
+                        continue;
+                if (sv->run->bwrap && sig != SIGKILL && process_parent(pids[i]) == sv->pid)
+                        continue;
+                kill(pids[i], sig);
+        }
+}
+
+/* The grace after a forwarded signal (or the deadline) is over: end all of the session. */
 static bool on_kill_timer(struct supervisor *sv, struct source *src, short revents)
 {
         uint64_t expirations;
         if (!(revents & POLLIN) || read(src->fd, &expirations, sizeof expirations) != (ssize_t)sizeof expirations)
                 return true;
-        if (!sv->reaped && !sv->seen.killed) {
-                sv->seen.killed = true;
+        if (!sv->reaped && !sv->seen.killed && !sv->seen.killed_after_grace) {
+                if (sv->seen.timed_out)
+                        sv->seen.killed_after_grace = true;
+                else
+                        sv->seen.killed = true;
+                signal_cgroup(sv, SIGKILL);
                 signal_session(sv, SIGKILL);
+        }
+        return true;
+}
+
+/* The deadline (--timeout): SIGTERM to every process of the session, then
+ * SIGKILL after --kill-after. */
+static bool on_deadline(struct supervisor *sv, struct source *src, short revents)
+{
+        uint64_t expirations;
+        if (!(revents & POLLIN) || read(src->fd, &expirations, sizeof expirations) != (ssize_t)sizeof expirations)
+                return true;
+        if (sv->reaped || sv->seen.timed_out)
+                return true;
+        sv->seen.timed_out = true;
+        if (!sv->seen.forwarded) {
+                arm_kill_timer(sv, sv->run->kill_after_ms);
+                signal_cgroup(sv, SIGTERM);
+                signal_session(sv, SIGTERM);
+        }
+        return true;
+}
+
+/* The cgroup's OOM killer acted: count it (the Outcome's cause, if the
+ * session then fails). */
+static bool on_oom(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)src;
+        if (revents & POLLIN) {
+                long long n = cgroup_oom_event(sv->run->cgroup);
+                if (n > sv->seen.oom_kills)
+                        sv->seen.oom_kills = n;
         }
         return true;
 }
@@ -583,6 +675,33 @@ static char **argv_with_block_fd(char **argv)
         return v;
 }
 
+/* The limits' event sources: the deadline's timer (armed once the child
+ * is forked: start_deadline) and the cgroup's OOM events. */
+static int add_limit_sources(struct supervisor *sv, struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
+        if (run->timeout_ms > 0) {
+                sv->deadline = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (sv->deadline < 0)
+                        return tb_fail(err, -errno, "setting up the deadline timer: %s", strerror(errno));
+                if (!add_source(sv, sv->deadline, WHILE_RUNNING, on_deadline, NULL))
+                        return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        }
+        if (run->cgroup && cgroup_oom_fd(run->cgroup) >= 0 &&
+            !add_source(sv, cgroup_oom_fd(run->cgroup), WHILE_RUNNING, on_oom, NULL))
+                return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        return 0;
+}
+
+static void start_deadline(struct supervisor *sv)
+{
+        long long ms = sv->run->timeout_ms;
+        if (sv->deadline < 0)
+                return;
+        struct itimerspec its = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 } };
+        timerfd_settime(sv->deadline, 0, &its, NULL);
+}
+
 /* Block the signals the loop takes from its signalfd; make the pipes and
  * the event sources; fork and exec; wait for the exec's outcome. */
 static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
@@ -603,7 +722,10 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                 .out_p = { -1, -1 },
                 .pty_master = -1,
                 .pty_slave = -1,
-                .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1 },
+                .deadline = -1,
+                .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1,
+                          .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
+                          .memory_bytes = run->memory_bytes },
         };
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
@@ -637,6 +759,8 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         for (size_t i = 0; r == 0 && i < run->n_watches; i++)
                 if (!add_source(sv, run->watches[i].fd, WHILE_RUNNING, on_watch, &run->watches[i]))
                         r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        if (r == 0)
+                r = add_limit_sources(sv, err);
         if (r < 0) {
                 tb_closep(&exec_p[1]);
                 return r;
@@ -651,6 +775,7 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         if (sv->pid == 0)
                 exec_child(sv, self, exec_p[1]);
         setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
+        start_deadline(sv);
         tb_closep(&sv->status_p[1]);
         tb_closep(&sv->err_p[1]);
         tb_closep(&sv->in_p[0]);
@@ -706,7 +831,7 @@ static void supervisor_done(struct supervisor *sv)
         }
         int *fds[] = { &sv->status_p[0], &sv->status_p[1], &sv->err_p[0], &sv->err_p[1], &sv->block_p[0],
                        &sv->block_p[1], &sv->in_p[0], &sv->in_p[1], &sv->out_p[0], &sv->out_p[1],
-                       &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd };
+                       &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd, &sv->deadline };
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(fds[i]);
         if (sv->argv != sv->run->argv)
@@ -733,8 +858,16 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                         run->watches[i].finish(run->watches[i].ctx);
         if (r < 0 && !sv.reaped) {
                 kill(sv.pid, SIGKILL);
-                waitpid(sv.pid, &sv.seen.wait_status, 0);
+                wait4(sv.pid, &sv.seen.wait_status, 0, &sv.rusage);
         }
+        /* OOM kills the loop had no time to see (the last event may come with the end). */
+        if (run->cgroup && cgroup_oom_fd(run->cgroup) >= 0) {
+                long long n = cgroup_oom_event(run->cgroup);
+                if (n > sv.seen.oom_kills)
+                        sv.seen.oom_kills = n;
+        }
+        if (run->rusage)
+                *run->rusage = sv.rusage;
         if (r == 0)
                 supervisor_result(&sv.seen, res);
         supervisor_done(&sv);

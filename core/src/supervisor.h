@@ -1,7 +1,8 @@
 /* The supervisor: starts the session (through bwrap, or directly when
  * unsandboxed), forwards SIGINT/SIGTERM/SIGHUP to it, reaps it, and says how
  * it ended. Setup, then a loop that hands each ready event source (bwrap's
- * status fd, its stderr, a signalfd, the kill timer, extra watches such as
+ * status fd, its stderr, a signalfd, the kill timer, the deadline (--timeout),
+ * the cgroup's OOM events, extra watches such as
  * login sync) to its own handler; what was seen is then mapped to a
  * session_result by a pure function, supervisor_result().
  *
@@ -15,6 +16,7 @@
 #define TB_SUPERVISOR_H
 
 #include <stdbool.h>
+#include <sys/resource.h>
 
 #include "outcome.h"
 #include "util.h"
@@ -39,6 +41,21 @@ struct supervisor_run {
                            * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
+        /* Limits (issue 11). With a cgroup (NULL: none), the keeper (the
+         * session, unsandboxed) joins it before it starts bwrap, so every
+         * process of the session is born inside; its OOM events are
+         * watched. With a timeout (timeout_ms > 0; LIMIT_UNSET: none), at
+         * the deadline every process of the session gets SIGTERM (the
+         * cgroup's, but the keeper and bwrap, which stay to report; else the
+         * session's process group), and whatever is left after
+         * kill_after_ms gets SIGKILL. */
+        struct cgroup *cgroup;
+        long long timeout_ms, kill_after_ms;
+        long long memory_bytes; /* the --memory limit, for the detail; <= 0: none */
+        /* When set: the rusage of the direct child and everything it reaped
+         * (the keeper is a subreaper that waits for every process under it,
+         * so that is the whole session). */
+        struct rusage *rusage;
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
@@ -57,6 +74,11 @@ struct supervisor_seen {
         int forwarded;         /* the signal trialbox forwarded to the session, or 0 */
         bool killed;           /* trialbox ended the session with SIGKILL after the grace */
         char bwrap_msg[512];   /* the last "bwrap: ..." line on bwrap's stderr, or "" */
+        /* Limits (issue 11). */
+        bool timed_out;          /* the deadline passed: SIGTERM was sent to the session */
+        bool killed_after_grace; /* SIGKILL was needed --kill-after the deadline's SIGTERM */
+        long long oom_kills;     /* the cgroup's OOM kills seen (0 without a cgroup) */
+        long long timeout_ms, kill_after_ms, memory_bytes; /* the limits, for the detail */
 };
 
 /* How the session ended, from what was seen alone: no system calls, no
@@ -76,8 +98,11 @@ struct supervisor_seen {
  *  - trialbox forwarded signal N to the session (SIGINT, SIGTERM, SIGHUP
  *    it received) and the status is 128+N;
  *  - trialbox sent SIGKILL after the grace and the status is 128+9;
+ *  - the deadline passed (timed_out) and the status is 128+SIGTERM;
  *  - bwrap ended without reporting the session's end (killed itself):
  *    the signal trialbox sent, else the one that killed bwrap.
+ * timed_out, killed_after_grace and oom_kills pass into the result with
+ * the limits, for outcome_from_session() (a timeout wins over an OOM kill).
  * Anything else is an exit code, passed through as it is: `exit 137` is
  * exit code 137, no signal. outcome.json says which; trialbox's own exit
  * status (128+N for a signal, 125 void, 126 trialbox's failure, 2 usage)

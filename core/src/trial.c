@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "confine.h"
 #include "env.h"
 #include "host.h"
@@ -118,10 +119,15 @@ struct trial {
         enum outcome_cause cause; /* why the Trial is void, when a step failed */
         struct repo_guard guard;
         long long start_ms;
+        /* Limits and the record (issue 11). */
+        struct cgroup_probe probe; /* when a limit needs a cgroup */
+        struct cgroup *cgroup;     /* the Trial's, while the session runs */
+        struct outcome_file final; /* the final record's reserved space */
 };
 
 static void trial_done(struct trial *t)
 {
+        outcome_file_done(&t->final);
         host_done(&t->host);
         repo_guard_done(&t->guard);
         sandbox_spec_done(&t->spec);
@@ -217,7 +223,11 @@ static int trial_load(struct trial *t, struct tb_error *err)
 static int trial_finish(struct trial *t, struct tb_error *err)
 {
         t->outcome.duration_ms = now_ms() - t->start_ms;
-        int r = outcome_write(&t->outcome, t->output, err);
+        outcome_end(&t->outcome);
+        /* Into the space reserved before the session (a full disk cannot
+         * stop it); a Trial void before the reservation is written plainly. */
+        int r = t->final.fd >= 0 ? outcome_commit(&t->final, &t->outcome, err)
+                                 : outcome_write(&t->outcome, t->output, err);
         if (r < 0)
                 return r;
         if (t->opt->json) {
@@ -302,7 +312,9 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .exit_code = -1,
                 .sandboxed = !opt->no_sandbox,
                 .home = t->home,
+                .limits = &opt->limits,
         };
+        outcome_start(&t->outcome);
         t->host = (struct tb_host){
                 .harness = opt->harness,
                 .env = t->env,
@@ -417,6 +429,70 @@ static void logins_finish(void *set)
                 log_warn("%s", err.msg);
 }
 
+/* The limits' part of the spec: can they be enforced here (else the Trial
+ * is void with the probe's reason and fix: never run unenforced), /tmp's
+ * size, the deadline the session sees. 0, or a negative errno with `err`
+ * and t->cause. */
+static int trial_limits_prepare(struct trial *t, struct tb_error *err)
+{
+        const struct trial_limits *l = &t->opt->limits;
+        if (trial_limits_need_cgroup(l) && cgroup_probe(l, &t->probe) == CGROUP_NONE) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
+        }
+        if (!t->opt->no_sandbox)
+                t->spec.tmpfs_size = trial_limits_tmpfs_size(l);
+        long long deadline = trial_limits_deadline(l, outcome_realtime_ms());
+        if (deadline != LIMIT_UNSET) {
+                char buf[32];
+                snprintf(buf, sizeof buf, "%lld", deadline);
+                sandbox_setenv(&t->spec, "TRIALBOX_DEADLINE", buf, false);
+        }
+        return 0;
+}
+
+/* Before the session: the final record's space, the Trial's cgroup, then
+ * the `running` record. 0, or a negative errno with `err` and t->cause. */
+static int trial_limits_start(struct trial *t, struct tb_error *err)
+{
+        t->cause = CAUSE_SESSION_UNAVAILABLE;
+        int r = outcome_reserve(&t->final, t->output, err);
+        if (r < 0)
+                return r;
+        if (trial_limits_need_cgroup(&t->opt->limits)) {
+                char name[64];
+                snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
+                r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
+                if (r < 0) {
+                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                        return r;
+                }
+        }
+        char boot_id[40];
+        r = outcome_boot_id(boot_id, sizeof boot_id, err);
+        if (r >= 0)
+                r = outcome_write_running(&t->outcome, t->output, getpid(), boot_id, err);
+        return r;
+}
+
+/* After the session: what it used (the cgroup's figures where there is
+ * one, the rest from the kernel's rusage), then the cgroup removed. */
+static void trial_limits_end(struct trial *t, const struct rusage *ru, struct session_result *res)
+{
+        struct trial_usage *u = &t->outcome.usage;
+        trial_usage_init(u);
+        if (t->cgroup)
+                cgroup_usage(t->cgroup, u);
+        trial_usage_fill_from_rusage(u, ru);
+        /* null when no session ran (a void Trial). */
+        t->outcome.usage_known = res->started;
+        if (u->oom_kills > res->oom_kills)
+                res->oom_kills = u->oom_kills;
+        struct tb_error err = { 0 };
+        if (cgroup_destroy(steal_pointer(&t->cgroup), &err) < 0)
+                log_warn("%s", err.msg);
+}
+
 /* Run the session (or, with --dry-run, print its command line): 0, or a
  * negative errno with `err` and t->cause saying why the Trial is void. */
 static int trial_execute(struct trial *t, struct tb_error *err)
@@ -427,6 +503,9 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
+        int r = trial_limits_prepare(t, err);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
@@ -435,6 +514,12 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         }
         log_info("plugin '%s'", t->plugin.path);
         log_info("running: %s", line);
+        r = trial_limits_start(t, err);
+        if (r < 0) {
+                struct tb_error ignored = { 0 };
+                cgroup_destroy(steal_pointer(&t->cgroup), &ignored);
+                return r;
+        }
 
         _cleanup_strv_ struct strv argv = { 0 };
         _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
@@ -457,9 +542,18 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .bwrap = t->bwrap != NULL,
                 .watches = t->host.logins.watching ? &logins : NULL,
                 .n_watches = t->host.logins.watching ? 1 : 0,
+                .cgroup = t->cgroup,
+                .timeout_ms = opt->limits.timeout_ms,
+                .kill_after_ms = opt->limits.kill_after_ms,
+                .memory_bytes = opt->limits.memory_bytes,
         };
+        struct rusage ru = { 0 };
+        run.rusage = &ru;
         struct session_result res;
-        int r = supervisor_run(&run, &res, err);
+        r = supervisor_run(&run, &res, err);
+        if (r < 0)
+                res.started = false;
+        trial_limits_end(t, &ru, &res);
         /* Whatever the session's end, before anything else runs git there. */
         _cleanup_strv_ struct strv undone = { 0 };
         repo_guard_restore(&t->guard, &undone);
@@ -477,7 +571,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
  * `err`; here alone that becomes an exit status. */
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
-        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms() };
+        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT };
         struct tb_error err = { 0 };
         int status;
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "sandbox.h"
+#include "trial_limits.h"
 
 struct trial_options {
         const char *harness;
@@ -19,6 +20,7 @@ struct trial_options {
         bool json;
         int verbosity;
         char **session_args; /* NULL-terminated, passed unchanged */
+        struct trial_limits limits; /* --timeout, --kill-after, --memory, --pids, --cpus */
 };
 
 /* The variables a session inherits from the host when they are set (more

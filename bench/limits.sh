@@ -1,0 +1,41 @@
+#!/bin/sh
+# The cost of limits: a no-op Trial (--harness shell --harness-bin /bin/true)
+# with --memory --pids --cpus against the same Trial without, side by side in
+# one hyperfine run. The difference is the Trial's cgroup: the probe, its
+# creation with the limits written, the keeper joining it, the usage read and
+# its removal (issue 11: well under 2 ms). Needs root or a delegated cgroup
+# (see `trialbox check`'s limits line); elsewhere it says why and stops.
+#
+#   bench/limits.sh            (BUILD=folder, RUNS=50, WARMUP=3)
+RUNS=${RUNS:-50}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+need hyperfine hyperfine
+need_trialbox
+scratch
+mkdir "$W/repo"
+
+base="$TB run -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
+limited="$base --memory 512M --pids 256 --cpus 1"
+if ! $limited >"$W/probe.err" 2>&1; then
+        row limits "no-op Trial with --memory --pids --cpus" "cannot run here: $(head -c 300 "$W/probe.err" | tr '\n|' '  ')" "" ""
+        exit 0
+fi
+rm -rf "$W/out"
+mechanism=$("$TB" check --json 2>/dev/null | tr '{' '\n' | sed -n 's/.*"check":"limits".*"detail":"\([^"]*\)".*/\1/p')
+
+say "limits: hyperfine, $RUNS runs of each command"
+hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-csv "$W/h.csv" \
+        --prepare "rm -rf $W/out" -n no-limits "$base" \
+        --prepare "rm -rf $W/out" -n limits "$limited" >&2
+
+t0=$(hf_median "$W/h.csv" no-limits)
+t1=$(hf_median "$W/h.csv" limits)
+d=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+m0=$(hf_min "$W/h.csv" no-limits)
+m1=$(hf_min "$W/h.csv" limits)
+dmin=$(awk -v a="$m1" -v b="$m0" 'BEGIN { printf "%.2f", a - b }')
+row limits "no-op Trial without limits, median" "$t0 ms" "" ""
+row limits "no-op Trial with --memory --pids --cpus, median" "$t1 ms" "" ""
+row limits "cost of the Trial's cgroup, medians (and fastest runs)" "$d ms ($dmin ms)" "< 2 ms" "$(verdict_le "$d" 2)"
+method "limits: one hyperfine run (--warmup $WARMUP --runs $RUNS, a new output folder each run) of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` and the same with \`--memory 512M --pids 256 --cpus 1\` (mechanism here: ${mechanism:-?}). The difference of the medians is the cost of the probe, the cgroup's creation with its limits, the keeper joining it, reading its usage and removing it."
