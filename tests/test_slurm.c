@@ -545,6 +545,34 @@ static void assert_slurm_ids(const struct bexp *e, const char *const trials[][3]
         }
 }
 
+/* Checked before anything is submitted, cluster or not. */
+START_TEST(a_bad_plan_or_bad_slurm_args_are_exit_2_and_submit_nothing)
+{
+        static const char *const one[][3] = { { "t", "true", NULL }, { NULL, NULL, NULL } };
+        struct bexp e;
+        bexp_new(&e, one);
+        static const char *const bad_args[] = { "--wrap=true", "--array=0-3", "--wait", "'unclosed" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad_args); i++) {
+                struct proc_result r;
+                tb_batch(&r, &e, (const char *const[]){ "--slurm", "--slurm-args", bad_args[i], NULL });
+                ck_assert_msg(r.status == 2, "--slurm-args %s: exit %d: %s", bad_args[i], r.status, r.err);
+                ck_assert_msg(one_line(r.err), "%s", r.err);
+                proc_result_free(&r);
+        }
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--no-wait", NULL });
+        ck_assert_msg(r.status == 2 && strstr(r.err, "--slurm"), "exit %d: %s", r.status, r.err);
+        proc_result_free(&r);
+        write_text(e.plan, "{\"id\":\"t\",\"harness\":\"shell\",\"output_dir\":\"out/t\"}\n", 0644); /* no repo */
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", NULL });
+        ck_assert_msg(r.status == 2 && strstr(r.err, ":1:"), "exit %d: %s", r.status, r.err);
+        proc_result_free(&r);
+        struct stat st;
+        ck_assert_int_ne(lstat(e.job, &st), 0);
+        bexp_free(&e);
+}
+END_TEST
+
 /* The summary's words, but those that are durations ("189ms"). */
 static char *without_durations(const char *table)
 {
@@ -785,6 +813,7 @@ int main(void)
         tcase_add_test(tc, slurm_args_may_not_take_over_the_array_or_the_wait);
         tcase_add_test(tc, a_task_knows_its_array_id_and_index_and_a_plain_job_its_id);
         tcase_add_test(tc, a_jobcomp_line_gives_the_state_and_exit_code_of_its_task);
+        tcase_add_test(tc, a_bad_plan_or_bad_slurm_args_are_exit_2_and_submit_nothing);
         suite_add_tcase(s, tc);
         bool up = cluster_up();
         if (up) {

@@ -1055,6 +1055,15 @@ static int slurm_run(struct batch *b, struct tb_error *err)
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
                 b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        if (b->opt->slurm) { /* --slurm-args are checked as the plan is, whether or not they are used */
+                struct strv argv = { 0 };
+                struct slurm_array_request check = { .trialbox = "/", .plan = "/", .tasks = b->n, .log_dir = "/",
+                                                     .slurm_args = b->opt->slurm_args };
+                int r = slurm_sbatch_argv(&check, &argv, err);
+                strv_done(&argv);
+                if (r < 0)
+                        return TB_EXIT_USAGE;
+        }
         if (saved < 0)
                 log_warn("'%s' does not hold a job id; remove it", job_path);
         if (saved > 0) {
@@ -1090,7 +1099,10 @@ static int slurm_run(struct batch *b, struct tb_error *err)
                 int r = slurm_array_wait(b->job_id, env, slurm_tick, b, err);
                 progress_end(b);
                 if (r < 0) {
-                        tb_wrap(err, "run the same command again to wait and gather");
+                        char why[sizeof err->msg];
+                        snprintf(why, sizeof why, "%s", err->msg);
+                        tb_fail(err, r, "%s; run the same command again to wait for job %lld and gather", why,
+                                b->job_id);
                         return TB_EXIT_ERROR;
                 }
         }
@@ -1147,6 +1159,10 @@ static const char batch_usage[] =
         "up to --jobs at once (default: the CPUs), void ones again up to --retries times\n"
         "(default 2); writes results.jsonl beside PLAN and prints the summary.\n"
         "Run the same command again to resume. --index I runs only Trial I (0-based).\n"
+        "--slurm submits the plan as one Slurm job array (at most --jobs tasks at once when\n"
+        "given; --slurm-args for sbatch), saves its id in PLAN.slurm-job, waits and gathers;\n"
+        "--no-wait returns after submitting and 'trialbox batch PLAN' gathers later. The\n"
+        "plan's folders and trialbox must be at the same paths on every node.\n"
         "exit status: 0 every Trial completed or failed, 1 some stayed void, 2 a bad plan,\n"
         "128+N interrupted by signal N, 126 the batch itself failed.\n";
 
