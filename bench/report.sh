@@ -18,7 +18,10 @@ case ${BUILD:-} in
 *) BUILD="$PWD/$BUILD" ;;
 esac
 export BUILD
-scripts=${*:-noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits}
+# bench/slurm.sh starts a Slurm cluster: only as root (its row says so otherwise).
+default="noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits"
+[ "$(id -u)" != 0 ] || default="$default slurm"
+scripts=${*:-$default}
 out="$root/bench/.cache/last"
 rm -rf "$out"
 mkdir -p "$out"

@@ -3,7 +3,7 @@
 # cluster takes to start and to run its first job, and the wall time of an
 # N-task array (submit to the last task gone from squeue) of bare bwrap
 # no-op lines through `sbatch --wrap`, against the same plan through
-# `trialbox batch PLAN --slurm` (once the batch has it).
+# `trialbox batch PLAN --slurm` (submit, squeue polling every second, gathering).
 #
 #   bench/slurm.sh     (SLURM_TASKS=16, SLURM_RUNS=3; root; starts the cluster
 #                       unless it runs, and stops it again if it started it)
@@ -57,8 +57,11 @@ mkdir -p "$W/repo" "$W/logs"
 if [ -x "$TB" ] && [ -e "$PLUGINS/shell.so" ]; then
         export TRIALBOX_PLUGIN_PATH="$PLUGINS"
         "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/bare" --dry-run -- -c true >"$W/bare-line.sh"
+        # The line names the seccomp filter's fd (--seccomp N), which only a
+        # running trialbox holds: the bare line goes without the filter.
+        sed -i 's/ --seccomp [0-9]*//' "$W/bare-line.sh"
         mkdir -p "$W/bare/home"
-        bare="the \`--dry-run\` line of a shell Trial running \`true\`"
+        bare="the \`--dry-run\` line of a shell Trial running \`true\` (without its \`--seccomp FD\`, an fd only a running trialbox holds)"
 else
         echo "exec bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --die-with-parent true" >"$W/bare-line.sh"
         bare="\`bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid true\` (trialbox not built)"
@@ -101,6 +104,9 @@ if [ -x "$TB" ] && "$TB" batch --help 2>&1 | grep -q -- '--slurm'; then
                 t0=$(now)
                 "$TB" batch "$plan" --slurm -q >/dev/null 2>>"$W/tb.stderr" || true
                 echo $(($(now) - t0)) >>"$W/tb.ms"
+                ok=$(grep -c '"outcome":"completed"' "$W/plan$i/results.jsonl" 2>/dev/null || true)
+                [ "${ok:-0}" = "$tasks" ] ||
+                        note "slurm: run $i of the trialbox array completed ${ok:-0} of $tasks Trials: $(tail -n 1 "$W/tb.stderr" | tr '|' ' ')"
                 i=$((i + 1))
         done
         tb_ms=$(median <"$W/tb.ms")

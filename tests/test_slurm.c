@@ -7,6 +7,7 @@
  * skipped (exit 77) once the others passed. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <json-c/json.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -439,6 +440,350 @@ START_TEST(a_forgotten_job_is_gone_and_a_missing_sbatch_is_named)
 }
 END_TEST
 
+/* ---- `trialbox batch PLAN --slurm` on the cluster ---- */
+
+struct bexp {
+        char *dir, *plan, *results, *job;
+};
+
+/* A folder with repo/ (writable by any user: the Trials leave markers in
+ * it) and plan.jsonl of shell Trials `id: script [extra fields]`. */
+static void bexp_new(struct bexp *e, const char *const trials[][3])
+{
+        e->dir = tmpdir_new();
+        ck_assert_int_eq(chmod(e->dir, 0777), 0);
+        e->plan = path_in(e->dir, "plan.jsonl");
+        e->results = path_in(e->dir, "results.jsonl");
+        e->job = path_in(e->dir, "plan.jsonl.slurm-job");
+        char *repo = path_in(e->dir, "repo");
+        ck_assert_int_eq(mkdir(repo, 0777), 0);
+        ck_assert_int_eq(chmod(repo, 0777), 0);
+        free(repo);
+        struct strbuf plan = { 0 };
+        for (size_t i = 0; trials[i][0]; i++) {
+                json_object *script = json_object_new_string(trials[i][1]);
+                strbuf_addf(&plan, "{\"id\":\"%s\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/%s\","
+                                   "\"args\":[\"-c\",%s]%s%s}\n",
+                            trials[i][0], trials[i][0], json_object_to_json_string(script), trials[i][2] ? "," : "",
+                            trials[i][2] ? trials[i][2] : "");
+                json_object_put(script);
+        }
+        write_text(e->plan, plan.s, 0644);
+        free(plan.s);
+}
+
+static void bexp_free(struct bexp *e)
+{
+        tmpdir_remove(e->dir);
+        free(e->dir);
+        free(e->plan);
+        free(e->results);
+        free(e->job);
+}
+
+static void tb_batch(struct proc_result *r, const struct bexp *e, const char *const extra[])
+{
+        char *argv[16] = { TRIALBOX_BIN, "batch", e->plan };
+        size_t n = 3;
+        for (size_t i = 0; extra && extra[i] && n + 1 < 16; i++)
+                argv[n++] = (char *)extra[i];
+        argv[n] = NULL;
+        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+}
+
+/* Trial `id`'s results line, parsed, or NULL. */
+static json_object *result_of(const struct bexp *e, const char *id)
+{
+        char *text = read_text(e->results);
+        json_object *found = NULL;
+        for (char *save = NULL, *l = text ? strtok_r(text, "\n", &save) : NULL; l && !found;
+             l = strtok_r(NULL, "\n", &save)) {
+                json_object *j = json_tokener_parse(l), *v;
+                if (j && json_object_object_get_ex(j, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
+                        found = j;
+                else
+                        json_object_put(j);
+        }
+        free(text);
+        return found;
+}
+
+/* A field of a results line as text ("null" for null or missing). */
+static char *field_of(json_object *j, const char *field)
+{
+        json_object *v = NULL;
+        json_object_object_get_ex(j, field, &v);
+        return xstrdup(v ? json_object_get_string(v) : "null");
+}
+
+static long long saved_job(const struct bexp *e)
+{
+        char *text = read_text(e->job);
+        ck_assert_msg(text != NULL, "no '%s'", e->job);
+        long long id = strtoll(text, NULL, 10);
+        free(text);
+        ck_assert_int_gt(id, 0);
+        return id;
+}
+
+/* Every Trial's outcome.json names the array and its own task. */
+static void assert_slurm_ids(const struct bexp *e, const char *const trials[][3], long long job)
+{
+        for (size_t i = 0; trials[i][0]; i++) {
+                char *out = xasprintf("%s/out/%s", e->dir, trials[i][0]);
+                char *got_job = outcome_field(out, "slurm_job_id"), *got_task = outcome_field(out, "slurm_array_task_id");
+                char want_job[32], want_task[32];
+                snprintf(want_job, sizeof want_job, "%lld", job);
+                snprintf(want_task, sizeof want_task, "%zu", i);
+                ck_assert_msg(got_job && strcmp(got_job, want_job) == 0, "%s: slurm_job_id %s, not %s", trials[i][0],
+                              got_job ? got_job : "(none)", want_job);
+                ck_assert_msg(got_task && strcmp(got_task, want_task) == 0, "%s: slurm_array_task_id %s, not %s",
+                              trials[i][0], got_task ? got_task : "(none)", want_task);
+                free(got_job);
+                free(got_task);
+                free(out);
+        }
+}
+
+/* Checked before anything is submitted, cluster or not. */
+START_TEST(a_bad_plan_or_bad_slurm_args_are_exit_2_and_submit_nothing)
+{
+        static const char *const one[][3] = { { "t", "true", NULL }, { NULL, NULL, NULL } };
+        struct bexp e;
+        bexp_new(&e, one);
+        static const char *const bad_args[] = { "--wrap=true", "--array=0-3", "--wait", "'unclosed" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad_args); i++) {
+                struct proc_result r;
+                tb_batch(&r, &e, (const char *const[]){ "--slurm", "--slurm-args", bad_args[i], NULL });
+                ck_assert_msg(r.status == 2, "--slurm-args %s: exit %d: %s", bad_args[i], r.status, r.err);
+                ck_assert_msg(one_line(r.err), "%s", r.err);
+                proc_result_free(&r);
+        }
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--no-wait", NULL });
+        ck_assert_msg(r.status == 2 && strstr(r.err, "--slurm"), "exit %d: %s", r.status, r.err);
+        proc_result_free(&r);
+        write_text(e.plan, "{\"id\":\"t\",\"harness\":\"shell\",\"output_dir\":\"out/t\"}\n", 0644); /* no repo */
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", NULL });
+        ck_assert_msg(r.status == 2 && strstr(r.err, ":1:"), "exit %d: %s", r.status, r.err);
+        proc_result_free(&r);
+        struct stat st;
+        ck_assert_int_ne(lstat(e.job, &st), 0);
+        bexp_free(&e);
+}
+END_TEST
+
+/* The summary's words, but those that are durations ("189ms"). */
+static char *without_durations(const char *table)
+{
+        struct strbuf sb = { 0 };
+        char *copy = xstrdup(table);
+        for (char *save = NULL, *w = strtok_r(copy, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+                size_t n = strlen(w);
+                if (!(n > 2 && strcmp(w + n - 2, "ms") == 0))
+                        strbuf_addf(&sb, "%s ", w);
+        }
+        free(copy);
+        return sb.s ? sb.s : xstrdup("");
+}
+
+static const char *const mixed[][3] = {
+        { "ok0", "echo ok0 >> ran", NULL },
+        { "fail", "echo fail >> ran; exit 3", NULL },
+        { "void", "true", "\"harness_bin\":\"/nonexistent/agent\"" },
+        { "ok1", "echo ok1 >> ran", NULL },
+        { "killed", "echo killed >> ran; kill -KILL $$", NULL },
+        { NULL, NULL, NULL },
+};
+
+START_TEST(a_plan_through_slurm_gives_the_results_of_a_local_run_and_records_its_slurm_ids)
+{
+        struct bexp local, slurm;
+        bexp_new(&local, mixed);
+        bexp_new(&slurm, mixed);
+        struct proc_result lr, sr;
+        tb_batch(&lr, &local, (const char *const[]){ "--retries", "0", "-q", NULL });
+        tb_batch(&sr, &slurm, (const char *const[]){ "--slurm", "--jobs", "2", "--retries", "0", NULL });
+        ck_assert_msg(sr.status == lr.status, "--slurm exit %d, local %d: %s", sr.status, lr.status, sr.err);
+        ck_assert_int_eq(sr.status, 1); /* the void Trial */
+        ck_assert_msg(strstr(sr.err, "submitted job array") != NULL, "%s", sr.err);
+        for (size_t i = 0; mixed[i][0]; i++) {
+                json_object *l = result_of(&local, mixed[i][0]), *s = result_of(&slurm, mixed[i][0]);
+                ck_assert_msg(l && s, "no results line for '%s'", mixed[i][0]);
+                static const char *const fields[] = { "outcome", "cause", "exit_code", "signal", "attempts" };
+                for (size_t f = 0; f < TB_ARRAY_SIZE(fields); f++) {
+                        char *a = field_of(l, fields[f]), *b = field_of(s, fields[f]);
+                        ck_assert_msg(strcmp(a, b) == 0, "%s %s: local '%s', --slurm '%s'", mixed[i][0], fields[f], a, b);
+                        free(a);
+                        free(b);
+                }
+                json_object_put(l);
+                json_object_put(s);
+        }
+        /* The same summary table (but the durations), and every Trial ran once. */
+        char *st = without_durations(sr.out), *lt = without_durations(lr.out);
+        ck_assert_msg(strstr(st, "completed") && strcmp(st, lt) == 0, "--slurm:\n%s\nlocal:\n%s", sr.out, lr.out);
+        free(st);
+        free(lt);
+        char *ran = path_in(slurm.dir, "repo/ran");
+        char *text = read_text(ran);
+        ck_assert_msg(text && count_lines(text) == 4, "ran: %s", text ? text : "(nothing)");
+        free(text);
+        free(ran);
+        assert_slurm_ids(&slurm, mixed, saved_job(&slurm));
+        /* A local run records no Slurm ids. */
+        char *out = path_in(local.dir, "out/ok0");
+        char *none = outcome_field(out, "slurm_job_id");
+        ck_assert_msg(none == NULL || strcmp(none, "null") == 0, "local slurm_job_id %s", none);
+        free(none);
+        free(out);
+        proc_result_free(&lr);
+        proc_result_free(&sr);
+        bexp_free(&local);
+        bexp_free(&slurm);
+}
+END_TEST
+
+static const char *const quick[][3] = {
+        { "a", "echo a >> ran; sleep 1", NULL },
+        { "b", "echo b >> ran; sleep 1", NULL },
+        { "c", "echo c >> ran; exit 1", NULL },
+        { "d", "echo d >> ran", NULL },
+        { NULL, NULL, NULL },
+};
+
+START_TEST(no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers)
+{
+        struct bexp e;
+        bexp_new(&e, quick);
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", "--no-wait", "--jobs", "1", NULL });
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        long long job = saved_job(&e);
+        char want[32];
+        snprintf(want, sizeof want, "%lld\n", job);
+        ck_assert_str_eq(r.out, want);
+        proc_result_free(&r);
+        /* The plain command resumes: waits for the saved array, gathers. */
+        tb_batch(&r, &e, (const char *const[]){ "--retries", "0", NULL });
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        for (size_t i = 0; quick[i][0]; i++) {
+                json_object *j = result_of(&e, quick[i][0]);
+                ck_assert_msg(j != NULL, "no results line for '%s'", quick[i][0]);
+                char *kind = field_of(j, "outcome");
+                ck_assert_str_eq(kind, i == 2 ? "failed" : "completed");
+                free(kind);
+                json_object_put(j);
+        }
+        assert_slurm_ids(&e, quick, job);
+        proc_result_free(&r);
+        /* Again, with --slurm: every Trial is final, nothing is submitted, nothing runs twice. */
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", NULL });
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        ck_assert_msg(strstr(r.err, "nothing to submit") != NULL, "%s", r.err);
+        ck_assert_int_eq(saved_job(&e), job);
+        char *ran = path_in(e.dir, "repo/ran");
+        char *text = read_text(ran);
+        ck_assert_msg(text && count_lines(text) == 4, "ran: %s", text ? text : "(nothing)");
+        free(text);
+        free(ran);
+        proc_result_free(&r);
+        bexp_free(&e);
+}
+END_TEST
+
+/* A record as if task 0 of a job the controller never had were running
+ * the Trial on another node: judged by squeue (gone), not by its pid. */
+START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid)
+{
+        static const char *const one[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
+        struct bexp e;
+        bexp_new(&e, one);
+        char *out = path_in(e.dir, "out/t");
+        ck_assert_int_eq(mkdir_p(out, 0777), 0);
+        char boot[64] = "";
+        char *b = read_text("/proc/sys/kernel/random/boot_id");
+        snprintf(boot, sizeof boot, "%.36s", b);
+        free(b);
+        /* pid 1 of this very boot is alive: only the Slurm ids can say it is lost. */
+        char *rec = xasprintf("{\"outcome\":\"running\",\"harness\":\"shell\",\"pid\":1,\"pid_start\":%s,"
+                              "\"boot_id\":\"%s\",\"slurm_job_id\":999999990,\"slurm_array_task_id\":0}\n",
+                              "null", boot);
+        write_in(out, "outcome.json", rec, 0644);
+        free(rec);
+        write_text(e.job, "999999990\n", 0644);
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--retries", "0", NULL });
+        ck_assert_msg(r.status == 1, "%d: %s", r.status, r.err);
+        json_object *j = result_of(&e, "t");
+        char *kind = field_of(j, "outcome"), *cause = field_of(j, "cause"), *detail = field_of(j, "detail");
+        ck_assert_str_eq(kind, "void");
+        ck_assert_str_eq(cause, "launcher_lost");
+        ck_assert_msg(strstr(detail, "999999990_0 is gone") != NULL, "%s", detail);
+        free(kind);
+        free(cause);
+        free(detail);
+        json_object_put(j);
+        proc_result_free(&r);
+        free(out);
+        bexp_free(&e);
+}
+END_TEST
+
+START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes)
+{
+        static const char *const slow[][3] = {
+                { "s0", "echo s0 >> ran; sleep 60", NULL },
+                { "s1", "echo s1 >> ran; sleep 60", NULL },
+                { "s2", "echo s2 >> ran; sleep 60", NULL },
+                { NULL, NULL, NULL },
+        };
+        struct bexp e;
+        bexp_new(&e, slow);
+        char *err_file = path_in(e.dir, "batch.err"), *out_file = path_in(e.dir, "batch.out");
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--slurm", "--jobs", "1", "--retries", "0", NULL };
+        pid_t pid = spawn_argv(tb_env(NULL), argv, out_file, err_file);
+        char *ran = path_in(e.dir, "repo/ran");
+        ck_assert_msg(wait_for_file(ran, 60000), "the first Trial never started");
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
+        char *err = read_text(err_file);
+        ck_assert_msg(err && strstr(err, "cancelling job") != NULL, "%s", err ? err : "");
+        /* Once. */
+        ck_assert_ptr_eq(strstr(strstr(err, "cancelling job") + 1, "cancelling job"), NULL);
+        free(err);
+        /* The running Trial stopped and recorded a final Outcome; the others never ran. */
+        char *out = path_in(e.dir, "out/s0");
+        char *kind = outcome_field(out, "outcome");
+        ck_assert_msg(kind && strcmp(kind, "running") != 0, "s0 is '%s'", kind ? kind : "(none)");
+        free(kind);
+        free(out);
+        json_object *j = result_of(&e, "s0");
+        ck_assert_ptr_nonnull(j);
+        json_object_put(j);
+        for (size_t i = 1; i < 3; i++) {
+                j = result_of(&e, slow[i][0]);
+                ck_assert_msg(j != NULL, "no results line for '%s'", slow[i][0]);
+                char *k = field_of(j, "outcome");
+                ck_assert_str_eq(k, "null");
+                free(k);
+                json_object_put(j);
+        }
+        char *text = read_text(ran);
+        ck_assert_msg(text && count_lines(text) == 1, "ran: %s", text ? text : "(nothing)");
+        free(text);
+        /* The array is gone from the queue. */
+        struct slurm_array_state st;
+        struct tb_error terr = { 0 };
+        ck_assert_int_eq(slurm_array_poll(saved_job(&e), environ, &st, &terr), 0);
+        ck_assert(st.gone);
+        free(ran);
+        free(err_file);
+        free(out_file);
+        bexp_free(&e);
+}
+END_TEST
+
 /* SLURM_CONF from the environment, or tests/slurm/cluster's; true when a
  * cluster answers there. */
 static bool cluster_up(void)
@@ -468,6 +813,7 @@ int main(void)
         tcase_add_test(tc, slurm_args_may_not_take_over_the_array_or_the_wait);
         tcase_add_test(tc, a_task_knows_its_array_id_and_index_and_a_plain_job_its_id);
         tcase_add_test(tc, a_jobcomp_line_gives_the_state_and_exit_code_of_its_task);
+        tcase_add_test(tc, a_bad_plan_or_bad_slurm_args_are_exit_2_and_submit_nothing);
         suite_add_tcase(s, tc);
         bool up = cluster_up();
         if (up) {
@@ -479,6 +825,13 @@ int main(void)
                 tcase_add_test(cl, a_cancelled_array_terms_its_running_tasks_and_never_starts_the_rest);
                 tcase_add_test(cl, a_forgotten_job_is_gone_and_a_missing_sbatch_is_named);
                 suite_add_tcase(s, cl);
+                TCase *bt = tcase_create("batch --slurm");
+                tcase_set_timeout(bt, 120); /* arrays of real Trials and a cancel, on a busy machine */
+                tcase_add_test(bt, a_plan_through_slurm_gives_the_results_of_a_local_run_and_records_its_slurm_ids);
+                tcase_add_test(bt, no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers);
+                tcase_add_test(bt, a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid);
+                tcase_add_test(bt, sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes);
+                suite_add_tcase(s, bt);
         }
         int r = run_suite(s);
         if (r == 0 && !up) {

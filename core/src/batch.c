@@ -23,6 +23,8 @@
 #include "outcome.h"
 #include "plan.h"
 #include "report.h"
+#include "slurm.h"
+#include "trial_limits.h"
 
 extern char **environ;
 
@@ -30,7 +32,8 @@ extern char **environ;
  * one of them runs at a time, so none holds a slot while it waits. */
 static const char *const one_at_a_time[] = { "grok" };
 
-enum trial_state { T_PENDING, T_RUNNING, T_DONE };
+/* T_ELSEWHERE: running in a Slurm task still in the queue (not ours to wait for). */
+enum trial_state { T_PENDING, T_RUNNING, T_DONE, T_ELSEWHERE };
 
 struct btrial {
         const struct plan_trial *p;
@@ -41,6 +44,7 @@ struct btrial {
         long long due_ms;   /* PENDING: not before */
         int kind;           /* DONE: enum outcome_kind */
         unsigned slots;     /* RUNNING: the job slots it holds */
+        bool noted;         /* its finished line was shown (Slurm: while waiting) */
 };
 
 struct batch {
@@ -58,6 +62,9 @@ struct batch {
         int stopping;     /* the signal that asked the batch to stop, or 0 */
         bool tty;         /* stderr is a terminal: the live progress line */
         char *results_path;
+        /* Slurm */
+        bool gather;        /* judge every Trial from disk, run nothing, retry nothing */
+        long long job_id;   /* the array waited for, or 0 */
 };
 
 enum { EV_SIGNAL = 1, EV_TIMER, EV_PIDFD };
@@ -176,7 +183,12 @@ static int write_json_at(const char *dir, const char *name, json_object *j)
 
 /* Before the launcher runs: its pid, start and boot, in the running record's
  * form (outcome_launcher_lost reads it). */
-static int write_launcher(const char *out, pid_t pid)
+static char *const *batch_environ(const struct batch *b)
+{
+        return b->opt->environ ? b->opt->environ : environ;
+}
+
+static int write_launcher(const struct batch *b, const char *out, pid_t pid)
 {
         char boot[40] = "";
         outcome_boot_id(boot, sizeof boot, NULL);
@@ -186,6 +198,13 @@ static int write_launcher(const char *out, pid_t pid)
         json_object_object_add(j, "pid_start", json_object_new_int64(start_ticks(pid)));
         json_object_object_add(j, "boot_id", json_object_new_string(boot));
         json_object_object_add(j, "started_at_unix_ms", json_object_new_int64(outcome_realtime_ms()));
+        /* In a Slurm task: its ids, by which a resumed batch judges it (the pid is this node's). */
+        struct slurm_ids ids = slurm_ids_from_env(batch_environ(b));
+        if (ids.job_id > 0) {
+                json_object_object_add(j, "slurm_job_id", json_object_new_int64(ids.job_id));
+                json_object_object_add(j, "slurm_array_task_id",
+                                       ids.array_task_id >= 0 ? json_object_new_int64(ids.array_task_id) : NULL);
+        }
         int r = write_json_at(out, "launcher.json", j);
         json_object_put(j);
         return r;
@@ -327,10 +346,11 @@ static void progress_end(struct batch *b)
                 fputs("\r\033[K", stderr);
 }
 
-static void note_finished(struct batch *b, const struct btrial *t, json_object *rec)
+static void note_finished(struct batch *b, struct btrial *t, json_object *rec)
 {
-        if (b->tty || b->opt->verbosity < 1)
+        if (b->tty || b->opt->verbosity < 1 || t->noted)
                 return;
+        t->noted = true;
         json_object *c = NULL, *d = NULL;
         json_object_object_get_ex(rec, "cause", &c);
         json_object_object_get_ex(rec, "duration_ms", &d);
@@ -437,7 +457,9 @@ static char *lost_why(int exit_status)
         return xasprintf("trialbox run exited with status %d", WEXITSTATUS(exit_status));
 }
 
-enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD };
+static int slurm_launcher(struct batch *b, const struct btrial *t, json_object *launcher, char **why);
+
+enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
 
 /* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
  * alive (adopted: waited for); or a record in *rec (a lost launcher's written
@@ -459,14 +481,23 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         if (!launcher && exit_status < 0)
                 return FOUND_NOTHING;
         _cleanup_free_ char *path = xasprintf("%s/%s", out, kind ? "outcome.json" : "launcher.json");
-        if (launcher && exit_status < 0 && adopt(b, t, ix, launcher, path)) {
+        _cleanup_free_ char *slurm_why = NULL;
+        int in_slurm = launcher && exit_status < 0 ? slurm_launcher(b, t, launcher, &slurm_why) : 0;
+        if (in_slurm > 0) {
+                if (launcher != *rec)
+                        json_object_put(launcher);
+                json_object_put(*rec);
+                *rec = NULL;
+                return FOUND_ELSEWHERE;
+        }
+        if (launcher && exit_status < 0 && in_slurm == 0 && adopt(b, t, ix, launcher, path)) {
                 json_object_put(launcher);
                 *rec = NULL;
                 return FOUND_RUNNING;
         }
         if (launcher != *rec)
                 json_object_put(launcher);
-        _cleanup_free_ char *why = lost_why(exit_status);
+        _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
         *rec = record_lost(t, *rec, why);
         return FOUND_RECORD;
 }
@@ -507,8 +538,12 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
         }
         if (found == FOUND_RUNNING)
                 return;
+        if (found == FOUND_ELSEWHERE) {
+                t->state = T_ELSEWHERE;
+                return;
+        }
         int kind = kind_from_name(record_kind(rec));
-        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping;
+        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping && !b->gather;
         if (!again || retry(b, t, ix, at_start) < 0)
                 mark_done(b, t, kind, rec);
         json_object_put(rec);
@@ -614,7 +649,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                 close(go[1]);
                 return tb_fail(err, -errno, "cannot start Trial '%s': fork: %s", p->id, strerror(errno));
         }
-        r = write_launcher(p->output_dir, pid);
+        r = write_launcher(b, p->output_dir, pid);
         if (r == 0 && write(go[1], "g", 1) != 1)
                 r = -errno;
         close(go[1]);
@@ -794,9 +829,11 @@ static int lock_plan(struct batch *b, struct tb_error *err)
 static int begin(struct batch *b, struct tb_error *err)
 {
         b->n = b->plan.n;
-        b->t = xcalloc(b->n, sizeof *b->t);
-        for (size_t i = 0; i < b->n; i++)
-                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        if (!b->t) {
+                b->t = xcalloc(b->n, sizeof *b->t);
+                for (size_t i = 0; i < b->n; i++)
+                        b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        }
         if (b->opt->index >= 0) {
                 settle(b, &b->t[b->opt->index], (size_t)b->opt->index, -1, true);
                 return 0;
@@ -835,6 +872,247 @@ static int finish(struct batch *b, struct tb_error *err)
         return 0;
 }
 
+/* ---- Slurm: one job array for the plan (batch.h "Slurm") ---- */
+
+/* A launcher record (`running` outcome.json or launcher.json) with Slurm ids:
+ * its pid and boot are another node's, so it is judged by its task in the
+ * queue. 0: no Slurm ids (judge it by its pid); 1: its task is still queued
+ * or running (or squeue cannot say now); -1: its task is gone, the launcher
+ * lost (*why says so). */
+static int slurm_launcher(struct batch *b, const struct btrial *t, json_object *launcher, char **why)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(launcher, "slurm_job_id", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) <= 0)
+                return 0;
+        long long job = json_object_get_int64(v), task = -1;
+        if (json_object_object_get_ex(launcher, "slurm_array_task_id", &v) && json_object_is_type(v, json_type_int))
+                task = json_object_get_int64(v);
+        char *const *env = batch_environ(b);
+        struct slurm_ids self = slurm_ids_from_env(env);
+        if (self.job_id == job && self.array_task_id == task) { /* this very task ran it before: requeued */
+                *why = xasprintf("its Slurm task %lld_%lld was requeued", job, task);
+                return -1;
+        }
+        struct slurm_array_state st;
+        struct tb_error err = { 0 };
+        int r = task >= 0 ? slurm_task_poll(job, task, env, &st, &err) : slurm_array_poll(job, env, &st, &err);
+        if (r == 0 && st.gone) {
+                *why = xasprintf("its Slurm task %lld_%lld is gone from the queue", job, task);
+                return -1;
+        }
+        _cleanup_free_ char *id = str_escape(t->p->id);
+        if (r < 0)
+                log_warn("%s: cannot ask Slurm about task %lld_%lld: %s; it counts as still running", id, job, task,
+                         err.msg);
+        else
+                log_warn("%s: still running in Slurm task %lld_%lld; run the batch again once it ended", id, job,
+                         task);
+        return 1;
+}
+
+static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->opt->plan, BATCH_SLURM_JOB_SUFFIX); }
+
+/* The job id saved beside the plan: > 0, 0 when none is saved, -1 when the file is not one. */
+static long long slurm_job_read(const char *path)
+{
+        _cleanup_free_ char *text = read_file(path, 64, NULL);
+        if (!text)
+                return 0;
+        char *end;
+        errno = 0;
+        long long id = strtoll(text, &end, 10);
+        return errno || end == text || id <= 0 || (*end && *end != '\n') ? -1 : id;
+}
+
+static bool slurm_mode(const struct batch *b)
+{
+        if (b->opt->index >= 0)
+                return false;
+        if (b->opt->slurm)
+                return true;
+        _cleanup_free_ char *path = slurm_job_path(b);
+        struct stat st;
+        return lstat(path, &st) == 0;
+}
+
+/* Count what the Trials' folders say now (progress while the array runs): a
+ * Trial is done once its outcome.json is final and no attempt is left. */
+static void slurm_scan(struct batch *b)
+{
+        for (size_t i = 0; i < b->n; i++) {
+                struct btrial *t = &b->t[i];
+                if (t->state == T_DONE)
+                        continue;
+                json_object *rec = read_record(t->p->output_dir, "outcome.json");
+                const char *k = record_kind(rec);
+                if (k && strcmp(k, "running") != 0) {
+                        int kind = kind_from_name(k);
+                        unsigned attempt = count_asides(t->p->output_dir) + 1;
+                        if (kind != OUTCOME_VOID || attempt >= 1 + b->opt->retries) {
+                                t->attempt = attempt;
+                                mark_done(b, t, kind, rec);
+                                b->done_here++;
+                        }
+                }
+                json_object_put(rec);
+        }
+}
+
+/* Forget what the scans counted: the gathering settles every Trial again. */
+static void slurm_scan_reset(struct batch *b)
+{
+        for (size_t i = 0; i < b->n; i++)
+                b->t[i].state = T_PENDING;
+        b->done = b->completed = b->failed = b->voids = b->running = 0;
+}
+
+/* After every squeue poll: a signal cancels the array (once; its running
+ * Trials get SIGTERM and record their Outcomes, and the wait goes on), then
+ * the progress. */
+static int slurm_tick(const struct slurm_array_state *st, void *userdata)
+{
+        struct batch *b = userdata;
+        struct signalfd_siginfo si;
+        while (read(b->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGCHLD || b->stopping)
+                        continue;
+                b->stopping = sig;
+                progress_end(b);
+                log_notice("cancelling job %lld (signal %d): its running Trials stop and record their Outcomes",
+                           b->job_id, sig);
+                struct tb_error err = { 0 };
+                if (slurm_array_cancel(b->job_id, SIGTERM, batch_environ(b), &err) < 0)
+                        log_error("%s", err.msg);
+        }
+        b->running = st->running;
+        slurm_scan(b);
+        progress_line(b);
+        return 0;
+}
+
+/* Submit the plan as one array and save its id beside the plan. -EINVAL: a
+ * bad --slurm-args. */
+static int slurm_submit_plan(struct batch *b, struct tb_error *err)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0)
+                return tb_fail(err, -errno, "cannot find the trialbox binary (/proc/self/exe): %s", strerror(errno));
+        self[n] = '\0';
+        _cleanup_free_ char *plan = realpath(b->opt->plan, NULL);
+        if (!plan)
+                return tb_fail(err, -errno, "cannot resolve the plan '%s': %s", b->opt->plan, strerror(errno));
+        _cleanup_free_ char *logs = xasprintf("%s/%s", b->plan.dir, BATCH_SLURM_LOG_DIR);
+        if (mkdir(logs, 0755) < 0 && errno != EEXIST)
+                return tb_fail(err, -errno, "cannot create '%s': %s; fix the plan folder's permissions", logs,
+                               strerror(errno));
+        char retries[16];
+        snprintf(retries, sizeof retries, "%u", b->opt->retries);
+        char *task_args[] = { "--retries", retries, NULL };
+        struct slurm_array_request req = { .trialbox = self, .plan = plan, .tasks = b->n,
+                                           .max_running = b->opt->slurm_max_running, .log_dir = logs,
+                                           .slurm_args = b->opt->slurm_args, .task_args = task_args };
+        for (size_t i = 0; i < b->n; i++) {
+                const struct plan_trial *p = &b->plan.v[i];
+                long long ms = 0, bytes = 0, milli = 0;
+                if (p->timeout && limits_parse_duration("--timeout", p->timeout, false, &ms, err) < 0)
+                        return -EINVAL;
+                if (p->memory && limits_parse_size("--memory", p->memory, &bytes, err) < 0)
+                        return -EINVAL;
+                if (p->cpus && limits_parse_cpus("--cpus", p->cpus, &milli, err) < 0)
+                        return -EINVAL;
+                slurm_limits_add(&req.limits, (ms + 999) / 1000, bytes, (double)milli / 1000.0);
+        }
+        int r = slurm_submit(&req, batch_environ(b), &b->job_id, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *path = slurm_job_path(b);
+        _cleanup_free_ char *dir = path_dirname(path);
+        _cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char line[32];
+        snprintf(line, sizeof line, "%lld\n", b->job_id);
+        const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        r = dirfd < 0 ? -errno : write_file_atomic_at_flags(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
+        if (r < 0) /* the array runs regardless: say its id, so it can be waited for or cancelled */
+                return tb_fail(err, r, "job %lld was submitted but its id cannot be saved in '%s': %s; cancel it "
+                               "(scancel %lld) or save the id there yourself",
+                               b->job_id, path, strerror(-r), b->job_id);
+        log_notice("submitted job array %lld (%zu tasks); its id is in '%s'", b->job_id, b->n, path);
+        return 0;
+}
+
+/* `batch PLAN --slurm`, or a batch resumed while PLAN.slurm-job exists:
+ * wait for the saved job while it is queued, else submit (--slurm, when some
+ * Trial has no final Outcome); then gather. Returns the exit status. */
+static int slurm_run(struct batch *b, struct tb_error *err)
+{
+        char *const *env = batch_environ(b);
+        _cleanup_free_ char *job_path = slurm_job_path(b);
+        long long saved = slurm_job_read(job_path);
+        b->n = b->plan.n;
+        b->t = xcalloc(b->n, sizeof *b->t);
+        for (size_t i = 0; i < b->n; i++)
+                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        if (b->opt->slurm) { /* --slurm-args are checked as the plan is, whether or not they are used */
+                struct strv argv = { 0 };
+                struct slurm_array_request check = { .trialbox = "/", .plan = "/", .tasks = b->n, .log_dir = "/",
+                                                     .slurm_args = b->opt->slurm_args };
+                int r = slurm_sbatch_argv(&check, &argv, err);
+                strv_done(&argv);
+                if (r < 0)
+                        return TB_EXIT_USAGE;
+        }
+        if (saved < 0)
+                log_warn("'%s' does not hold a job id; remove it", job_path);
+        if (saved > 0) {
+                struct slurm_array_state st;
+                struct tb_error perr = { 0 };
+                int r = slurm_array_poll(saved, env, &st, &perr);
+                if (r == -EAGAIN || (r == 0 && !st.gone)) {
+                        b->job_id = saved;
+                        log_notice("job %lld (saved in '%s') is still in the queue: waiting for it", saved, job_path);
+                } else if (r < 0) {
+                        log_warn("cannot ask Slurm about job %lld (saved in '%s'): %s; gathering what its Trials "
+                                 "recorded", saved, job_path, perr.msg);
+                }
+        }
+        if (!b->job_id && b->opt->slurm) {
+                slurm_scan(b);
+                bool left = b->done < b->n;
+                slurm_scan_reset(b);
+                if (!left) {
+                        log_notice("every Trial of '%s' has a final Outcome: nothing to submit", b->opt->plan);
+                } else {
+                        int r = slurm_submit_plan(b, err);
+                        if (r < 0)
+                                return r == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_ERROR;
+                }
+        }
+        if (b->job_id && b->opt->no_wait) {
+                printf("%lld\n", b->job_id);
+                return 0;
+        }
+        if (b->job_id) {
+                b->start_ms = now_ms();
+                int r = slurm_array_wait(b->job_id, env, slurm_tick, b, err);
+                progress_end(b);
+                if (r < 0) {
+                        char why[sizeof err->msg];
+                        snprintf(why, sizeof why, "%s", err->msg);
+                        tb_fail(err, r, "%s; run the same command again to wait for job %lld and gather", why,
+                                b->job_id);
+                        return TB_EXIT_ERROR;
+                }
+        }
+        slurm_scan_reset(b);
+        b->gather = true;
+        if (begin(b, err) < 0)
+                return TB_EXIT_ERROR;
+        return finish(b, err);
+}
+
 int batch_run(const struct batch_options *opt)
 {
         struct batch b = { .opt = opt, .self_fd = -1, .epfd = -1, .sfd = -1, .tfd = -1, .results_fd = -1,
@@ -852,8 +1130,12 @@ int batch_run(const struct batch_options *opt)
                 return TB_EXIT_USAGE;
         }
         b.results_path = xasprintf("%s/results.jsonl", b.plan.dir);
-        if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0 && begin(&b, &err) == 0 && loop(&b, &err) == 0)
-                status = finish(&b, &err);
+        if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
+                if (slurm_mode(&b))
+                        status = slurm_run(&b, &err);
+                else if (begin(&b, &err) == 0 && loop(&b, &err) == 0)
+                        status = finish(&b, &err);
+        }
         if (err.msg[0])
                 log_error("%s", err.msg);
         sigprocmask(SIG_SETMASK, &b.old_mask, NULL);
@@ -877,6 +1159,10 @@ static const char batch_usage[] =
         "up to --jobs at once (default: the CPUs), void ones again up to --retries times\n"
         "(default 2); writes results.jsonl beside PLAN and prints the summary.\n"
         "Run the same command again to resume. --index I runs only Trial I (0-based).\n"
+        "--slurm submits the plan as one Slurm job array (at most --jobs tasks at once when\n"
+        "given; --slurm-args for sbatch), saves its id in PLAN.slurm-job, waits and gathers;\n"
+        "--no-wait returns after submitting and 'trialbox batch PLAN' gathers later. The\n"
+        "plan's folders and trialbox must be at the same paths on every node.\n"
         "exit status: 0 every Trial completed or failed, 1 some stayed void, 2 a bad plan,\n"
         "128+N interrupted by signal N, 126 the batch itself failed.\n";
 
@@ -905,7 +1191,8 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
         };
         long nproc = sysconf(_SC_NPROCESSORS_ONLN), jobs = nproc > 0 ? nproc : 1, retries = 2, index = -1;
-        bool json = false, slurm = false, slurm_extra = false;
+        bool json = false, slurm = false, no_wait = false, jobs_given = false;
+        const char *slurm_args = NULL;
         int c, v = 0, q = 0;
         opterr = 0;
         optind = 0;
@@ -914,6 +1201,7 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
                 switch (c) {
                 case O_JOBS:
                         r = parse_count("--jobs", optarg, 1, 4096, &jobs);
+                        jobs_given = true;
                         break;
                 case O_RETRIES:
                         r = parse_count("--retries", optarg, 0, 100, &retries);
@@ -928,8 +1216,10 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
                         slurm = true;
                         break;
                 case O_SLURM_ARGS:
+                        slurm_args = optarg;
+                        break;
                 case O_NO_WAIT:
-                        slurm_extra = true;
+                        no_wait = true;
                         break;
                 case 'q':
                         q++;
@@ -948,10 +1238,10 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
                 if (r)
                         return r;
         }
-        if (slurm)
-                return cli_usage_error("batch ", "--slurm is not yet available in this build; run the batch on this machine");
-        if (slurm_extra)
+        if (!slurm && (slurm_args || no_wait))
                 return cli_usage_error("batch ", "--slurm-args and --no-wait go with --slurm");
+        if (slurm && index >= 0)
+                return cli_usage_error("batch ", "--index runs one Trial on this machine; it does not go with --slurm");
         if (v && q)
                 return cli_usage_error("batch ", "-v and -q cannot be used together");
         if (argc - optind != 1)
@@ -967,5 +1257,10 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
         struct batch_options opt = { .plan = argv[optind], .jobs = (unsigned)jobs, .retries = (unsigned)retries,
                                      .json = json, .verbosity = q ? 0 : 1 + v, .index = index,
                                      .backoff_ms = backoff_ms };
+        opt.environ = env->environ;
+        opt.slurm = slurm;
+        opt.slurm_args = slurm_args;
+        opt.no_wait = no_wait;
+        opt.slurm_max_running = slurm && jobs_given ? (unsigned)jobs : 0;
         return batch_run(&opt);
 }

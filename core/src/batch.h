@@ -44,7 +44,26 @@ struct batch_options {
         int verbosity;         /* 0: only the summary */
         long index;            /* >= 0: run only this Trial (0-based), as a Slurm array task; -1: all */
         long long backoff_ms;  /* TRIALBOX_BATCH_BACKOFF_MS, or the default */
+        /* Slurm (issue 13): see "Slurm" below. */
+        char **environ;        /* tb_env's environment: Slurm's clients, a task's job ids; NULL: this process's */
+        bool slurm;            /* --slurm: submit the plan as one job array, wait, gather */
+        const char *slurm_args; /* --slurm-args, or NULL */
+        bool no_wait;          /* --no-wait: return once the array is submitted */
+        unsigned slurm_max_running; /* --jobs when given ("%MAX"); 0: no limit */
 };
+
+/* Slurm: `--slurm` submits one array (one task per plan line, each
+ * `trialbox batch PLAN --index I --retries K` on its node), saves its id in
+ * PLAN.slurm-job, polls squeue showing the same progress (from the Trials'
+ * outcome.json), then gathers results.jsonl and the summary as a local
+ * batch does. A later `trialbox batch PLAN` (with or without --slurm) while
+ * PLAN.slurm-job exists waits for that job if it is still queued, then
+ * gathers; it runs nothing on this machine. `--slurm` again with the job gone
+ * submits a new array when some Trial has no final Outcome (the tasks of
+ * final ones end at once). A `running` record with Slurm ids is judged by its
+ * task in squeue, never by its pid (another node's). */
+#define BATCH_SLURM_JOB_SUFFIX ".slurm-job"
+#define BATCH_SLURM_LOG_DIR "slurm-logs" /* beside the plan: each task's stdout and stderr */
 
 /* Run the batch; prints progress (stderr) and the summary (stdout); returns
  * the exit status. */

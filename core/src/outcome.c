@@ -209,6 +209,15 @@ static char *json_line(json_object *j)
         return s;
 }
 
+/* The Slurm job the Trial ran in (issue 13): both null outside one. */
+static void add_slurm_ids(json_object *j, const struct outcome *o)
+{
+        bool in_job = o->slurm_job_id > 0;
+        json_object_object_add(j, "slurm_job_id", in_job ? json_object_new_int64(o->slurm_job_id) : NULL);
+        json_object_object_add(j, "slurm_array_task_id",
+                               in_job && o->slurm_array_task_id >= 0 ? json_object_new_int64(o->slurm_array_task_id) : NULL);
+}
+
 static json_object *outcome_json(const struct outcome *o)
 {
         json_object *j = json_object_new_object();
@@ -231,6 +240,7 @@ static json_object *outcome_json(const struct outcome *o)
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
+        add_slurm_ids(j, o);
         return j;
 }
 
@@ -327,6 +337,7 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         json_object_object_add(j, "started_at", time_or_null(o->started_at_ms));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
+        add_slurm_ids(j, o);
         _cleanup_free_ char *line = json_line(j);
         size_t len = strlen(line);
         line = xrealloc(line, len + 2);

@@ -75,6 +75,11 @@ struct outcome {
         char host[256];                    /* "" : unknown (null) */
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
+        /* Since issue 13: the Slurm job the Trial ran in (slurm_ids_from_env),
+         * outcome.json's slurm_job_id and slurm_array_task_id, in the final
+         * Outcome and the running record. <= 0 job id: not in a job (both
+         * null); < 0 task: not an array task (null). */
+        long long slurm_job_id, slurm_array_task_id;
 };
 
 /* Stamp the start: started_at (now), host (gethostname), usage all unknown. */

@@ -15,6 +15,7 @@
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "repo_guard.h"
+#include "slurm.h"
 #include "supervisor.h"
 #include "toolchain.h"
 
@@ -315,6 +316,10 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .limits = &opt->limits,
         };
         outcome_start(&t->outcome);
+        /* The Slurm job this Trial runs in, if any (issue 13). */
+        struct slurm_ids ids = slurm_ids_from_env(t->env->environ);
+        t->outcome.slurm_job_id = ids.job_id;
+        t->outcome.slurm_array_task_id = ids.array_task_id;
         t->host = (struct tb_host){
                 .harness = opt->harness,
                 .env = t->env,
