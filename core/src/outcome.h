@@ -75,6 +75,9 @@ struct outcome {
         char host[256];                    /* "" : unknown (null) */
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
+        /* Since issue 12: the `network` object (trial_net.h), a json-c object
+         * the owner of `o` puts; NULL: null (host network, unsandboxed). */
+        struct json_object *network;
 };
 
 /* Stamp the start: started_at (now), host (gethostname), usage all unknown. */

@@ -47,6 +47,8 @@ struct sandbox_spec {
         /* Confinement (confine.h). A zeroed spec has none of it. */
         int seccomp_fd;      /* > 0: a BPF program bwrap loads (--seccomp N, first); owned, closed by _free */
         bool disable_userns; /* --unshare-user --disable-userns: no nested user namespaces */
+        /* Network (issue 12): a network namespace of its own, loopback only (--unshare-net). */
+        bool unshare_net;
 };
 
 void sandbox_spec_done(struct sandbox_spec *spec);

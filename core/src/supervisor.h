@@ -39,6 +39,14 @@ struct supervisor_run {
                            * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
+        /* Network (issue 12), bwrap only. When set, the session is held (its
+         * --block-fd byte is not written) until bwrap reports the sandbox's
+         * pid ("child-pid") and hold() returns 0 for it; hold() may fill
+         * *watch (fd -1: none), watched like the others from then on and
+         * finished with them. A negative errno kills the sandbox before the
+         * session's program runs: the Trial is void, err's message its detail. */
+        int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
+        void *hold_ctx;
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
@@ -57,6 +65,7 @@ struct supervisor_seen {
         int forwarded;         /* the signal trialbox forwarded to the session, or 0 */
         bool killed;           /* trialbox ended the session with SIGKILL after the grace */
         char bwrap_msg[512];   /* the last "bwrap: ..." line on bwrap's stderr, or "" */
+        char hold_msg[512];    /* why run->hold() refused to let the session start, or "" */
 };
 
 /* How the session ended, from what was seen alone: no system calls, no
