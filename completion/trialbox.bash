@@ -21,6 +21,11 @@ _trialbox()
         --repo|--output-dir|--skills)
                 COMPREPLY=($(compgen -d -- "$cur"))
                 return ;;
+        --network)
+                COMPREPLY=($(compgen -W "host none allow" -- "$cur"))
+                return ;;
+        --allow-host)
+                return ;;
         --harness-bin|--credentials)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
@@ -28,7 +33,7 @@ _trialbox()
         case "$cmd" in
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
-                        --no-sandbox --dry-run --json -v -q --help --" -- "$cur")) ;;
+                        --no-sandbox --dry-run --network --allow-host --json -v -q --help --" -- "$cur")) ;;
         harnesses)
                 COMPREPLY=($(compgen -W "--json -v --help" -- "$cur")) ;;
         check)
