@@ -18,7 +18,7 @@ case ${BUILD:-} in
 *) BUILD="$PWD/$BUILD" ;;
 esac
 export BUILD
-scripts=${*:-noop-trial startup-breakdown own-work memory wipe writeback concurrent batch}
+scripts=${*:-noop-trial startup-breakdown own-work memory wipe writeback concurrent batch proxy}
 out="$root/bench/.cache/last"
 rm -rf "$out"
 mkdir -p "$out"
