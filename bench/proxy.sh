@@ -26,7 +26,7 @@ say "proxy: $rounds x $mib MiB each way, $conns connections and round trips each
 "$W/proxy-bench" "$mib" "$rounds" "$conns" >"$W/figures" || die "proxy-bench failed"
 cat "$W/figures" >&2
 f() { awk -v k="$1" '$1 == k { print $2 }' "$W/figures"; }
-verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? v >= t : v < t; print ok ? "ok" : "MISSED" }'; }
+verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? v >= t : v < t; print ok ? "met" : "not met" }'; }
 ratio=$(f bulk_ratio)
 added=$(f setup_added_p50_us)
 echo "| proxy | bulk throughput, direct | $(f bulk_direct_mbs) MB/s | | |"
@@ -38,6 +38,57 @@ echo "| proxy | new connection p99, direct / proxied | $(f setup_direct_p99_us) 
 echo "| proxy | round trip in an open connection, p50 direct / proxied | $(f rtt_direct_p50_us) / $(f rtt_proxied_p50_us) us | | |"
 echo "| proxy | CPU per GB in bulk runs (server + client [+ proxy]), direct / proxied | $(f bulk_cpu_ms_per_gb_direct) / $(f bulk_cpu_ms_per_gb_proxied) ms | | |"
 echo "| proxy | CPU time of the proxy's thread per GB relayed (bulk; includes the latency runs) | $(f proxy_cpu_ms_per_gb) ms | | |"
-echo "method: one process holds a loopback server, the proxy (its own thread, epoll, splice) and the client;" \
+echo "method: proxy: one process holds a loopback server, the proxy (its own thread, epoll, splice) and the client;" \
         "direct and proxied runs alternate; bulk is the median of $rounds transfers of $mib MiB from server to" \
         "client; latencies are over $conns connections (or round trips) each; the machine is shared, so figures vary"
+
+# The same through a real Trial: curl in a `shell` Trial downloads one file
+# from a loopback server of this script's, directly under --network host and
+# through the proxy under --network allow (the name bulk.test reaches the
+# server through TRIALBOX_TEST_HOSTS: needs a test build, TRIALBOX_TESTING=ON).
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+        echo "note: proxy: the figures through a real Trial need curl and python3; skipped"
+        exit 0
+fi
+trial_mib=${PROXY_TRIAL_MIB:-256}
+head -c $((trial_mib * 1048576)) /dev/zero >"$W/bulk"
+cat >"$W/serve.py" <<'PY'
+import http.server, os, socket, sys
+path = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(path)))
+        self.end_headers()
+        with open(path, "rb") as f:
+            self.connection.sendfile(f)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$W/serve.py" "$W/bulk" >"$W/port" &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+while [ ! -s "$W/port" ]; do sleep 0.05; done
+port=$(cat "$W/port")
+mkdir -p "$W/repo"
+trial() { # MODE URL -> bytes per second, the median of $rounds Trials
+        i=0
+        while [ "$i" -lt "$rounds" ]; do
+                i=$((i + 1))
+                rm -rf "$W/out"
+                TRIALBOX_PLUGIN_PATH="$PLUGINS" TRIALBOX_TEST_HOSTS="bulk.test=127.0.0.1:$port" \
+                        "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/out" --network "$1" \
+                        ${3:+--allow-host "$3"} -- -c "curl -s --noproxy '${4:-}' -o /dev/null -w '%{speed_download}' $2" ||
+                        die "a $1 Trial failed"
+                echo
+        done | sort -n | awk 'NF { v[++n] = $1 } END { print v[int((n + 1) / 2)] }'
+}
+direct=$(trial host "http://127.0.0.1:$port/" "" '*')
+proxied=$(trial allow "http://bulk.test/" bulk.test)
+tratio=$(awk -v a="$proxied" -v b="$direct" 'BEGIN { printf "%.2f", a / b }')
+echo "| proxy | in a Trial: curl download, --network host direct / allow through the proxy | $(awk -v v="$direct" 'BEGIN { printf "%.0f", v / 1e6 }') / $(awk -v v="$proxied" 'BEGIN { printf "%.0f", v / 1e6 }') MB/s | | |"
+echo "| proxy | in a Trial: proxied / direct throughput | ${tratio}x | >= 0.8x | $(verdict "$tratio" 0.8 '>=') |"
+echo "method: proxy in a Trial: curl in a shell Trial downloads $trial_mib MiB from a loopback HTTP server (python3, sendfile), directly under --network host and through trialbox's proxy (plain HTTP, absolute-form) under --network allow; the median of $rounds Trials each"

@@ -19,7 +19,7 @@ case ${BUILD:-} in
 esac
 export BUILD
 # bench/slurm.sh starts a Slurm cluster: only as root (its row says so otherwise).
-default="noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits"
+default="noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits proxy"
 [ "$(id -u)" != 0 ] || default="$default slurm"
 scripts=${*:-$default}
 out="$root/bench/.cache/last"

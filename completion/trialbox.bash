@@ -21,6 +21,11 @@ _trialbox()
         --repo|--output-dir|--skills)
                 COMPREPLY=($(compgen -d -- "$cur"))
                 return ;;
+        --network)
+                COMPREPLY=($(compgen -W "host none allow" -- "$cur"))
+                return ;;
+        --allow-host)
+                return ;;
         --harness-bin|--credentials)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
@@ -31,7 +36,7 @@ _trialbox()
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --" -- "$cur")) ;;
+                        --cpus --network --allow-host --" -- "$cur")) ;;
         harnesses)
                 COMPREPLY=($(compgen -W "--json -v --help" -- "$cur")) ;;
         check)

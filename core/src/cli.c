@@ -21,8 +21,9 @@
 static const char usage_text[] =
         "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
-        "                    [--json] [-v|-q] [--timeout DURATION [--kill-after DURATION]]\n"
-        "                    [--memory SIZE] [--pids N] [--cpus N] -- [SESSION ARGS...]\n"
+        "                    [--timeout DURATION [--kill-after DURATION]] [--memory SIZE] [--pids N]\n"
+        "                    [--cpus N] [--network host|none|allow] [--allow-host PATTERN]...\n"
+        "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
         "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
         "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
@@ -43,6 +44,11 @@ static const char usage_text[] =
         "  --credentials FILE    the Credentials file (default ~/.config/trialbox/credentials.json)\n"
         "  --no-sandbox          run unsandboxed, in the real home (also TRIALBOX_NO_SANDBOX=1)\n"
         "  --dry-run             print the bwrap command line (secrets redacted); run nothing\n"
+        "  --network MODE        host (default): the host's network; none: loopback only;\n"
+        "                        allow: only the Harness's endpoints and --allow-host, through\n"
+        "                        trialbox's proxy (HTTP_PROXY...), recorded in network.jsonl\n"
+        "  --allow-host PATTERN  also allow host[:port], *.domain[:port], an IP or [IPv6]\n"
+        "                        (repeatable; implies --network allow)\n"
         "  --json                print the Outcome as one JSON line on stdout at the end\n"
         "  -v, --verbose         say what is done (twice: more); -q, --quiet: errors only\n"
         "\n"
@@ -89,7 +95,8 @@ static const char *option_name(const struct option *longopts, int val, char *buf
         return buf;
 }
 
-enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON };
+enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON,
+       OPT_NETWORK, OPT_ALLOW_HOST };
 /* The limits (issue 11): their own block of values, parsed by trial_limits_set(). */
 enum { OPT_TIMEOUT = 512, OPT_KILL_AFTER, OPT_MEMORY, OPT_PIDS, OPT_CPUS };
 
@@ -114,6 +121,25 @@ static int no_sandbox_from_env(const struct tb_env *env, bool *out)
         return TB_EXIT_USAGE;
 }
 
+/* --network and --allow-host (issue 12): --allow-host alone implies allow;
+ * with host or none it is a usage error. Each pattern is checked here. */
+static int parse_network(struct trial_options *opt, const char *network)
+{
+        opt->network = opt->n_allow_hosts ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_HOST;
+        if (network && trial_network_parse(network, &opt->network) < 0)
+                return usage_error("run ", "--network is '%s'; use host, none or allow", network);
+        if (opt->n_allow_hosts && opt->network != TRIAL_NETWORK_ALLOW)
+                return usage_error("run ", "--allow-host needs --network allow, not '%s'",
+                                   trial_network_name(opt->network));
+        for (size_t i = 0; i < opt->n_allow_hosts; i++) {
+                _cleanup_(netpolicy_freep) struct netpolicy *np = netpolicy_new();
+                struct tb_error err = { 0 };
+                if (netpolicy_add(np, opt->allow_hosts[i], &err) < 0)
+                        return usage_error("run ", "%s", err.msg);
+        }
+        return 0;
+}
+
 int cli_parse_run(int argc, char **argv, struct trial_options *out)
 {
         static const struct option longopts[] = {
@@ -134,9 +160,13 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 { "memory", required_argument, NULL, OPT_MEMORY },
                 { "pids", required_argument, NULL, OPT_PIDS },
                 { "cpus", required_argument, NULL, OPT_CPUS },
+                /* Network (issue 12). */
+                { "network", required_argument, NULL, OPT_NETWORK },
+                { "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
                 { NULL, 0, NULL, 0 },
         };
         struct trial_options opt = { 0 };
+        const char *network = NULL;
         int c, v = 0, q = 0;
         char name[64];
         unsigned limits_given = 0;
@@ -199,6 +229,15 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                                 return usage_error("run ", "%s", lerr.msg);
                         break;
                 }
+                case OPT_NETWORK:
+                        slot = &network;
+                        break;
+                case OPT_ALLOW_HOST:
+                        if (opt.n_allow_hosts == TRIAL_MAX_ALLOW_HOSTS)
+                                return usage_error("run ", "--allow-host is given more than %d times",
+                                                   TRIAL_MAX_ALLOW_HOSTS);
+                        opt.allow_hosts[opt.n_allow_hosts++] = optarg;
+                        break;
                 case ':':
                         return usage_error("run ", "option '%s' needs a value",
                                            option_name(longopts, optopt, name, sizeof name));
@@ -233,6 +272,8 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
         if ((limits_given & (1U << (OPT_KILL_AFTER - OPT_TIMEOUT))) && opt.limits.timeout_ms == LIMIT_UNSET)
                 return usage_error("run ", "--kill-after needs --timeout (the grace after the deadline's SIGTERM)");
+        if (parse_network(&opt, network) != 0)
+                return TB_EXIT_USAGE;
         opt.session_args = argv + optind;
         *out = opt;
         return 0;

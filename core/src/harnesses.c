@@ -87,7 +87,9 @@ static void endpoints_print(const struct plugin *p, const struct tb_host *host)
         if (n == 0)
                 log_print("%-10s           endpoints: none declared", "");
         for (size_t i = 0; i < n; i++)
-                log_print("%-10s           endpoint: %s (%s)", "", e[i].pattern, e[i].required ? "required" : "optional");
+                log_print("%-10s           endpoint: %s (%s)", "", e[i].pattern,
+                          e[i].required ? "required: allowed under --network allow"
+                                        : "optional: denied under --network allow unless --allow-host");
         for (size_t i = 0; i < host->notes.n; i++)
                 log_print("%-10s           %s", "", host->notes.v[i]);
         if (plugin_needs_userns(p))

@@ -238,6 +238,7 @@ static json_object *outcome_json(const struct outcome *o)
         trial_limits_init(&none);
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
+        json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         add_slurm_ids(j, o);

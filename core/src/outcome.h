@@ -80,6 +80,9 @@ struct outcome {
          * Outcome and the running record. <= 0 job id: not in a job (both
          * null); < 0 task: not an array task (null). */
         long long slurm_job_id, slurm_array_task_id;
+        /* Since issue 12: the `network` object (trial_net.h), a json-c object
+         * the owner of `o` puts; NULL: null (host network, unsandboxed). */
+        struct json_object *network;
 };
 
 /* Stamp the start: started_at (now), host (gethostname), usage all unknown. */

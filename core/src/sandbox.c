@@ -126,8 +126,10 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
         }
         strv_add(out, "--unshare-pid");
         /* The host's SysV shared memory and semaphores stay out of reach;
-         * the network stays the host's, by design. */
+         * the network stays the host's unless unshare_net says otherwise. */
         strv_add(out, "--unshare-ipc");
+        if (spec->unshare_net) /* --network none and allow: loopback only */
+                strv_add(out, "--unshare-net");
         strv_add(out, "--die-with-parent");
         strv_add(out, "--new-session");
         /* bwrap run by root keeps every capability unless told otherwise

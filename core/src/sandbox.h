@@ -50,6 +50,8 @@ struct sandbox_spec {
         /* > 0: the size in bytes of every tmpfs (`--size N` before each
          * `--tmpfs`; issue 11: /tmp and TMPDIR are bounded by --memory). */
         long long tmpfs_size;
+        /* Network (issue 12): a network namespace of its own, loopback only (--unshare-net). */
+        bool unshare_net;
 };
 
 void sandbox_spec_done(struct sandbox_spec *spec);

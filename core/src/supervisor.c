@@ -138,6 +138,9 @@ struct supervisor {
         struct supervisor_seen seen;
         int deadline; /* a timerfd armed for --timeout, or -1 */
         struct rusage rusage; /* the direct child's, once reaped */
+        /* run->hold: the session waits for it (held), then its byte is written (released). */
+        bool held, released;
+        struct supervisor_watch hold_watch;
 };
 
 static void on_status(char *l, void *ud)
@@ -284,7 +287,9 @@ void supervisor_result(const struct supervisor_seen *seen, struct session_result
                 /* The session's program never ran: every line on bwrap's
                  * stderr is bwrap's own. */
                 res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
-                if (seen->bwrap_msg[0])
+                if (seen->hold_msg[0])
+                        snprintf(res->detail, sizeof res->detail, "%s", seen->hold_msg);
+                else if (seen->bwrap_msg[0])
                         snprintf(res->detail, sizeof res->detail, "%s", seen->bwrap_msg);
                 else if (WIFSIGNALED(seen->wait_status))
                         snprintf(res->detail, sizeof res->detail,
@@ -463,11 +468,14 @@ static bool on_oom(struct supervisor *sv, struct source *src, short revents)
         }
         return true;
 }
+static void release_session(struct supervisor *sv);
 
 static bool on_status_fd(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
-        return read_lines(src->fd, &sv->status_lines, on_status, &sv->seen);
+        bool more = read_lines(src->fd, &sv->status_lines, on_status, &sv->seen);
+        release_session(sv);
+        return more;
 }
 
 static bool on_bwrap_stderr(struct supervisor *sv, struct source *src, short revents)
@@ -588,6 +596,30 @@ static struct source *add_source(struct supervisor *sv, int fd, enum source_life
         struct source *src = &sv->sources[sv->n_sources++];
         *src = (struct source){ .fd = fd, .events = POLLIN, .life = life, .handle = handle, .ctx = ctx };
         return src;
+}
+
+/* run->hold: once bwrap has reported the sandbox's pid, ask hold() and
+ * write the session's byte, or end the sandbox before the session runs. */
+static void release_session(struct supervisor *sv)
+{
+        if (!sv->held || sv->seen.child_pid <= 0)
+                return;
+        sv->held = false;
+        struct tb_error e = { 0 };
+        sv->hold_watch = (struct supervisor_watch){ .fd = -1 };
+        int r = sv->run->hold((pid_t)sv->seen.child_pid, &sv->hold_watch, sv->run->hold_ctx, &e);
+        if (r == 0 && sv->hold_watch.fd >= 0 &&
+            !add_source(sv, sv->hold_watch.fd, WHILE_RUNNING, on_watch, &sv->hold_watch))
+                r = tb_fail(&e, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        if (r == 0 && write(sv->block_p[1], "", 1) != 1)
+                r = tb_fail(&e, -errno, "letting the session start: %s", strerror(errno));
+        if (r == 0) {
+                tb_closep(&sv->block_p[1]);
+                sv->released = true;
+                return;
+        }
+        snprintf(sv->seen.hold_msg, sizeof sv->seen.hold_msg, "%.500s", e.msg[0] ? e.msg : strerror(-r));
+        signal_session(sv, SIGKILL); /* its byte never comes: bwrap would go on at EOF */
 }
 
 static bool source_watched(const struct supervisor *sv, const struct source *src)
@@ -743,7 +775,10 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
             (run->bwrap && (pipe2(sv->status_p, O_CLOEXEC) < 0 || pipe2(sv->block_p, O_CLOEXEC) < 0)))
                 return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
         sv->exec_r = exec_p[0];
-        if (run->bwrap) {
+        if (run->bwrap && run->hold) {
+                sv->argv = argv_with_block_fd(run->argv);
+                sv->held = true; /* the byte is written by release_session() */
+        } else if (run->bwrap) {
                 sv->argv = argv_with_block_fd(run->argv);
                 if (write(sv->block_p[1], "", 1) != 1)
                         return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
@@ -798,15 +833,16 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
 {
         while (!sv->reaped || draining(sv)) {
                 struct pollfd pfd[SUPERVISOR_MAX_SOURCES];
-                for (size_t i = 0; i < sv->n_sources; i++)
+                const size_t n = sv->n_sources; /* a handler may add sources: polled from the next round */
+                for (size_t i = 0; i < n; i++)
                         pfd[i] = (struct pollfd){ .fd = source_watched(sv, &sv->sources[i]) ? sv->sources[i].fd : -1,
                                                   .events = sv->sources[i].events };
-                int k = poll(pfd, sv->n_sources, sv->reaped ? SUPERVISOR_LINGER_MS : -1);
+                int k = poll(pfd, n, sv->reaped ? SUPERVISOR_LINGER_MS : -1);
                 if (k < 0 && errno != EINTR)
                         return tb_fail(err, -errno, "poll: %s", strerror(errno));
                 if (k == 0) /* the session is gone; something still holds its pipes */
                         break;
-                for (size_t i = 0; k > 0 && i < sv->n_sources; i++)
+                for (size_t i = 0; k > 0 && i < n; i++)
                         if (pfd[i].fd >= 0 && pfd[i].revents && !sv->sources[i].ended)
                                 sv->sources[i].ended = !sv->sources[i].handle(sv, &sv->sources[i], pfd[i].revents);
                 reap(sv);
@@ -817,7 +853,7 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
         /* Once bwrap took its byte, it had set the sandbox up and went on to
          * execute the session's program. */
         int unread = 1;
-        sv->seen.setup_done = sv->run->bwrap && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
+        sv->seen.setup_done = sv->run->bwrap && (!sv->run->hold || sv->released) && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
         return 0;
 }
 
@@ -856,6 +892,8 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);
+        if (sv.released && sv.hold_watch.finish)
+                sv.hold_watch.finish(sv.hold_watch.ctx);
         if (r < 0 && !sv.reaped) {
                 kill(sv.pid, SIGKILL);
                 wait4(sv.pid, &sv.seen.wait_status, 0, &sv.rusage);

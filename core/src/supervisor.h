@@ -56,6 +56,14 @@ struct supervisor_run {
          * (the keeper is a subreaper that waits for every process under it,
          * so that is the whole session). */
         struct rusage *rusage;
+        /* Network (issue 12), bwrap only. When set, the session is held (its
+         * --block-fd byte is not written) until bwrap reports the sandbox's
+         * pid ("child-pid") and hold() returns 0 for it; hold() may fill
+         * *watch (fd -1: none), watched like the others from then on and
+         * finished with them. A negative errno kills the sandbox before the
+         * session's program runs: the Trial is void, err's message its detail. */
+        int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
+        void *hold_ctx;
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
@@ -79,6 +87,7 @@ struct supervisor_seen {
         bool killed_after_grace; /* SIGKILL was needed --kill-after the deadline's SIGTERM */
         long long oom_kills;     /* the cgroup's OOM kills seen (0 without a cgroup) */
         long long timeout_ms, kill_after_ms, memory_bytes; /* the limits, for the detail */
+        char hold_msg[512];    /* why run->hold() refused to let the session start, or "" */
 };
 
 /* How the session ended, from what was seen alone: no system calls, no

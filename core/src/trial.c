@@ -2,6 +2,7 @@
 #include "trial.h"
 
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,11 +125,14 @@ struct trial {
         struct cgroup_probe probe; /* when a limit needs a cgroup */
         struct cgroup *cgroup;     /* the Trial's, while the session runs */
         struct outcome_file final; /* the final record's reserved space */
+        struct trial_net net; /* issue 12 */
 };
 
 static void trial_done(struct trial *t)
 {
         outcome_file_done(&t->final);
+        json_object_put(t->outcome.network);
+        trial_net_done(&t->net);
         host_done(&t->host);
         repo_guard_done(&t->guard);
         sandbox_spec_done(&t->spec);
@@ -197,6 +201,9 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
                 return tb_fail(err, -EEXIST, "output folder '%s' already holds a Trial; give each Trial a new folder",
                                t->output);
+        if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST)
+                return tb_fail(err, -EINVAL, "--network %s needs the sandbox; drop --no-sandbox (and TRIALBOX_NO_SANDBOX)",
+                               trial_network_name(opt->network));
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
         t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
@@ -224,6 +231,8 @@ static int trial_load(struct trial *t, struct tb_error *err)
 static int trial_finish(struct trial *t, struct tb_error *err)
 {
         t->outcome.duration_ms = now_ms() - t->start_ms;
+        if (!t->outcome.network)
+                t->outcome.network = trial_net_outcome_json(&t->net);
         outcome_end(&t->outcome);
         /* Into the space reserved before the session (a full disk cannot
          * stop it); a Trial void before the reservation is written plainly. */
@@ -274,6 +283,7 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 return 0;
         }
         struct toolchain_host th = trial_toolchain_host(t);
+        trial_net_spec(&t->net, spec);
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
@@ -374,6 +384,28 @@ static int trial_confine(struct trial *t, struct tb_error *err)
         return r;
 }
 
+/* --network allow's allowlist: the Harness's required endpoints (its
+ * `endpoints` hook; optional ones only through --allow-host) and every
+ * --allow-host. 0, or a negative errno with `err`. */
+static int trial_network_policy(struct trial *t, struct tb_error *err)
+{
+        if (t->net.mode != TRIAL_NETWORK_ALLOW)
+                return 0;
+        t->net.policy = netpolicy_new();
+        int r = host_call(&t->host, t->plugin.endpoints);
+        if (r < 0)
+                return tb_fail(err, r, "the %s plugin's endpoints hook failed: %s", t->opt->harness, strerror(-r));
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&t->host, &n);
+        for (size_t i = 0; i < n; i++)
+                if (e[i].required && (r = netpolicy_add(t->net.policy, e[i].pattern, err)) < 0)
+                        return r;
+        for (size_t i = 0; i < t->opt->n_allow_hosts; i++)
+                if ((r = netpolicy_add(t->net.policy, t->opt->allow_hosts[i], err)) < 0)
+                        return r;
+        return 0;
+}
+
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -404,6 +436,11 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                         return tb_fail(err, r, "the %s login could not be handed over: %s", t->opt->harness,
                                        t->host.fail_detail);
                 return tb_fail(err, r, "the %s plugin failed: %s", t->opt->harness, strerror(-r));
+        }
+        r = trial_network_policy(t, err);
+        if (r < 0) {
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return r;
         }
         /* Last: a void Trial leaves nothing in the fresh home. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
@@ -554,6 +591,15 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         };
         struct rusage ru = { 0 };
         run.rusage = &ru;
+        if (t->net.mode == TRIAL_NETWORK_ALLOW) {
+                int nr = trial_net_open_record(&t->net, t->output, err);
+                if (nr < 0) {
+                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                        return nr;
+                }
+                run.hold = trial_net_hold;
+                run.hold_ctx = &t->net;
+        }
         struct session_result res;
         r = supervisor_run(&run, &res, err);
         if (r < 0)
@@ -576,7 +622,10 @@ static int trial_execute(struct trial *t, struct tb_error *err)
  * `err`; here alone that becomes an exit status. */
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
-        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT };
+        struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT,
+                           .net = TRIAL_NET_INIT };
+        t.net.mode = opt->network;
+        t.net.test_hosts = env->test_hosts;
         struct tb_error err = { 0 };
         int status;
 

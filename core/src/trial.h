@@ -7,6 +7,10 @@
 
 #include "sandbox.h"
 #include "trial_limits.h"
+#include "trial_net.h"
+
+/* --allow-host may be given this many times. */
+#define TRIAL_MAX_ALLOW_HOSTS 64
 
 struct trial_options {
         const char *harness;
@@ -21,6 +25,10 @@ struct trial_options {
         int verbosity;
         char **session_args; /* NULL-terminated, passed unchanged */
         struct trial_limits limits; /* --timeout, --kill-after, --memory, --pids, --cpus */
+        /* Network (issue 12): the mode, and the --allow-host patterns (checked by the caller). */
+        enum trial_network network;
+        const char *allow_hosts[TRIAL_MAX_ALLOW_HOSTS];
+        size_t n_allow_hosts;
 };
 
 /* The variables a session inherits from the host when they are set (more
