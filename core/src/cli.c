@@ -21,7 +21,8 @@
 static const char usage_text[] =
         "usage: trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH]\n"
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
-        "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "                    [--json] [-v|-q] [--user NAME|UID | --root-session]\n"
+        "                    -- [SESSION ARGS...]\n"
         "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
         "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
@@ -43,6 +44,9 @@ static const char usage_text[] =
         "  --no-sandbox          run unsandboxed, in the real home (also TRIALBOX_NO_SANDBOX=1)\n"
         "  --dry-run             print the bwrap command line (secrets redacted); run nothing\n"
         "  --json                print the Outcome as one JSON line on stdout at the end\n"
+        "  --user NAME|UID       as root: run the session (and bwrap) as this user, who must\n"
+        "                        be able to write the repository (default: its owner)\n"
+        "  --root-session        as root: accept a root session (throwaway machines only)\n"
         "  -v, --verbose         say what is done (twice: more); -q, --quiet: errors only\n"
         "\n"
         "exit status: the session's own for completed and failed Trials (128+N for signal N),\n"
@@ -80,7 +84,8 @@ static const char *option_name(const struct option *longopts, int val, char *buf
         return buf;
 }
 
-enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON };
+enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON,
+       OPT_USER, OPT_ROOT_SESSION };
 
 static int parse_verbosity(int *verbosity, int v, int q, const char *cmd)
 {
@@ -115,6 +120,8 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 { "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
                 { "dry-run", no_argument, NULL, OPT_DRY },
                 { "json", no_argument, NULL, OPT_JSON },
+                { "user", required_argument, NULL, OPT_USER },
+                { "root-session", no_argument, NULL, OPT_ROOT_SESSION },
                 { "verbose", no_argument, NULL, 'v' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
@@ -157,6 +164,12 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                         break;
                 case OPT_JSON:
                         opt.json = true;
+                        break;
+                case OPT_USER:
+                        slot = &opt.user;
+                        break;
+                case OPT_ROOT_SESSION:
+                        opt.root_session = true;
                         break;
                 case 'v':
                         v++;

@@ -31,6 +31,8 @@ struct supervisor_watch {
         void *ctx;
 };
 
+struct session_user;
+
 struct supervisor_run {
         char **argv;  /* argv[0] is the program (bwrap, or the Harness) */
         char **envp;
@@ -39,6 +41,7 @@ struct supervisor_run {
                            * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
+        const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno

@@ -19,6 +19,9 @@ struct trial_options {
         bool json;
         int verbosity;
         char **session_args; /* NULL-terminated, passed unchanged */
+        /* Who the session runs as when trialbox is root (session_user.h). */
+        const char *user;  /* --user NAME|UID, or NULL */
+        bool root_session; /* --root-session: accept a root session */
 };
 
 /* The variables a session inherits from the host when they are set (more
