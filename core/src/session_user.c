@@ -136,6 +136,44 @@ bool session_user_can(const struct session_user *u, const char *path, int mode)
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+void session_user_can_all(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok)
+{
+        for (size_t i = 0; i < n; i++)
+                ok[i] = false;
+        if (!u->drop) {
+                for (size_t i = 0; i < n; i++)
+                        ok[i] = access(paths[i], mode) == 0;
+                return;
+        }
+        int p[2];
+        if (n == 0 || pipe2(p, O_CLOEXEC) < 0)
+                return;
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                bool sw = session_user_switch(u) == 0;
+                for (size_t i = 0; i < n; i++) {
+                        char c = sw && access(paths[i], mode) == 0 ? 1 : 0;
+                        if (write(p[1], &c, 1) != 1)
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        close(p[1]);
+        for (size_t i = 0; pid > 0 && i < n; i++) {
+                char c = 0;
+                ssize_t k;
+                while ((k = read(p[0], &c, 1)) < 0 && errno == EINTR)
+                        ;
+                if (k != 1)
+                        break;
+                ok[i] = c == 1;
+        }
+        close(p[0]);
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
 static int chown_tree_at(int dirfd, uid_t uid, gid_t gid, int depth)
 {
         if (fchown(dirfd, uid, gid) < 0)

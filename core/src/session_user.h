@@ -33,6 +33,9 @@ void session_user_done(struct session_user *u);
  * uid and gid, no supplementary groups)? Checked in a child that switches. */
 bool session_user_can(const struct session_user *u, const char *path, int mode);
 
+/* The same for many paths at once (one child): ok[i] for paths[i]. */
+void session_user_can_all(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok);
+
 /* Switch the calling process to `u` for good (a child about to exec bwrap):
  * no supplementary groups, then the gid, then the uid, all three of real,
  * effective and saved; verified with getresuid/getresgid. 0 or -errno. */

@@ -515,6 +515,34 @@ static void logins_finish(void *set)
                 log_warn("%s", err.msg);
 }
 
+/* A session that runs as another user sees of the host what that user
+ * could: a read-only bind (a toolchain, a tool) whose source it cannot
+ * reach, such as one under root's 0700 home, is left out, with a warning.
+ * The read-write ones (repository, home) were checked before. */
+static void trial_drop_unreachable(struct trial *t)
+{
+        struct sandbox_spec *spec = &t->spec;
+        if (!t->user.drop || spec->n_ops == 0)
+                return;
+        _cleanup_free_ char **src = xmalloc(spec->n_ops * sizeof *src);
+        _cleanup_free_ bool *ok = xmalloc(spec->n_ops * sizeof *ok);
+        for (size_t i = 0; i < spec->n_ops; i++)
+                src[i] = spec->ops[i].kind == SANDBOX_RO_BIND ? spec->ops[i].src : "/";
+        session_user_can_all(&t->user, src, spec->n_ops, F_OK, ok);
+        size_t kept = 0;
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                struct sandbox_op *op = &spec->ops[i];
+                if (ok[i]) {
+                        spec->ops[kept++] = *op;
+                        continue;
+                }
+                log_warn("'%s' is not bound: the session's user '%s' cannot reach it", op->src, t->user.name);
+                free(op->src);
+                free(op->dest);
+        }
+        spec->n_ops = kept;
+}
+
 /* Run the session (or, with --dry-run, print its command line): 0, or a
  * negative errno with `err` and t->cause saying why the Trial is void. */
 static int trial_execute(struct trial *t, struct tb_error *err)
@@ -525,6 +553,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
+        trial_drop_unreachable(t);
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
