@@ -391,6 +391,13 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         }
         if (opt->no_sandbox)
                 return 0;
+        if (t->user.drop && !session_user_can(&t->user, t->bin, X_OK)) {
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return tb_fail(err, -EACCES,
+                               "the session's user '%s' cannot run the %s binary '%s'; install it where that user "
+                               "can reach it, or pass --harness-bin",
+                               t->user.name, opt->harness, t->bin);
+        }
         t->bwrap = find_bwrap(t->env);
         if (!t->bwrap) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
