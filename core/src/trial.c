@@ -525,17 +525,34 @@ static void logins_finish(void *set)
 /* A session that runs as another user sees of the host what that user
  * could: a read-only bind (a toolchain, a tool) whose source it cannot
  * reach, such as one under root's 0700 home, is left out, with a warning.
- * The read-write ones (repository, home) were checked before. */
-static void trial_drop_unreachable(struct trial *t)
+ * A read-write bind it cannot write (a Harness's Trials home owned by
+ * root) makes the Trial void, with the reason: 0, or a negative errno with
+ * `err` and t->cause. */
+static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
         if (!t->user.drop || spec->n_ops == 0)
-                return;
+                return 0;
         _cleanup_free_ char **src = xmalloc(spec->n_ops * sizeof *src);
         _cleanup_free_ bool *ok = xmalloc(spec->n_ops * sizeof *ok);
+        _cleanup_free_ bool *rw = xmalloc(spec->n_ops * sizeof *rw);
         for (size_t i = 0; i < spec->n_ops; i++)
-                src[i] = spec->ops[i].kind == SANDBOX_RO_BIND ? spec->ops[i].src : "/";
+                src[i] = spec->ops[i].kind == SANDBOX_RO_BIND || spec->ops[i].kind == SANDBOX_BIND ? spec->ops[i].src
+                                                                                                   : "/";
         session_user_can_all(&t->user, src, spec->n_ops, F_OK, ok);
+        session_user_can_all(&t->user, src, spec->n_ops, W_OK, rw);
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                if (spec->ops[i].kind != SANDBOX_BIND)
+                        continue;
+                ok[i] = true; /* never left out; in a dry run, the home is not made */
+                if (!rw[i] && !t->opt->dry_run) {
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
+                        return tb_fail(err, -EACCES,
+                                       "the session's user '%s' cannot write '%s', which the session gets "
+                                       "read-write; make it theirs or pass --user with its owner",
+                                       t->user.name, spec->ops[i].src);
+                }
+        }
         size_t kept = 0;
         for (size_t i = 0; i < spec->n_ops; i++) {
                 struct sandbox_op *op = &spec->ops[i];
@@ -548,6 +565,7 @@ static void trial_drop_unreachable(struct trial *t)
                 free(op->dest);
         }
         spec->n_ops = kept;
+        return 0;
 }
 
 /* Run the session (or, with --dry-run, print its command line): 0, or a
@@ -560,7 +578,9 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
-        trial_drop_unreachable(t);
+        int r = trial_drop_unreachable(t, err);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
 
         if (opt->dry_run) {
@@ -594,7 +614,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .user = &t->user,
         };
         struct session_result res;
-        int r = supervisor_run(&run, &res, err);
+        r = supervisor_run(&run, &res, err);
         /* Whatever the session's end, before anything else runs git there. */
         _cleanup_strv_ struct strv undone = { 0 };
         repo_guard_restore(&t->guard, &undone);
