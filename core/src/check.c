@@ -129,7 +129,9 @@ static void check_userns_sysctls(struct report *rep, const char *bwrap)
 {
         struct stat st;
         bool setuid_bwrap = stat(bwrap, &st) == 0 && (st.st_mode & S_ISUID) && st.st_uid == 0;
-        bool needs_userns = getuid() != 0 && !setuid_bwrap;
+        /* As root too: sessions run as an unprivileged user unless
+         * --root-session (session_user.h). */
+        bool needs_userns = !setuid_bwrap;
         long max = read_sysctl("/proc/sys/user/max_user_namespaces");
         long clone = read_sysctl("/proc/sys/kernel/unprivileged_userns_clone");
         long apparmor = read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
@@ -138,7 +140,8 @@ static void check_userns_sysctls(struct report *rep, const char *bwrap)
                                            clone >= 0 ? (clone ? "1" : "0") : "",
                                            apparmor >= 0 ? ", kernel.apparmor_restrict_unprivileged_userns=" : "",
                                            apparmor >= 0 ? (apparmor ? "1" : "0") : "",
-                                           needs_userns ? "bwrap needs a user namespace (not root, not setuid)"
+                                           needs_userns ? "bwrap needs a user namespace (the session's user is not "
+                                                          "root; bwrap is not setuid)"
                                                         : "bwrap needs no user namespace here");
         if (needs_userns && max == 0)
                 verdict(rep, "userns", false, d, "run 'sudo sysctl -w user.max_user_namespaces=15000'");
