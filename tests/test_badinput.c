@@ -163,8 +163,11 @@ static void run_tb(struct proc_result *r, char *const env[], const char *const a
         char *argv[64];
         size_t n = 0;
         argv[n++] = TRIALBOX_BIN;
-        for (size_t i = 0; args[i] && n + 1 < 64; i++)
+        for (size_t i = 0; args[i] && n + 1 < 64; i++) {
                 argv[n++] = (char *)args[i];
+                if (i == 0 && strcmp(args[0], "run") == 0 && geteuid() == 0)
+                        argv[n++] = "--root-session"; /* as tb_argv() does */
+        }
         argv[n] = NULL;
         run_argv(r, tb_env(env), argv);
 }

@@ -1819,6 +1819,205 @@ START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
 }
 END_TEST
 
+/* ---- who the session runs as (issue 10, section 1) ---- */
+
+/* `trialbox run --harness shell --repo R --output-dir O FLAGS... -- -c SCRIPT`,
+ * without tb_argv()'s --root-session. */
+static void run_as(struct proc_result *r, const struct fixture *f, const char *const flags[], const char *script)
+{
+        char *argv[32];
+        size_t n = 0;
+        const char *base[] = { TRIALBOX_BIN, "run", "--harness", "shell", "--repo", f->repo, "--output-dir", f->out };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(base); i++)
+                argv[n++] = (char *)base[i];
+        for (size_t i = 0; flags && flags[i]; i++)
+                argv[n++] = (char *)flags[i];
+        argv[n++] = "--";
+        argv[n++] = "-c";
+        argv[n++] = (char *)script;
+        argv[n] = NULL;
+        run_argv(r, tb_env(NULL), argv);
+}
+
+START_TEST(as_root_a_root_owned_repository_without_user_or_root_session_is_refused_in_one_line)
+{
+        if (!is_root()) {
+                skip_note(__func__, "not root");
+                return;
+        }
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        run_as(&r, &f, NULL, "touch ran");
+        ck_assert_msg(r.status == 2, "status %d, stderr: %s", r.status, r.err);
+        ck_assert_msg(one_line(r.err), "not one line: %s", r.err);
+        ck_assert_msg(strstr(r.err, "--user") && strstr(r.err, "--root-session"), "does not name both ways out: %s",
+                      r.err);
+        _cleanup_free_ char *ran = path_in(f.repo, "ran");
+        ck_assert_msg(access(ran, F_OK) < 0, "the session ran");
+        ck_assert_msg(access(f.out, F_OK) < 0, "the output folder was made");
+        proc_result_free(&r);
+        /* --user root is a root session in disguise; both flags at once are one too many. */
+        run_as(&r, &f, (const char *const[]){ "--user", "root", NULL }, "touch ran");
+        ck_assert_msg(r.status == 2 && one_line(r.err) && strstr(r.err, "--root-session"), "--user root: %d %s",
+                      r.status, r.err);
+        proc_result_free(&r);
+        run_as(&r, &f, (const char *const[]){ "--user", "nobody", "--root-session", NULL }, "touch ran");
+        ck_assert_msg(r.status == 2 && one_line(r.err), "--user with --root-session: %d %s", r.status, r.err);
+        proc_result_free(&r);
+        /* --user whose user cannot write the repository: refused, with the fix. */
+        run_as(&r, &f, (const char *const[]){ "--user", "nobody", NULL }, "touch ran");
+        ck_assert_msg(r.status == 2 && one_line(r.err) && strstr(r.err, "chown -R nobody"), "--user nobody: %d %s",
+                      r.status, r.err);
+        ck_assert_msg(access(ran, F_OK) < 0 && access(f.out, F_OK) < 0, "something was run or written");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* Started as root on a repository owned by nobody (or with --user nobody):
+ * the session is nobody's, and so is all it makes. */
+START_TEST(as_root_the_session_runs_as_the_repository_s_owner_or_the_user_given)
+{
+        if (!is_root()) {
+                skip_note(__func__, "not root");
+                return;
+        }
+        const char *const *how[] = { NULL, (const char *const[]){ "--user", "nobody", NULL },
+                                     (const char *const[]){ "--user", "65534", NULL } };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(how); i++) {
+                struct fixture f;
+                fixture_new(&f);
+                ck_assert(chown(f.repo, 65534, 65534) == 0);
+                struct proc_result r;
+                run_as(&r, &f, how[i],
+                       "id -u > uid; echo \"$USER\" > user; cp /bin/sh ./rootsh && chmod 4755 ./rootsh; "
+                       "cat /etc/shadow > shadow 2>/dev/null; echo $? > shadow_rc; touch ~/made; chmod 777 ~");
+                ck_assert_msg(r.status == 0, "case %zu: status %d: %s", i, r.status, r.err);
+                _cleanup_free_ char *uid = path_in(f.repo, "uid"), *user = path_in(f.repo, "user");
+                _cleanup_free_ char *sh = path_in(f.repo, "rootsh"), *rc = path_in(f.repo, "shadow_rc");
+                _cleanup_free_ char *u = read_text(uid), *name = read_text(user), *src = read_text(rc);
+                ck_assert_msg(u && strcmp(u, "65534\n") == 0, "case %zu: the session ran as uid %s", i, u);
+                ck_assert_msg(name && strcmp(name, "nobody\n") == 0, "case %zu: USER is %s", i, name);
+                ck_assert_msg(src && strcmp(src, "0\n") != 0, "case %zu: the session read /etc/shadow", i);
+                struct stat st;
+                ck_assert_msg(lstat(sh, &st) < 0 || st.st_uid == 65534, "case %zu: a setuid shell owned by %u", i,
+                              (unsigned)st.st_uid);
+                /* The output folder: root's, searchable only; the home
+                 * nobody's, back to 0700. */
+                ck_assert(lstat(f.out, &st) == 0);
+                ck_assert_msg(st.st_uid == 0 && (st.st_mode & 07777) == 0711, "case %zu: output %o uid %u", i,
+                              st.st_mode & 07777, (unsigned)st.st_uid);
+                _cleanup_free_ char *home = path_in(f.out, "home");
+                ck_assert(lstat(home, &st) == 0);
+                ck_assert_msg((st.st_mode & 07777) == 0700, "case %zu: home mode %o after the session", i,
+                              st.st_mode & 07777);
+                _cleanup_free_ char *made = path_in(home, "made");
+                ck_assert_msg(access(made, F_OK) == 0, "case %zu: the session could not write its home", i);
+                proc_result_free(&r);
+                fixture_free(&f);
+        }
+}
+END_TEST
+
+/* --root-session: an accepted root session (as root), a no-op otherwise;
+ * either way the output folder is 0700 and the home is 0700 again after. */
+START_TEST(root_session_runs_as_trialbox_s_own_user_with_output_and_home_0700)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        run_as(&r, &f, (const char *const[]){ "--root-session", NULL }, "id -u > uid; chmod 777 ~");
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        _cleanup_free_ char *uid = path_in(f.repo, "uid");
+        _cleanup_free_ char *u = read_text(uid);
+        char want[32];
+        snprintf(want, sizeof want, "%u\n", (unsigned)getuid());
+        ck_assert_msg(u && strcmp(u, want) == 0, "the session ran as uid %s", u);
+        struct stat st;
+        ck_assert(lstat(f.out, &st) == 0);
+        ck_assert_msg((st.st_mode & 07777) == 0700, "output mode %o", st.st_mode & 07777);
+        _cleanup_free_ char *home = path_in(f.out, "home");
+        ck_assert(lstat(home, &st) == 0);
+        ck_assert_msg((st.st_mode & 07777) == 0700, "home mode %o after the session", st.st_mode & 07777);
+        proc_result_free(&r);
+        if (!is_root()) { /* not root: no other user can be had */
+                snprintf(f.out, sizeof f.out, "%s/out2", f.dir);
+                run_as(&r, &f, (const char *const[]){ "--user", "root", NULL }, "touch ran");
+                ck_assert_msg(r.status == 2 && one_line(r.err) && strstr(r.err, "only root"), "--user root: %d %s",
+                              r.status, r.err);
+                proc_result_free(&r);
+        }
+        fixture_free(&f);
+}
+END_TEST
+
+/* ---- Trials are independent (issue 10, section 4) ---- */
+
+/* Trial A makes a SysV shared memory segment and message queue, files in
+ * /tmp and /dev/shm and a process, then waits; Trial B, meanwhile, looks
+ * for each. (Keyrings: the seccomp filter denies keyctl and add_key, see
+ * the_session_cannot_reach_keyrings_…, and each session gets a fresh one.) */
+START_TEST(two_concurrent_trials_share_no_ipc_tmp_dev_shm_or_processes)
+{
+        if (!host_can("command -v ipcmk && command -v ipcs")) {
+                skip_note(__func__, "no ipcmk/ipcs (util-linux)");
+                return;
+        }
+        struct fixture a, b;
+        fixture_new(&a);
+        fixture_new(&b);
+        chmod(a.repo, 0777);
+        chmod(b.repo, 0777);
+        _cleanup_free_ char *m = marker("tbindep");
+        _cleanup_free_ char *script_a = xasprintf(
+                "ipcmk -M 4096 > ipc 2>&1; ipcmk -Q >> ipc 2>&1; ipcs -m -q >> ipc; touch /tmp/%s /dev/shm/%s; "
+                "sh -c 'while [ ! -e done ]; do sleep 0.05; done' %s-proc & "
+                "touch ready; wait",
+                m, m, m);
+        char *argv_a[32];
+        const char *const extra_a[] = { "--", "-c", script_a, NULL };
+        tb_argv(argv_a, 32, "shell", &a, extra_a);
+        _cleanup_free_ char *errp = path_in(a.dir, "a.err");
+        pid_t pa = spawn_argv(tb_env(NULL), argv_a, "/dev/null", errp);
+        _cleanup_free_ char *ready = path_in(a.repo, "ready"), *done = path_in(a.repo, "done");
+        ck_assert_msg(wait_for_file(ready, 60000), "Trial A did not start");
+
+        /* B: the marker spelled so that B's own command lines do not hold it. */
+        size_t half = strlen(m) / 2;
+        _cleanup_free_ char *m1 = xasprintf("%.*s", (int)half, m);
+        _cleanup_free_ char *script_b = xasprintf(
+                "M=%s; M=\"$M%s\"; ipcs -m -q | grep -c '^0x' > ipc_count; "
+                "ls /tmp/\"$M\" /dev/shm/\"$M\" > files 2>/dev/null; "
+                "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c '[%c]%s-proc' > procs; true",
+                m1, m + half, m[0], m + 1); /* [t]bindep…: grep's own command line does not match */
+        struct proc_result r;
+        tb_run(&r, "shell", &b, NULL, (const char *const[]){ "--", "-c", script_b, NULL });
+        write_text(done, "", 0644);
+        int sa = wait_status(pa);
+        ck_assert_msg(r.status == 0, "Trial B: status %d: %s", r.status, r.err);
+        _cleanup_free_ char *a_err = read_text(errp);
+        ck_assert_msg(sa == 0, "Trial A: status %d: %s", sa, a_err);
+
+        _cleanup_free_ char *ipc_a_p = path_in(a.repo, "ipc");
+        _cleanup_free_ char *ipc_a = read_text(ipc_a_p);
+        ck_assert_msg(ipc_a && strstr(ipc_a, "Shared memory id") && strstr(ipc_a, "Message queue id"),
+                      "Trial A could not make its IPC objects: %s", ipc_a);
+        _cleanup_free_ char *cnt_p = path_in(b.repo, "ipc_count"), *files_p = path_in(b.repo, "files"),
+                            *procs_p = path_in(b.repo, "procs");
+        _cleanup_free_ char *cnt = read_text(cnt_p), *files = read_text(files_p), *procs = read_text(procs_p);
+        ck_assert_msg(cnt && strcmp(cnt, "0\n") == 0, "Trial B sees %s SysV IPC objects", cnt);
+        ck_assert_msg(files && files[0] == '\0', "Trial B sees Trial A's files: %s", files);
+        ck_assert_msg(procs && strcmp(procs, "0\n") == 0, "Trial B sees Trial A's process (%s)", procs);
+        /* Nor did A's leave anything on the host. */
+        _cleanup_free_ char *host_tmp = xasprintf("/tmp/%s", m), *host_shm = xasprintf("/dev/shm/%s", m);
+        ck_assert(access(host_tmp, F_OK) < 0 && access(host_shm, F_OK) < 0);
+        proc_result_free(&r);
+        fixture_free(&a);
+        fixture_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("isolation");
@@ -1876,6 +2075,10 @@ static Suite *suite(void)
         tcase_add_test(tc, a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_user_namespaces);
         tcase_add_test(tc, the_real_codex_sandbox_runs_inside_a_trial_under_tmp);
         tcase_add_test(tc, the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial);
+        tcase_add_test(tc, as_root_a_root_owned_repository_without_user_or_root_session_is_refused_in_one_line);
+        tcase_add_test(tc, as_root_the_session_runs_as_the_repository_s_owner_or_the_user_given);
+        tcase_add_test(tc, root_session_runs_as_trialbox_s_own_user_with_output_and_home_0700);
+        tcase_add_test(tc, two_concurrent_trials_share_no_ipc_tmp_dev_shm_or_processes);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -305,6 +305,11 @@ void tb_argv(char **argv, size_t cap, const char *harness, const struct fixture 
         const char *base[] = { TRIALBOX_BIN, "run", "--harness", harness, "--repo", f->repo, "--output-dir", f->out };
         for (size_t i = 0; i < sizeof base / sizeof *base; i++)
                 argv[n++] = (char *)base[i];
+        /* As root, a session runs as root only when asked (issue 10): these
+         * runs keep their root-owned fixtures and ask; test_isolation runs
+         * the --user path. */
+        if (geteuid() == 0)
+                argv[n++] = "--root-session";
         for (size_t i = 0; extra && extra[i] && n + 1 < cap; i++)
                 argv[n++] = (char *)extra[i];
         argv[n] = NULL;

@@ -9,12 +9,14 @@
 
 #include "cgroup.h"
 #include "cli.h"
+#include "confine.h"
 #include "credentials.h"
 #include "env.h"
 #include "log.h"
 #include "outcome.h"
 #include "plugin_loader.h"
 #include "sandbox.h"
+#include "session_user.h"
 #include "toolchain.h"
 
 /* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
@@ -128,7 +130,9 @@ static void check_userns_sysctls(struct report *rep, const char *bwrap)
 {
         struct stat st;
         bool setuid_bwrap = stat(bwrap, &st) == 0 && (st.st_mode & S_ISUID) && st.st_uid == 0;
-        bool needs_userns = getuid() != 0 && !setuid_bwrap;
+        /* As root too: sessions run as an unprivileged user unless
+         * --root-session (session_user.h). */
+        bool needs_userns = !setuid_bwrap;
         long max = read_sysctl("/proc/sys/user/max_user_namespaces");
         long clone = read_sysctl("/proc/sys/kernel/unprivileged_userns_clone");
         long apparmor = read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
@@ -137,7 +141,8 @@ static void check_userns_sysctls(struct report *rep, const char *bwrap)
                                            clone >= 0 ? (clone ? "1" : "0") : "",
                                            apparmor >= 0 ? ", kernel.apparmor_restrict_unprivileged_userns=" : "",
                                            apparmor >= 0 ? (apparmor ? "1" : "0") : "",
-                                           needs_userns ? "bwrap needs a user namespace (not root, not setuid)"
+                                           needs_userns ? "bwrap needs a user namespace (the session's user is not "
+                                                          "root; bwrap is not setuid)"
                                                         : "bwrap needs no user namespace here");
         if (needs_userns && max == 0)
                 verdict(rep, "userns", false, d, "run 'sudo sysctl -w user.max_user_namespaces=15000'");
@@ -237,6 +242,39 @@ static void check_sandbox(struct report *rep, const struct tb_env *env)
         }
 }
 
+/* Who a session would run as, and what confines it besides bwrap. */
+static void check_session(struct report *rep)
+{
+        if (geteuid() == 0) {
+                verdict(rep, "user", true,
+                        "trialbox is root: a session runs as --user NAME|UID, else as the repository's owner; "
+                        "a root-owned repository is refused unless --user or --root-session is given",
+                        NULL);
+        } else {
+                struct session_user u = { 0 };
+                struct tb_error err = { 0 };
+                if (session_user_resolve(NULL, false, geteuid(), NULL, &u, &err) == 0) {
+                        _cleanup_free_ char *d = xasprintf("a session runs as '%s' (uid %u), trialbox's own user",
+                                                           u.name, (unsigned)u.uid);
+                        verdict(rep, "user", true, d, NULL);
+                }
+                session_user_done(&u);
+        }
+        struct confine_status cs;
+        struct tb_error err = { 0 };
+        if (confine_check(&cs, &err) < 0) {
+                verdict(rep, "seccomp", false, err.msg, "install a kernel and libseccomp that support it");
+                return;
+        }
+        _cleanup_free_ char *d = xasprintf("a filter of %d instructions denies keyctl, bpf, mount, ptrace and more",
+                                           cs.filter_len);
+        verdict(rep, "seccomp", true, d, NULL);
+        verdict(rep, "keyring", true,
+                cs.keyrings ? "each session gets a fresh anonymous session keyring"
+                            : "this kernel has no keyrings: nothing to hide",
+                NULL);
+}
+
 static void check_harness(struct report *rep, const struct tb_env *env, const char *name)
 {
         struct plugin p;
@@ -283,6 +321,7 @@ int check_main(const struct tb_env *env, const char *harness, int json)
 {
         struct report rep = { .arr = json ? json_object_new_array() : NULL };
         check_sandbox(&rep, env);
+        check_session(&rep);
         check_plugins(&rep, env);
         check_credentials(&rep, env, NULL);
         check_limits(&rep);

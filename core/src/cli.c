@@ -23,7 +23,7 @@ static const char usage_text[] =
         "                    [--skills DIR] [--credentials FILE] [--no-sandbox] [--dry-run]\n"
         "                    [--timeout DURATION [--kill-after DURATION]] [--memory SIZE] [--pids N]\n"
         "                    [--cpus N] [--network host|none|allow] [--allow-host PATTERN]...\n"
-        "                    [--json] [-v|-q] -- [SESSION ARGS...]\n"
+        "                    [--user NAME|UID | --root-session] [--json] [-v|-q] -- [SESSION ARGS...]\n"
         "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
         "       trialbox report RESULTS [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
@@ -50,6 +50,9 @@ static const char usage_text[] =
         "  --allow-host PATTERN  also allow host[:port], *.domain[:port], an IP or [IPv6]\n"
         "                        (repeatable; implies --network allow)\n"
         "  --json                print the Outcome as one JSON line on stdout at the end\n"
+        "  --user NAME|UID       as root: run the session (and bwrap) as this user, who must\n"
+        "                        be able to write the repository (default: its owner)\n"
+        "  --root-session        as root: accept a root session (throwaway machines only)\n"
         "  -v, --verbose         say what is done (twice: more); -q, --quiet: errors only\n"
         "\n"
         "limits (a limit that cannot be enforced here makes the Trial void; see 'trialbox check'):\n"
@@ -96,7 +99,7 @@ static const char *option_name(const struct option *longopts, int val, char *buf
 }
 
 enum { OPT_HARNESS = 256, OPT_REPO, OPT_OUTPUT, OPT_BIN, OPT_SKILLS, OPT_CREDS, OPT_NO_SANDBOX, OPT_DRY, OPT_JSON,
-       OPT_NETWORK, OPT_ALLOW_HOST };
+       OPT_NETWORK, OPT_ALLOW_HOST, OPT_USER, OPT_ROOT_SESSION };
 /* The limits (issue 11): their own block of values, parsed by trial_limits_set(). */
 enum { OPT_TIMEOUT = 512, OPT_KILL_AFTER, OPT_MEMORY, OPT_PIDS, OPT_CPUS };
 
@@ -152,6 +155,8 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                 { "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
                 { "dry-run", no_argument, NULL, OPT_DRY },
                 { "json", no_argument, NULL, OPT_JSON },
+                { "user", required_argument, NULL, OPT_USER },
+                { "root-session", no_argument, NULL, OPT_ROOT_SESSION },
                 { "verbose", no_argument, NULL, 'v' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
@@ -205,6 +210,12 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                         break;
                 case OPT_JSON:
                         opt.json = true;
+                        break;
+                case OPT_USER:
+                        slot = &opt.user;
+                        break;
+                case OPT_ROOT_SESSION:
+                        opt.root_session = true;
                         break;
                 case 'v':
                         v++;

@@ -10,6 +10,7 @@
 #include "credentials.h"
 #include "env.h"
 #include "log.h"
+#include "session_user.h"
 #include "trials_home.h"
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
@@ -81,6 +82,16 @@ static int svc_login_in_place(struct tb_host *h, const char *host_path, const ch
         if (!real || stat(real, &st) < 0 || !S_ISREG(st.st_mode)) {
                 snprintf(h->fail_detail, sizeof h->fail_detail, "login '%s' is not a file", host_path);
                 return -ENOENT;
+        }
+        /* Bound in place, the host's own file: never given away (no chown);
+         * the session's user must be able to use it as it is. */
+        const struct session_user *u = h->session_user;
+        if (u && u->drop && !session_user_can(u, real, R_OK | W_OK)) {
+                snprintf(h->fail_detail, sizeof h->fail_detail,
+                         "login '%s' cannot be read and written by the session's user '%s'; log in as that user, "
+                         "or pass --user with the login's owner",
+                         host_path, u->name);
+                return -EACCES;
         }
         if (!h->dry_run) {
                 /* bwrap needs a file to mount on; create it like mkdir -p would. */

@@ -19,6 +19,8 @@ struct host_endpoint {
 };
 
 /* What the services show is the logger's verbosity (log.h). */
+struct session_user;
+
 struct tb_host {
         const char *harness;
         const struct tb_env *env;  /* the host environment (host_getenv, the Credentials' default path) */
@@ -47,6 +49,9 @@ struct tb_host {
         /* What the `endpoints` hook declared, in order, each pattern once. */
         struct host_endpoint *endpoints;
         size_t n_endpoints;
+
+        /* Who the session runs as (session_user.h); NULL: trialbox's own. */
+        const struct session_user *session_user;
 };
 
 

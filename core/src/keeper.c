@@ -15,6 +15,7 @@
 
 #include "confine.h"
 #include "sandbox.h"
+#include "session_user.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)
@@ -60,7 +61,8 @@ static int kill_children(void)
         return found;
 }
 
-void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
+void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
+                const struct session_user *user)
 {
         /* Hold nothing of trialbox's but bwrap's stdio, its status and block
          * fds and the exec-error pipe (moved to the fd after them): not the
@@ -91,11 +93,21 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
         pid_t bwrap = fork();
         if (bwrap == 0) {
                 sigprocmask(SIG_SETMASK, old, NULL);
+                /* Not root from here: bwrap and the session run as the
+                 * session's user (a switch clears the parent-death signal,
+                 * so that comes after it). */
+                int e = 0;
+                if (user && user->drop) {
+                        int r = session_user_switch(user);
+                        e = r < 0 ? -r : 0;
+                }
                 /* bwrap dies with its keeper: a second line of defence. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (confine_exec_prepare(argv) == 0) /* a fresh session keyring; the filter fd crosses */
+                if (e == 0)
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (e == 0 && confine_exec_prepare(argv) == 0) /* a fresh session keyring; the filter fd crosses */
                         execve(argv[0], argv, envp);
-                int e = errno;
+                if (e == 0)
+                        e = errno;
                 if (write(exec_err_w, &e, sizeof e) < 0) {
                 }
                 _exit(127);

@@ -35,7 +35,11 @@
  * SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up for bwrap: start argv with
  * envp and keep it. On a failed exec, the errno goes to `exec_err_w`
  * (KEEPER_EXEC_ERR_FD). Never returns. */
-void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w)
-        __attribute__((noreturn));
+struct session_user;
+
+/* `user`, when it says to drop, is who bwrap runs as: the keeper switches
+ * bwrap's process to it right before the exec (session_user.h). */
+void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
+                const struct session_user *user) __attribute__((noreturn));
 
 #endif

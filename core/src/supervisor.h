@@ -33,6 +33,8 @@ struct supervisor_watch {
         void *ctx;
 };
 
+struct session_user;
+
 struct supervisor_run {
         char **argv;  /* argv[0] is the program (bwrap, or the Harness) */
         char **envp;
@@ -64,6 +66,7 @@ struct supervisor_run {
          * session's program runs: the Trial is void, err's message its detail. */
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
+        const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno

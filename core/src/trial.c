@@ -17,6 +17,7 @@
 #include "plugin_loader.h"
 #include "repo_guard.h"
 #include "slurm.h"
+#include "session_user.h"
 #include "supervisor.h"
 #include "toolchain.h"
 
@@ -126,6 +127,8 @@ struct trial {
         struct cgroup *cgroup;     /* the Trial's, while the session runs */
         struct outcome_file final; /* the final record's reserved space */
         struct trial_net net; /* issue 12 */
+        struct session_user user; /* who the session runs as */
+        int home_fd;              /* the fresh home, opened when made; -1 */
 };
 
 static void trial_done(struct trial *t)
@@ -144,6 +147,54 @@ static void trial_done(struct trial *t)
         free(t->bin);
         free(t->bwrap);
         free(t->skills);
+        session_user_done(&t->user);
+        if (t->home_fd >= 0)
+                close(t->home_fd);
+}
+
+/* The nearest existing folder at or above `path`. */
+static char *existing_ancestor(const char *path)
+{
+        char *p = xstrdup(path);
+        struct stat st;
+        while (lstat(p, &st) < 0 && strcmp(p, "/") != 0) {
+                char *slash = strrchr(p, '/');
+                if (slash == p)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+        }
+        return p;
+}
+
+/* Who the session runs as (session_user.h), and that it can use what it
+ * must: the repository read-write, the output folder's path. Unsandboxed,
+ * the session is trialbox's own user, whoever that is. */
+static int trial_pick_user(struct trial *t, struct tb_error *err)
+{
+        const struct trial_options *opt = t->opt;
+        if (opt->no_sandbox) {
+                t->user = (struct session_user){ .uid = geteuid(), .gid = getegid(), .why = "trialbox's own" };
+                return 0;
+        }
+        struct stat st;
+        if (stat(t->repo, &st) < 0)
+                return tb_fail(err, -errno, "repository '%s': %s", t->repo, strerror(errno));
+        int r = session_user_resolve(opt->user, opt->root_session, geteuid(), &st, &t->user, err);
+        if (r < 0 || !t->user.drop)
+                return r;
+        if (!session_user_can(&t->user, t->repo, R_OK | W_OK | X_OK))
+                return tb_fail(err, -EACCES,
+                               "the session runs as '%s' (%s), who cannot write the repository '%s'; make it "
+                               "theirs (chown -R %s '%s') or pass --user",
+                               t->user.name, t->user.why, t->repo, t->user.name, t->repo);
+        _cleanup_free_ char *up = existing_ancestor(t->output);
+        if (!session_user_can(&t->user, up, X_OK))
+                return tb_fail(err, -EACCES,
+                               "the session runs as '%s' (%s), who cannot reach '%s' (its home's folder is bound "
+                               "as that user); choose an output folder whose parents it can search",
+                               t->user.name, t->user.why, up);
+        return 0;
 }
 
 /* Check the request: 0, or a negative errno with `err` saying what is wrong
@@ -207,7 +258,23 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
         t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
-        return 0;
+        return trial_pick_user(t, err);
+}
+
+/* The output folder, when it is new: 0700, or 0711 when the session runs
+ * as another user (bwrap, as that user, opens the home under it: it must
+ * search it, but needs neither to list nor to write it). Its parents as
+ * mkdir -p makes them. 0 or -errno. */
+static int trial_make_output(struct trial *t)
+{
+        _cleanup_free_ char *parent = path_dirname(t->output);
+        int r = mkdir_p(parent, 0755);
+        if (r < 0)
+                return r;
+        mode_t mode = t->user.drop ? 0711 : 0700;
+        if (mkdir(t->output, mode) < 0)
+                return errno == EEXIST ? 0 : -errno;
+        return chmod(t->output, mode) < 0 ? -errno : 0; /* whatever the umask */
 }
 
 /* Load the plugin and make the output folder: 0, or a negative errno with
@@ -219,7 +286,7 @@ static int trial_load(struct trial *t, struct tb_error *err)
                 return r;
         if (t->opt->dry_run)
                 return 0;
-        r = mkdir_p(t->output, 0755);
+        r = trial_make_output(t);
         if (r < 0)
                 return tb_fail(err, r, "cannot create output folder '%s': %s; choose a writable folder", t->output,
                                strerror(-r));
@@ -339,6 +406,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .session_home = t->home,
                 .dry_run = opt->dry_run,
                 .credentials_path = opt->credentials,
+                .session_user = &t->user,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
@@ -350,6 +418,13 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         }
         if (opt->no_sandbox)
                 return 0;
+        if (t->user.drop && !session_user_can(&t->user, t->bin, X_OK)) {
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return tb_fail(err, -EACCES,
+                               "the session's user '%s' cannot run the %s binary '%s'; install it where that user "
+                               "can reach it, or pass --harness-bin",
+                               t->user.name, opt->harness, t->bin);
+        }
         t->bwrap = find_bwrap(t->env);
         if (!t->bwrap) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
@@ -375,8 +450,9 @@ static int trial_confine(struct trial *t, struct tb_error *err)
                 return 0;
         const struct confine_options co = {
                 .nested_userns = trial_needs_userns(t),
-                /* bwrap (not setuid) makes a user namespace unless run by root. */
-                .bwrap_userns = geteuid() != 0,
+                /* bwrap (not setuid) makes a user namespace unless run by
+                 * root; the keeper starts it as the session's user. */
+                .bwrap_userns = geteuid() != 0 || t->user.drop,
         };
         int r = confine_spec(&t->spec, &co, t->home, err);
         if (r < 0)
@@ -406,6 +482,27 @@ static int trial_network_policy(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* When the session runs as another user: the fresh home and everything
+ * trialbox put in it (logins' copies, configs, the git identity) become
+ * that user's, through the fd opened when the home was made, and the
+ * session's USER and LOGNAME name it. 0, or a negative errno with `err`. */
+static int trial_hand_over_home(struct trial *t, struct tb_error *err)
+{
+        if (!t->user.drop || t->opt->no_sandbox)
+                return 0;
+        sandbox_setenv(&t->spec, "USER", t->user.name, false);
+        sandbox_setenv(&t->spec, "LOGNAME", t->user.name, false);
+        if (t->opt->dry_run || t->home_fd < 0)
+                return 0;
+        int r = session_user_chown_tree(t->home_fd, &t->user);
+        if (r < 0) {
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                return tb_fail(err, r, "cannot give the fresh home '%s' to '%s': %s", t->home, t->user.name,
+                               strerror(-r));
+        }
+        return 0;
+}
+
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -413,6 +510,11 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         /* The fresh home first: logins and configs are put into it. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
                 int r = make_fresh_home(t->home);
+                if (r == 0) {
+                        t->home_fd = open(t->home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (t->home_fd < 0)
+                                r = -errno;
+                }
                 if (r < 0) {
                         t->cause = CAUSE_SESSION_UNAVAILABLE;
                         return tb_fail(err, r, "cannot create the fresh home '%s': %s", t->home, strerror(-r));
@@ -452,6 +554,9 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         }
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
+        r = trial_hand_over_home(t, err);
+        if (r < 0)
+                return r;
         return trial_confine(t, err);
 }
 
@@ -535,6 +640,52 @@ static void trial_limits_end(struct trial *t, const struct rusage *ru, struct se
                 log_warn("%s", err.msg);
 }
 
+/* A session that runs as another user sees of the host what that user
+ * could: a read-only bind (a toolchain, a tool) whose source it cannot
+ * reach, such as one under root's 0700 home, is left out, with a warning.
+ * A read-write bind it cannot write (a Harness's Trials home owned by
+ * root) makes the Trial void, with the reason: 0, or a negative errno with
+ * `err` and t->cause. */
+static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
+{
+        struct sandbox_spec *spec = &t->spec;
+        if (!t->user.drop || spec->n_ops == 0)
+                return 0;
+        _cleanup_free_ char **src = xmalloc(spec->n_ops * sizeof *src);
+        _cleanup_free_ bool *ok = xmalloc(spec->n_ops * sizeof *ok);
+        _cleanup_free_ bool *rw = xmalloc(spec->n_ops * sizeof *rw);
+        for (size_t i = 0; i < spec->n_ops; i++)
+                src[i] = spec->ops[i].kind == SANDBOX_RO_BIND || spec->ops[i].kind == SANDBOX_BIND ? spec->ops[i].src
+                                                                                                   : "/";
+        session_user_can_all(&t->user, src, spec->n_ops, F_OK, ok);
+        session_user_can_all(&t->user, src, spec->n_ops, W_OK, rw);
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                if (spec->ops[i].kind != SANDBOX_BIND)
+                        continue;
+                ok[i] = true; /* never left out; in a dry run, the home is not made */
+                if (!rw[i] && !t->opt->dry_run) {
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
+                        return tb_fail(err, -EACCES,
+                                       "the session's user '%s' cannot write '%s', which the session gets "
+                                       "read-write; make it theirs or pass --user with its owner",
+                                       t->user.name, spec->ops[i].src);
+                }
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < spec->n_ops; i++) {
+                struct sandbox_op *op = &spec->ops[i];
+                if (ok[i]) {
+                        spec->ops[kept++] = *op;
+                        continue;
+                }
+                log_warn("'%s' is not bound: the session's user '%s' cannot reach it", op->src, t->user.name);
+                free(op->src);
+                free(op->dest);
+        }
+        spec->n_ops = kept;
+        return 0;
+}
+
 /* Run the session (or, with --dry-run, print its command line): 0, or a
  * negative errno with `err` and t->cause saying why the Trial is void. */
 static int trial_execute(struct trial *t, struct tb_error *err)
@@ -545,7 +696,9 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
-        int r = trial_limits_prepare(t, err);
+        int r = trial_drop_unreachable(t, err);
+        if (r >= 0)
+                r = trial_limits_prepare(t, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
@@ -588,6 +741,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .timeout_ms = opt->limits.timeout_ms,
                 .kill_after_ms = opt->limits.kill_after_ms,
                 .memory_bytes = opt->limits.memory_bytes,
+                .user = &t->user,
         };
         struct rusage ru = { 0 };
         run.rusage = &ru;
@@ -610,6 +764,10 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         repo_guard_restore(&t->guard, &undone);
         for (size_t i = 0; i < undone.n; i++)
                 log_warn("%s", undone.v[i]);
+        /* Whatever the session made of its home's mode, by the fd opened
+         * before it ran. */
+        if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
+                log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
@@ -623,7 +781,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
         struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT,
-                           .net = TRIAL_NET_INIT };
+                           .net = TRIAL_NET_INIT, .home_fd = -1 };
         t.net.mode = opt->network;
         t.net.test_hosts = env->test_hosts;
         struct tb_error err = { 0 };

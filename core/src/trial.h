@@ -29,6 +29,9 @@ struct trial_options {
         enum trial_network network;
         const char *allow_hosts[TRIAL_MAX_ALLOW_HOSTS];
         size_t n_allow_hosts;
+        /* Who the session runs as when trialbox is root (session_user.h). */
+        const char *user;  /* --user NAME|UID, or NULL */
+        bool root_session; /* --root-session: accept a root session */
 };
 
 /* The variables a session inherits from the host when they are set (more

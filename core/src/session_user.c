@@ -1,0 +1,213 @@
+#define _GNU_SOURCE
+#include "session_user.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int lookup(const char *want, struct session_user *out, struct tb_error *err)
+{
+        struct passwd *pw = getpwnam(want);
+        char *end = NULL;
+        errno = 0;
+        unsigned long n = pw ? 0 : strtoul(want, &end, 10);
+        if (!pw && want[0] >= '0' && want[0] <= '9' && end && !*end && errno == 0 && n < (uid_t)-1) {
+                pw = getpwuid((uid_t)n);
+                if (!pw) { /* a bare number: its own group */
+                        out->uid = (uid_t)n;
+                        out->gid = (gid_t)n;
+                        out->name = xstrdup(want);
+                        return 0;
+                }
+        }
+        if (!pw)
+                return tb_fail(err, -ESRCH, "--user '%s' is no user here; pass a user name or a number", want);
+        out->uid = pw->pw_uid;
+        out->gid = pw->pw_gid;
+        out->name = xstrdup(pw->pw_name);
+        return 0;
+}
+
+static char *name_of(uid_t uid)
+{
+        struct passwd *pw = getpwuid(uid);
+        return pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned)uid);
+}
+
+int session_user_resolve(const char *want, bool root_session, uid_t euid, const struct stat *repo,
+                         struct session_user *out, struct tb_error *err)
+{
+        *out = (struct session_user){ .uid = euid, .gid = getegid() };
+        if (euid != 0) {
+                /* --root-session is a no-op here: the session is not root anyway. */
+                if (want) {
+                        struct session_user u = { 0 };
+                        int r = lookup(want, &u, err);
+                        bool same = r == 0 && u.uid == euid;
+                        session_user_done(&u);
+                        if (r < 0)
+                                return r;
+                        if (!same)
+                                return tb_fail(err, -EPERM,
+                                               "--user '%s': only root can run a session as another user; run "
+                                               "trialbox as '%s', or as root",
+                                               want, want);
+                }
+                out->name = name_of(euid);
+                out->why = "trialbox's own";
+                return 0;
+        }
+        if (want && root_session)
+                return tb_fail(err, -EINVAL, "--user and --root-session exclude each other; pass one");
+        if (root_session) {
+                out->name = xstrdup("root");
+                out->why = "--root-session";
+                return 0;
+        }
+        if (want) {
+                int r = lookup(want, out, err);
+                if (r < 0)
+                        return r;
+                if (out->uid == 0) {
+                        session_user_done(out);
+                        return tb_fail(err, -EPERM,
+                                       "--user '%s' is root; pass --root-session to accept a root session", want);
+                }
+                out->drop = true;
+                out->why = "--user";
+                return 0;
+        }
+        if (repo && repo->st_uid != 0) {
+                struct passwd *pw = getpwuid(repo->st_uid);
+                out->uid = repo->st_uid;
+                out->gid = pw ? pw->pw_gid : repo->st_gid;
+                out->name = name_of(repo->st_uid);
+                out->drop = true;
+                out->why = "the repository's owner";
+                return 0;
+        }
+        return tb_fail(err, -EPERM,
+                       "started as root with a root-owned repository, the session would run as root: pass --user "
+                       "NAME after making the repository writable by that user (chown -R NAME REPO), or "
+                       "--root-session to accept a root session on a throwaway machine");
+}
+
+void session_user_done(struct session_user *u)
+{
+        free(u->name);
+        u->name = NULL;
+}
+
+int session_user_switch(const struct session_user *u)
+{
+        if (setgroups(0, NULL) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+                return -errno;
+        uid_t r, e, s;
+        gid_t gr, ge, gs;
+        if (getresuid(&r, &e, &s) < 0 || getresgid(&gr, &ge, &gs) < 0)
+                return -errno;
+        if (r != u->uid || e != u->uid || s != u->uid || gr != u->gid || ge != u->gid || gs != u->gid)
+                return -EPERM;
+        /* No way back to root. */
+        if (u->uid != 0 && setresuid(0, 0, 0) == 0)
+                return -EPERM;
+        return 0;
+}
+
+bool session_user_can(const struct session_user *u, const char *path, int mode)
+{
+        if (!u->drop)
+                return access(path, mode) == 0;
+        pid_t pid = fork();
+        if (pid < 0)
+                return false;
+        if (pid == 0)
+                _exit(session_user_switch(u) == 0 && access(path, mode) == 0 ? 0 : 1);
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return false;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+void session_user_can_all(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok)
+{
+        for (size_t i = 0; i < n; i++)
+                ok[i] = false;
+        if (!u->drop) {
+                for (size_t i = 0; i < n; i++)
+                        ok[i] = access(paths[i], mode) == 0;
+                return;
+        }
+        int p[2];
+        if (n == 0 || pipe2(p, O_CLOEXEC) < 0)
+                return;
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                bool sw = session_user_switch(u) == 0;
+                for (size_t i = 0; i < n; i++) {
+                        char c = sw && access(paths[i], mode) == 0 ? 1 : 0;
+                        if (write(p[1], &c, 1) != 1)
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        close(p[1]);
+        for (size_t i = 0; pid > 0 && i < n; i++) {
+                char c = 0;
+                ssize_t k;
+                while ((k = read(p[0], &c, 1)) < 0 && errno == EINTR)
+                        ;
+                if (k != 1)
+                        break;
+                ok[i] = c == 1;
+        }
+        close(p[0]);
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+static int chown_tree_at(int dirfd, uid_t uid, gid_t gid, int depth)
+{
+        if (fchown(dirfd, uid, gid) < 0)
+                return -errno;
+        if (depth > 64)
+                return -ELOOP;
+        int fd = dup(dirfd);
+        if (fd < 0)
+                return -errno;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        rewinddir(d);
+        int r = 0;
+        struct dirent *e;
+        while (r == 0 && (e = readdir(d))) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub >= 0) {
+                        r = chown_tree_at(sub, uid, gid, depth + 1);
+                        close(sub);
+                } else if (fchownat(dirfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+int session_user_chown_tree(int dirfd, const struct session_user *u)
+{
+        return chown_tree_at(dirfd, u->uid, u->gid, 0);
+}
