@@ -162,7 +162,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
 #else
         add_trial(&plan, "ok6", "echo ran >> marker-ok", NULL);
 #endif
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
 
         struct proc_result r;
@@ -233,7 +233,7 @@ START_TEST(a_batch_killed_midway_and_run_again_finishes_every_trial_once)
                 snprintf(script, sizeof script, "echo %s >> marker; sleep 0.4", id);
                 add_trial(&plan, id, script, NULL);
         }
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         char *marker = path_in(e.repo, "marker");
         batch_killed_after(&e, marker, 3, "2");
@@ -265,7 +265,7 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         struct strbuf plan = { 0 };
         add_trial(&plan, "void", "true", "\"harness_bin\":\"/nonexistent/agent\"");
         add_trial(&plan, "fail", "echo ran >> marker; exit 1", NULL);
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
         batch(&r, &e, EXTRA("--retries", "2"));
@@ -295,7 +295,7 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
         exp_new(&e);
         struct strbuf plan = { 0 };
         add_trial(&plan, "t", "echo ran >> marker", NULL);
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         /* A running record whose launcher is gone (a pid that has exited). */
         pid_t gone = fork();
@@ -351,7 +351,7 @@ START_TEST(repo_from_gives_each_trial_its_own_clone_at_its_revision)
                           "\"args\":[\"-c\",\"echo a > mine\"]}\n"
                           "{\"id\":\"b\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/b\","
                           "\"args\":[\"-c\",\"echo b > mine\"]}\n");
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         if (geteuid() == 0)
                 chmod(e.dir, 0755);
@@ -385,7 +385,7 @@ START_TEST(concurrency_never_exceeds_jobs)
                 add_trial(&plan, id, "echo \"$(date +%s%N) 1\" >> times; sleep 0.3; echo \"$(date +%s%N) -1\" >> times",
                           NULL);
         }
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
         batch(&r, &e, EXTRA("--jobs", "2"));
@@ -430,7 +430,7 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
                             i, i, TESTS_SOURCE_DIR "/fake/fake-grok", i);
         add_trial(&plan, "s1", "date +%s%N > times-s1; sleep 0.3", NULL);
         add_trial(&plan, "s2", "date +%s%N > times-s2; sleep 0.3", NULL);
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
         batch_env(&r, &e, env, EXTRA("--jobs", "2"));
@@ -458,7 +458,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         add_trial(&plan, "t0", "echo t0 >> marker", NULL);
         add_trial(&plan, "t1", "echo t1 >> marker", NULL);
         add_trial(&plan, "t2", "echo t2 >> marker", NULL);
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
         batch(&r, &e, EXTRA("--index", "1"));
@@ -552,7 +552,7 @@ START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
                 snprintf(id, sizeof id, "t%d", i);
                 add_trial(&plan, id, "echo ran >> marker; sleep 30", NULL);
         }
-        write_text(e.plan, plan.s, 0644);
+        write_plan(e.plan, plan.s);
         free(plan.s);
         char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", "-q", NULL };
         char *out = path_in(e.dir, "stdout");

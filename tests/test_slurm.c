@@ -468,7 +468,7 @@ static void bexp_new(struct bexp *e, const char *const trials[][3])
                             trials[i][2] ? trials[i][2] : "");
                 json_object_put(script);
         }
-        write_text(e->plan, plan.s, 0644);
+        write_plan(e->plan, plan.s);
         free(plan.s);
 }
 

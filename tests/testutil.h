@@ -31,6 +31,10 @@ void write_bytes(const char *path, const void *data, size_t len, mode_t mode);
 char *path_in(const char *dir, const char *rel);
 /* Write DIR/REL, making its missing folders (0700) first. (asserts) */
 void write_in(const char *dir, const char *rel, const char *text, mode_t mode);
+/* Write a batch plan (JSON Lines). Run as root, each Trial line that starts
+ * with {"id": also gets "root_session": true, as root's Trials of root-owned
+ * test repositories need (the suite runs again as nobody for the other path). */
+void write_plan(const char *path, const char *text);
 /* Copy the first `max` bytes of `from` (SIZE_MAX: all of it) to `to`, then set `mode`. (asserts) */
 void copy_file(const char *from, const char *to, mode_t mode, size_t max);
 /* The permission bits of `path` itself (a link is not followed). (asserts it exists) */

@@ -20,6 +20,7 @@ enum field_type {
         F_CPUS,      /* as --cpus */
         F_NETWORK,   /* host|none|allow */
         F_REPO_FROM, /* PATH[@REV] */
+        F_FLAG,      /* a boolean: true gives the run flag alone */
 };
 
 struct field {
@@ -45,6 +46,7 @@ static const struct field fields[] = {
         FIELD(pids, F_PIDS, "--pids"),
         FIELD(cpus, F_CPUS, "--cpus"),
         FIELD(user, F_STRING, "--user"),
+        FIELD(root_session, F_FLAG, "--root-session"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
 };
@@ -138,6 +140,12 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                         sv->cap = sv->n + 1;
                         sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
                 }
+                return 0;
+        }
+        if (f->type == F_FLAG) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return field_error(err, plan, t->line, name, "must be true or false");
+                *str_slot(t, f) = json_object_get_boolean(v) ? xstrdup("true") : NULL;
                 return 0;
         }
         if (f->type >= F_DURATION && f->type <= F_CPUS) {
@@ -409,7 +417,8 @@ void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct st
                 const char *v = *str_slot((struct plan_trial *)t, f);
                 if (v) {
                         strv_add(out, f->run_flag);
-                        strv_add(out, v);
+                        if (f->type != F_FLAG)
+                                strv_add(out, v);
                 }
         }
         strv_add(out, "-q");

@@ -28,6 +28,7 @@ struct plan_trial {
         char *harness_bin, *skills, *credentials; /* paths made absolute; harness_bin kept bare when it has no '/' */
         char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
         char *user, *network;
+        char *root_session; /* "true" (--root-session), or NULL */
         struct strv allow_host;
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
