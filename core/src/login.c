@@ -164,6 +164,12 @@ static void login_sync_close(struct login_sync *l)
         erase_and_free(l->last);
 }
 
+/* Drop what `l` holds without closing or freeing it (it was moved). */
+static void login_sync_forget(struct login_sync *l)
+{
+        *l = (struct login_sync){ .host_dirfd = -1, .home_fd = -1, .copy_dirfd = -1, .wd = -1, .host_wd = -1 };
+}
+
 int login_sync_add(struct login_set *set, const char *host_path, const char *home, const char *copy_path,
                    struct tb_error *err)
 {
@@ -232,13 +238,13 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *hom
         }
         GREEDY_REALLOC(set->v, set->cap, set->n + 1);
         set->v[set->n++] = l;
-        l = (struct login_sync){ .host_dirfd = -1, .home_fd = -1, .copy_dirfd = -1 };
+        login_sync_forget(&l); /* now the set's */
         return 0;
 }
 
 static bool same_as_last(const struct login_sync *l, const char *data, size_t len)
 {
-        return len == l->last_len && memcmp(data, l->last, len) == 0;
+        return len == l->last_len && (len == 0 || (data && l->last && memcmp(data, l->last, len) == 0));
 }
 
 static void remember(struct login_sync *l, char **data, size_t len)
@@ -251,7 +257,7 @@ static void remember(struct login_sync *l, char **data, size_t len)
 int login_sync_now(struct login_set *set, size_t i)
 {
         struct login_sync *l = &set->v[i];
-        size_t len;
+        size_t len = 0;
         _cleanup_erase_ char *data = NULL;
         /* Only the regular file at the login's place in the home: never a
          * link, a FIFO or a folder the session put there or on the way. */
@@ -286,7 +292,7 @@ int login_sync_now(struct login_set *set, size_t i)
 static int login_sync_pull(struct login_set *set, size_t i)
 {
         struct login_sync *l = &set->v[i];
-        size_t len, copy_len;
+        size_t len = 0, copy_len = 0;
         _cleanup_erase_ char *data = NULL, *copy = NULL;
         int r = read_login_at(l->host_dirfd, l->host_name, &data, &len);
         if (r < 0 || same_as_last(l, data, len))

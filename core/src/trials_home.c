@@ -36,6 +36,19 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
         }
 }
 
+/* chmod the file an O_PATH fd holds, never a path: fchmodat2(AT_EMPTY_PATH)
+ * where the kernel has it, else through its /proc/self/fd entry. */
+static int chmod_by_fd(int pin, mode_t mode)
+{
+#ifdef SYS_fchmodat2
+        if (syscall(SYS_fchmodat2, pin, "", mode, AT_EMPTY_PATH) == 0)
+                return 0;
+#endif
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", pin);
+        return chmod(self, mode);
+}
+
 /* Make the folder `name` in `dfd` 0700 and open it, never through a link: a
  * session may have left it unreadable (chmod 000) or unwritable. The folder
  * is pinned with O_PATH first and changed by that fd (fchmodat2 with
@@ -48,18 +61,8 @@ static int open_dir_for_wipe(int dfd, const char *name)
         struct stat st;
         if (fstat(pin, &st) < 0)
                 return -1;
-        if ((st.st_mode & 0700) != 0700) {
-                int r = -1;
-#ifdef SYS_fchmodat2
-                r = (int)syscall(SYS_fchmodat2, pin, "", 0700, AT_EMPTY_PATH);
-#endif
-                if (r < 0) {
-                        char self[64];
-                        snprintf(self, sizeof self, "/proc/self/fd/%d", pin);
-                        if (chmod(self, 0700) < 0)
-                                return -1;
-                }
-        }
+        if ((st.st_mode & 0700) != 0700 && chmod_by_fd(pin, 0700) < 0)
+                return -1;
         return openat(pin, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
