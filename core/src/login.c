@@ -285,6 +285,38 @@ int login_sync_now(struct login_set *set, size_t i)
         return 0;
 }
 
+/* Replace the private copy `name` in the folder `dfd` with `data`: a new
+ * file (0600, owned like its folder, so that a session running as another
+ * user than trialbox can read it) renamed over the old one. A file of this
+ * Trial's fresh home: nothing to keep across a crash, so no fsync. */
+static int write_copy_at(int dfd, const char *name, const char *data, size_t len)
+{
+        struct stat dst;
+        if (fstat(dfd, &dst) < 0)
+                return -errno;
+        static unsigned long seq;
+        char tmp[NAME_MAX + 1];
+        snprintf(tmp, sizeof tmp, ".%.200s.tb-%d-%lu", name, (int)getpid(), ++seq);
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = 0;
+        if (fchmod(fd, 0600) < 0 || (dst.st_uid != geteuid() && fchown(fd, dst.st_uid, dst.st_gid) < 0))
+                r = -errno;
+        for (size_t off = 0; r == 0 && off < len;) {
+                ssize_t w = write(fd, data + off, len - off);
+                if (w < 0 && errno != EINTR)
+                        r = -errno;
+                else if (w > 0)
+                        off += (size_t)w;
+        }
+        if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+                r = -errno;
+        if (r < 0)
+                unlinkat(dfd, tmp, 0);
+        return r;
+}
+
 /* The host login changed (another Trial's write-back, or the host's own
  * Codex): put it into this Trial's private copy, atomically, unless the
  * session changed its copy too: then the session's, the newest, goes to
@@ -305,8 +337,7 @@ static int login_sync_pull(struct login_set *set, size_t i)
         _cleanup_close_ int dfd = open_beneath(l->home_fd, dir_rel, O_RDONLY | O_DIRECTORY);
         if (dfd < 0)
                 return -EPERM;
-        /* A file of this Trial's fresh home: nothing to keep across a crash. */
-        r = write_file_atomic_at_flags(dfd, l->copy_name, data, len, 0600, 0);
+        r = write_copy_at(dfd, l->copy_name, data, len);
         if (r < 0)
                 return r;
         remember(l, &data, len);
