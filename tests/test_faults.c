@@ -1048,6 +1048,123 @@ START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
 }
 END_TEST
 
+
+/* ---- the fresh home after the session (issue 10) ---- */
+
+/* A session that replaces its login's folder with a link to a host folder:
+ * one holding a decoy login, then the host's real login folder itself. */
+START_TEST(a_login_folder_replaced_by_a_link_reaches_nothing_on_the_host)
+{
+        struct fixture f;
+        struct proc_result r;
+        struct host_login l;
+        fixture_new(&f);
+        host_login_new(&l, &f, 4096, 0600);
+        _cleanup_free_ char *decoy_dir = path_in(f.dir, "decoy");
+        write_in(decoy_dir, "auth.json", "{\"decoy\": true}", 0644);
+        _cleanup_free_ char *decoy = path_in(decoy_dir, "auth.json");
+        chmod(f.dir, 0755);
+        chmod(decoy_dir, 0755);
+
+        const char *targets[] = { decoy_dir, l.home };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(targets); i++) {
+                _cleanup_free_ char *out = xasprintf("%s/out-%zu", f.dir, i);
+                _cleanup_free_ char *script =
+                        xasprintf("rm -rf \"$HOME/.codex\" && ln -s '%s' \"$HOME/.codex\" && echo linked", targets[i]);
+                run_codex(&r, &f, out, &l, script);
+                ck_assert_msg(strstr(r.out, "linked"), "the session could not plant its link: %s", r.err);
+                host_login_check(&l, targets[i]);
+                _cleanup_free_ char *left = read_text(decoy);
+                ck_assert_msg(left && strcmp(left, "{\"decoy\": true}") == 0, "the decoy login was changed or removed");
+                char *outcome = outcome_field(out, "outcome");
+                ck_assert_str_eq(outcome, "completed");
+                free(outcome);
+                proc_result_free(&r);
+        }
+        host_login_free(&l);
+        fixture_free(&f);
+}
+END_TEST
+
+/* A session that replaces its synced login with a link to a host file: the
+ * host login never gets that file's content. */
+START_TEST(a_synced_login_replaced_by_a_link_to_a_host_file_is_not_written_back)
+{
+        struct fixture f;
+        struct proc_result r;
+        struct host_login l;
+        fixture_new(&f);
+        host_login_new(&l, &f, 4096, 0600);
+        _cleanup_free_ char *host_file = path_in(f.dir, "host-file");
+        write_text(host_file, "host-file-content", 0644);
+        chmod(f.dir, 0755);
+        const char *targets[] = { "/etc/passwd", host_file };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(targets); i++) {
+                _cleanup_free_ char *out = xasprintf("%s/out-%zu", f.dir, i);
+                /* Both ways a session can put the link: renamed over, and
+                 * then written to, so that the login is seen to change. */
+                _cleanup_free_ char *script = xasprintf(
+                        "ln -s '%s' \"$HOME/.codex/.l\" && mv -f \"$HOME/.codex/.l\" \"$HOME/.codex/auth.json\" && "
+                        "sleep 0.2 && mkdir -p \"$HOME/d\" && ln -s '%s' \"$HOME/d/auth.json\" && "
+                        "rm -rf \"$HOME/.codex\" && mv \"$HOME/d\" \"$HOME/.codex\" && echo linked",
+                        targets[i], targets[i]);
+                run_codex(&r, &f, out, &l, script);
+                ck_assert_msg(strstr(r.out, "linked"), "the session could not plant its link: %s", r.err);
+                host_login_check(&l, targets[i]);
+                proc_result_free(&r);
+        }
+        _cleanup_free_ char *still = read_text(host_file);
+        ck_assert_str_eq(still, "host-file-content");
+        host_login_free(&l);
+        fixture_free(&f);
+}
+END_TEST
+
+/* A FIFO in place of the synced login (and of its folder): trialbox never
+ * waits on it, ends with an Outcome, and still answers SIGTERM. */
+START_TEST(a_fifo_in_place_of_the_synced_login_never_hangs_trialbox)
+{
+        struct fixture f;
+        struct proc_result r;
+        struct host_login l;
+        fixture_new(&f);
+        host_login_new(&l, &f, 4096, 0600);
+        _cleanup_free_ char *out = path_in(f.dir, "out-ends");
+        run_codex(&r, &f, out, &l,
+                  "rm \"$HOME/.codex/auth.json\" && mkfifo \"$HOME/.codex/auth.json\" && "
+                  "mkfifo \"$HOME/.codex/.auth-1\" && mv \"$HOME/.codex/.auth-1\" \"$HOME/.codex/auth.json\" && "
+                  "echo planted");
+        ck_assert_msg(strstr(r.out, "planted"), "the session could not plant its FIFO: %s", r.err);
+        char *outcome = outcome_field(out, "outcome");
+        ck_assert_str_eq(outcome, "completed");
+        free(outcome);
+        host_login_check(&l, "after a FIFO");
+        proc_result_free(&r);
+
+        /* The same, and the session stays: SIGTERM ends the Trial. */
+        struct fixture g = f;
+        snprintf(g.out, sizeof g.out, "%s/out-term", f.dir);
+        _cleanup_free_ char *ready = path_in(f.repo, "PLANTED");
+        char *argv[64];
+        tb_argv(argv, 64, "codex", &g,
+                EXTRA("--harness-bin", "/bin/sh", "--", "-c",
+                      "rm \"$HOME/.codex/auth.json\" && mkfifo \"$HOME/.codex/auth.json\" && "
+                      "mkfifo \"$HOME/.codex/.a\" && mv \"$HOME/.codex/.a\" \"$HOME/.codex/auth.json\" && "
+                      "touch PLANTED && sleep 600"));
+        _cleanup_free_ char *outp = path_in(f.dir, "term.out"), *errp = path_in(f.dir, "term.err");
+        pid_t pid = spawn_argv(tb_env(ENV(l.env)), argv, outp, errp);
+        ck_assert_msg(wait_for_file(ready, 20000), "the session never planted its FIFO");
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        wait_status(pid);
+        outcome = outcome_field(g.out, "outcome");
+        ck_assert_msg(outcome && strcmp(outcome, "running") != 0, "no final Outcome after SIGTERM");
+        free(outcome);
+        host_login_check(&l, "after a FIFO and SIGTERM");
+        host_login_free(&l);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("faults");
@@ -1065,6 +1182,9 @@ static Suite *suite(void)
         tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);
         tcase_add_test(tc, a_session_that_exits_137_has_exit_code_137_and_no_signal);
         tcase_add_test(tc, a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was);
+        tcase_add_test(tc, a_login_folder_replaced_by_a_link_reaches_nothing_on_the_host);
+        tcase_add_test(tc, a_synced_login_replaced_by_a_link_to_a_host_file_is_not_written_back);
+        tcase_add_test(tc, a_fifo_in_place_of_the_synced_login_never_hangs_trialbox);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <json-c/json.h>
 
 #include "testutil.h"
 #include "util.h"
@@ -518,11 +521,187 @@ START_TEST(check_and_run_look_for_a_login_in_the_same_home_when_home_is_unset)
 }
 END_TEST
 
+
+/* A Grok session leaves a folder it made unreadable (and unwritable, one
+ * inside another), a link and a FIFO in the Trials home: the next Grok
+ * Trial still runs, in a home holding only the login and the lock. */
+START_TEST(a_grok_session_leaving_an_unreadable_folder_a_link_and_a_fifo_voids_no_later_trial)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *env = NULL;
+        _cleanup_free_ char *home = grok_state(&f, &env, true);
+        tb_run(&r, "grok", &f, ENV(env),
+               EXTRA("--harness-bin", "/bin/sh", "--", "-c",
+                     "cd \"$GROK_HOME\" && mkdir -p shut/deep ro && echo x > shut/deep/f && echo y > ro/f && "
+                     "chmod 000 shut/deep && chmod 000 shut && chmod 500 ro && ln -s /etc planted-link && "
+                     "mkfifo fifo && echo left"));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "left"), "the session could not leave its traps: %s", r.err);
+        proc_result_free(&r);
+
+        struct fixture g = f;
+        snprintf(g.out, sizeof g.out, "%s/out-2", f.dir);
+        tb_run(&r, "grok", &g, ENV(env), EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
+        ck_assert_msg(r.status == 0, "the next Grok Trial did not run: %s", r.err);
+        ck_assert_str_eq(r.out, "home: .lock auth.json \n");
+        _cleanup_free_ char *login = path_in(home, "auth.json");
+        assert_file(login, "grok-login");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* ---- one login, many concurrent Trials (issue 13) ---- */
+
+static char *codex_token(const char *tag)
+{
+        return xasprintf("{\"tokens\": {\"refresh_token\": \"%s\", \"access_token\": \"at-%s\"}}", tag, tag);
+}
+
+/* The host login, read as any host reader would: one whole login, old or
+ * new, and valid JSON. */
+static void assert_host_login_whole(const char *path, const char *old, const char *new_, unsigned long *reads)
+{
+        char *now = read_text(path);
+        ck_assert_msg(now != NULL, "the host login is missing");
+        ck_assert_msg(strcmp(now, old) == 0 || strcmp(now, new_) == 0, "the host login is partial: '%s'", now);
+        json_object *o = json_tokener_parse(now);
+        ck_assert_msg(o != NULL, "the host login is not JSON: '%s'", now);
+        json_object_put(o);
+        free(now);
+        (*reads)++;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+        long long x = *(const long long *)a, y = *(const long long *)b;
+        return (x > y) - (x < y);
+}
+
+/* `n` Codex Trials on one host login; the first refreshes it while the
+ * others watch their own copies. Every other copy gets the new login while
+ * its session runs; the host login is whole at every read. Prints the
+ * latencies (refresh in one session to the new login seen in another). */
+static void codex_trials_share_one_login(size_t n)
+{
+        struct fixture f[8];
+        ck_assert(n <= TB_ARRAY_SIZE(f));
+        fixture_new(&f[0]);
+        for (size_t i = 1; i < n; i++) {
+                f[i] = f[0];
+                f[i].dir = tmpdir_new();
+                snprintf(f[i].repo, sizeof f[i].repo, "%s/repo", f[i].dir);
+                snprintf(f[i].out, sizeof f[i].out, "%s/out", f[i].dir);
+                ck_assert_int_eq(mkdir(f[i].repo, 0755), 0);
+        }
+        _cleanup_free_ char *mark = marker("rt");
+        _cleanup_free_ char *old_tag = xasprintf("%s-old", mark), *new_tag = xasprintf("%s-new", mark);
+        _cleanup_free_ char *old = codex_token(old_tag), *new_ = codex_token(new_tag);
+        _cleanup_free_ char *codex_home = path_in(f[0].dir, "codex-home");
+        _cleanup_free_ char *auth = path_in(codex_home, "auth.json");
+        ck_assert_int_eq(mkdir(codex_home, 0700), 0);
+        write_text(auth, old, 0600);
+        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", codex_home);
+
+        pid_t pid[8];
+        for (size_t i = 0; i < n; i++) {
+                char *argv[64];
+                if (i == 0)
+                        tb_argv(argv, 64, "codex", &f[i], EXTRA("--harness-bin", FAKE("fake-codex"), "--", "--refresh", new_));
+                else
+                        tb_argv(argv, 64, "codex", &f[i], EXTRA("--harness-bin", FAKE("fake-codex"), "--", "--watch", "120"));
+                _cleanup_free_ char *o = path_in(f[i].dir, "stdout"), *e = path_in(f[i].dir, "stderr");
+                pid[i] = spawn_argv(tb_env(ENV(env_home)), argv, o, e);
+        }
+        unsigned long reads = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *ready = path_in(f[i].repo, "READY");
+                _cleanup_free_ char *e = path_in(f[i].dir, "stderr");
+                ck_assert_msg(wait_for_file(ready, 60000), "Trial %zu never started: %s", i, read_text(e));
+        }
+        _cleanup_free_ char *go = path_in(f[0].repo, "GO");
+        write_text(go, "", 0644);
+        /* Read the host login as fast as we can until every other session saw the new one. */
+        size_t seen = 0;
+        long long deadline = now_ms() + 60000;
+        while (seen < n - 1 && now_ms() < deadline) {
+                assert_host_login_whole(auth, old, new_, &reads);
+                seen = 0;
+                for (size_t i = 1; i < n; i++) {
+                        _cleanup_free_ char *s = path_in(f[i].repo, "SEEN");
+                        seen += access(s, F_OK) == 0;
+                }
+                usleep(1000);
+        }
+        ck_assert_msg(seen == n - 1, "only %zu of %zu other sessions saw the new login", seen, n - 1);
+        _cleanup_free_ char *done = path_in(f[0].repo, "DONE");
+        write_text(done, "", 0644);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *e = path_in(f[i].dir, "stderr");
+                int st = wait_status(pid[i]);
+                ck_assert_msg(st == 0, "Trial %zu ended with %d: %s", i, st, read_text(e));
+        }
+        assert_host_login_whole(auth, old, new_, &reads);
+        assert_file(auth, new_);
+        ck_assert_int_eq(mode_of(auth), 0600);
+
+        _cleanup_free_ char *refreshed = path_in(f[0].repo, "REFRESHED");
+        char *t0s = read_text(refreshed);
+        ck_assert_ptr_nonnull(t0s);
+        long long t0 = atoll(t0s);
+        free(t0s);
+        struct stat hst;
+        ck_assert_int_eq(stat(auth, &hst), 0);
+        long long host_written = (long long)hst.st_mtim.tv_sec * 1000000000LL + hst.st_mtim.tv_nsec;
+        long long lat[8], copy_lat[8];
+        for (size_t i = 1; i < n; i++) {
+                _cleanup_free_ char *s = path_in(f[i].repo, "SEEN");
+                char *line = read_text(s);
+                ck_assert_ptr_nonnull(line);
+                long long t_seen = 0, t_copy = 0;
+                int off = 0;
+                ck_assert_msg(sscanf(line, "%lld %lld %n", &t_seen, &t_copy, &off) == 2, "SEEN: '%s'", line);
+                ck_assert_msg(strncmp(line + off, new_, strlen(new_)) == 0, "Trial %zu saw '%s', not the new login", i,
+                              line + off);
+                lat[i - 1] = t_seen - t0;
+                copy_lat[i - 1] = t_copy - host_written;
+                free(line);
+                /* The copy the session watched is gone with the Trial. */
+                _cleanup_free_ char *copy = path_in(f[i].out, "home/.codex/auth.json");
+                ck_assert_int_ne(access(copy, F_OK), 0);
+        }
+        qsort(lat, n - 1, sizeof lat[0], cmp_ll);
+        qsort(copy_lat, n - 1, sizeof copy_lat[0], cmp_ll);
+        fprintf(stderr,
+                "%zu Codex Trials on one login: refresh to the host login written: %.1f ms; host login to every other "
+                "copy written: min %.1f, median %.1f, max %.1f ms; refresh to seen by every other session (polling "
+                "every 10 ms): min %.1f, median %.1f, max %.1f ms; %lu whole reads of the host login\n",
+                n, (double)(host_written - t0) / 1e6, (double)copy_lat[0] / 1e6, (double)copy_lat[(n - 1) / 2] / 1e6,
+                (double)copy_lat[n - 2] / 1e6, (double)lat[0] / 1e6, (double)lat[(n - 1) / 2] / 1e6,
+                (double)lat[n - 2] / 1e6, reads);
+        for (size_t i = 1; i < n; i++)
+                fixture_free(&f[i]);
+        fixture_free(&f[0]);
+}
+
+START_TEST(a_refresh_in_one_of_two_codex_trials_reaches_the_other_while_it_runs)
+{
+        codex_trials_share_one_login(2);
+}
+END_TEST
+
+START_TEST(a_refresh_in_one_of_eight_codex_trials_reaches_all_others_while_they_run)
+{
+        codex_trials_share_one_login(8);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("logins");
         TCase *tc = tcase_create("logins");
-        tcase_set_timeout(tc, 60);
+        tcase_set_timeout(tc, 180);
         tcase_add_test(tc, a_login_renamed_in_the_sandbox_reaches_the_host_file_while_the_session_runs);
         tcase_add_test(tc, a_login_rewritten_in_place_reaches_the_host_file);
         tcase_add_test(tc, a_host_login_that_is_a_link_is_updated_at_its_target);
@@ -538,6 +717,9 @@ static Suite *suite(void)
         tcase_add_test(tc, check_says_where_each_login_was_looked_for_and_how_to_provide_it);
         tcase_add_test(tc, harnesses_v_lists_each_harness_endpoints_required_or_optional);
         tcase_add_test(tc, check_and_run_look_for_a_login_in_the_same_home_when_home_is_unset);
+        tcase_add_test(tc, a_grok_session_leaving_an_unreadable_folder_a_link_and_a_fifo_voids_no_later_trial);
+        tcase_add_test(tc, a_refresh_in_one_of_two_codex_trials_reaches_the_other_while_it_runs);
+        tcase_add_test(tc, a_refresh_in_one_of_eight_codex_trials_reaches_all_others_while_they_run);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -112,7 +112,7 @@ static int svc_login_synced(struct tb_host *h, const char *host_path, const char
         if (!in_session_home(h, sandbox_path))
                 return -EINVAL;
         struct tb_error err = { 0 };
-        int r = login_sync_add(&h->logins, host_path, sandbox_path, &err);
+        int r = login_sync_add(&h->logins, host_path, h->session_home, sandbox_path, &err);
         if (r < 0)
                 snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
         return r;

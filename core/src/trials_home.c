@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_error *err)
 {
@@ -32,6 +34,36 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
                 struct timespec ts = { 0, 20L * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
+}
+
+/* chmod the file an O_PATH fd holds, never a path: fchmodat2(AT_EMPTY_PATH)
+ * where the kernel has it, else through its /proc/self/fd entry. */
+static int chmod_by_fd(int pin, mode_t mode)
+{
+#ifdef SYS_fchmodat2
+        if (syscall(SYS_fchmodat2, pin, "", mode, AT_EMPTY_PATH) == 0)
+                return 0;
+#endif
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", pin);
+        return chmod(self, mode);
+}
+
+/* Make the folder `name` in `dfd` 0700 and open it, never through a link: a
+ * session may have left it unreadable (chmod 000) or unwritable. The folder
+ * is pinned with O_PATH first and changed by that fd (fchmodat2 with
+ * AT_EMPTY_PATH, else its /proc/self/fd entry). An fd, or -1 with errno set. */
+static int open_dir_for_wipe(int dfd, const char *name)
+{
+        _cleanup_close_ int pin = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pin < 0)
+                return -1;
+        struct stat st;
+        if (fstat(pin, &st) < 0)
+                return -1;
+        if ((st.st_mode & 0700) != 0700 && chmod_by_fd(pin, 0700) < 0)
+                return -1;
+        return openat(pin, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 static bool kept(const char *name, const char *const keep[])
@@ -62,12 +94,12 @@ static int wipe_at(int dfd, const char *const keep[], const char *where, struct 
                         struct stat st;
                         if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
                                 continue;
-                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
                 }
                 if (type == DT_REG && kept(n, keep))
                         continue;
                 if (type == DT_DIR) {
-                        int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int sub = open_dir_for_wipe(dirfd(d), n);
                         if (sub < 0) {
                                 r = tb_fail(err, -errno, "wiping '%s/%s': %s", where, n, strerror(errno));
                                 break;
@@ -84,7 +116,11 @@ static int wipe_at(int dfd, const char *const keep[], const char *where, struct 
 
 int trials_home_wipe(const char *dir, const char *const keep[], struct tb_error *err)
 {
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* Through its parent, so that a home left unreadable is taken back too. */
+        _cleanup_free_ char *up = path_dirname(dir);
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        _cleanup_close_ int parent = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = parent < 0 || !*base ? -1 : open_dir_for_wipe(parent, base);
         if (dfd < 0)
                 return tb_fail(err, -errno, "wiping '%s': %s (it must be a real folder)", dir, strerror(errno));
         return wipe_at(dfd, keep, dir, err);
