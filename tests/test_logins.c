@@ -459,20 +459,20 @@ START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
         ck_assert_int_eq(r.status, 0);
 
         _cleanup_free_ char *codex = harness_block(r.out, "codex");
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: api.openai.com:443 (required)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: chatgpt.com:443 (required)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: auth.openai.com:443 (required)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: ab.chatgpt.com:443 (optional)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: api.openai.com:443 (required: allowed under --network allow)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: chatgpt.com:443 (required: allowed under --network allow)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: auth.openai.com:443 (required: allowed under --network allow)"));
+        ck_assert_ptr_nonnull(strstr(codex, "endpoint: ab.chatgpt.com:443 (optional: denied under --network allow unless --allow-host)"));
         ck_assert_ptr_nonnull(strstr(codex, "keeps nested user namespaces"));
         _cleanup_free_ char *claude = harness_block(r.out, "claude");
-        ck_assert_ptr_nonnull(strstr(claude, "endpoint: api.anthropic.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(claude, "endpoint: api.anthropic.com:443 (required: allowed under --network allow)"));
         ck_assert_ptr_nonnull(strstr(claude, "keeps nested user namespaces"));
         _cleanup_free_ char *opencode = harness_block(r.out, "opencode");
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: api.openai.com:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: api.openai.com:443 (required: allowed under --network allow)"));
         ck_assert_ptr_null(strstr(opencode, "api.anthropic.com"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: models.opencode.ai:443 (required)"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: registry.npmjs.org:443 (optional)"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: github.com:443 (optional)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: registry.npmjs.org:443 (optional: denied under --network allow unless --allow-host)"));
+        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: github.com:443 (optional: denied under --network allow unless --allow-host)"));
         ck_assert_ptr_null(strstr(opencode, "nested user namespaces"));
         _cleanup_free_ char *muse = harness_block(r.out, "muse");
         ck_assert_ptr_nonnull(strstr(muse, "endpoints: none declared"));
@@ -493,7 +493,7 @@ START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
         run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "-v", NULL });
         _cleanup_free_ char *unknown = harness_block(r.out, "opencode");
         ck_assert_ptr_nonnull(strstr(unknown, "the API host of provider 'my-gateway' is not known"));
-        ck_assert_ptr_nonnull(strstr(unknown, "endpoint: models.opencode.ai:443 (required)"));
+        ck_assert_ptr_nonnull(strstr(unknown, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)"));
         proc_result_free(&r);
         fixture_free(&f);
 }
