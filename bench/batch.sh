@@ -25,10 +25,10 @@ mkdir "$W/repo"
 
 i=0
 while [ "$i" -lt "$n" ]; do
-        printf '{"id":"t%d","harness":"shell","repo":"repo","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$i"
+        printf '{"id":"t%d",%s"harness":"shell","repo":"repo","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$ROOT_SESSION_JSON" "$i"
         i=$((i + 1))
 done >"$W/plan.jsonl"
-"$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/bare" --dry-run -- -c true >"$W/bare-line.sh"
+bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c true
 mkdir -p "$W/bare/home"
 i=0
 while [ "$i" -lt "$n" ]; do
@@ -48,7 +48,7 @@ row batch "$n no-op Trials, --jobs 2: batch wall time, median (ratio to parallel
         "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
 per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
 row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
-method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home); $(nproc) cores here."
+method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
 
 # The memory of the batch alone: plans whose Trials are all final.
 final_plan() { # N DIR

@@ -23,7 +23,7 @@ cat >"$W/batch.sh" <<EOF
 #!/bin/sh
 i=0
 while [ "\$i" -lt "\$1" ]; do
-        "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/c\$1/\$i" -- -c 'sleep 0.2' >/dev/null 2>>"$W/c\$1.stderr" &
+        "$TB" run $ROOT_SESSION -q --harness shell --repo "$W/repo" --output-dir "$W/c\$1/\$i" -- -c 'sleep 0.2' >/dev/null 2>>"$W/c\$1.stderr" &
         i=\$((i + 1))
 done
 wait
@@ -39,7 +39,7 @@ fi
 rm -rf "$W/c\$1"
 EOF
 # bare N: N bare bwrap commands (the --dry-run line, one shared home) at once.
-"$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/bare" --dry-run -- -c 'sleep 0.2' >"$W/bare-line.sh"
+bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c 'sleep 0.2'
 mkdir -p "$W/bare/home"
 cat >"$W/bare.sh" <<EOF
 #!/bin/sh
@@ -83,4 +83,4 @@ b32=$(hf_median "$W/h.csv" "32 bare bwrap")
 m32=$(hf_median "$W/h.csv" "32 Trials")
 row concurrency "32 bare bwrap commands (the --dry-run line) at once, median (32 Trials / this)" \
         "$b32 ms ($(ratio "$m32" "$b32")×)" "" ""
-method "concurrency: one hyperfine run (--warmup 1 --runs $runs) of three batches: N (1, 8, 32) \`trialbox run -q --harness shell --repo R --output-dir O_i -- -c 'sleep 0.2'\` started in the background at once, then \`wait\`; medians, ratio to the 1-Trial batch ($(nproc) cores here); and 32 copies of the \`--dry-run\` line of such a Trial (\`env -i … bwrap … -- /sandbox/harness/shell -c 'sleep 0.2' 3>/dev/null\`) at once. Failures: Trials of every timed and warm-up batch whose outcome.json is missing or not completed."
+method "concurrency: one hyperfine run (--warmup 1 --runs $runs) of three batches: N (1, 8, 32) \`trialbox run -q --harness shell --repo R --output-dir O_i -- -c 'sleep 0.2'\` started in the background at once, then \`wait\`; medians, ratio to the 1-Trial batch ($(nproc) cores here); and 32 copies of the \`--dry-run\` line of such a Trial (\`env -i … bwrap … -- /sandbox/harness/shell -c 'sleep 0.2' 3>/dev/null\`, $bare_line_words) at once. Failures: Trials of every timed and warm-up batch whose outcome.json is missing or not completed."

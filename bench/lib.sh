@@ -25,6 +25,21 @@ RUNS=${RUNS:-30}
 WARMUP=${WARMUP:-3}
 cd "$bench_root"
 
+# As root a Trial needs a session user (--user NAME, the repository's owner) or
+# --root-session. The benches run their Trials with --root-session when root:
+# the session then runs as root, as the bare --dry-run line does (that line has
+# no user switch: trialbox switches the user itself before it execs bwrap).
+# ROOT_SESSION is the option (empty when not root), ROOT_SESSION_JSON the same
+# for a plan line ('"root_session":true,' or empty). Used unquoted on purpose.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+if [ "$(id -u)" = 0 ]; then
+        ROOT_SESSION=--root-session
+        ROOT_SESSION_JSON='"root_session":true,'
+else
+        ROOT_SESSION=""
+        ROOT_SESSION_JSON=""
+fi
+
 say() { echo "bench: $*" >&2; }
 die() {
         say "$*"
@@ -53,6 +68,24 @@ scratch() {
         fi
         trap 'exit 129' HUP INT TERM PIPE # so that the EXIT trap runs
 }
+
+# bare_line FILE RUN-ARGS...: the bwrap line that `trialbox run RUN-ARGS
+# --dry-run` prints (with $ROOT_SESSION), made runnable alone, into FILE: its
+# `--seccomp N` names the fd of the seccomp filter, which only a running
+# trialbox holds, so it is dropped: the bare line runs WITHOUT the seccomp
+# filter. The caller makes the home the line names (OUTPUT-DIR/home).
+bare_line() {
+        bare_line_file=$1
+        shift
+        # shellcheck disable=SC2086 # ROOT_SESSION: an option or nothing
+        "$TB" run $ROOT_SESSION --dry-run "$@" >"$bare_line_file" ||
+                die "trialbox run --dry-run $* failed"
+        sed -i 's/ --seccomp [0-9][0-9]*//' "$bare_line_file"
+        ! grep -q -- '--seccomp' "$bare_line_file" || die "could not drop --seccomp from the --dry-run line"
+}
+# The words for method texts.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+bare_line_words="without the seccomp filter (its \`--seccomp FD\` names an fd only a running trialbox holds)$([ -n "$ROOT_SESSION" ] && echo "; as root the Trials run with \`--root-session\`, as the bare line, which has no user switch, runs as root")"
 
 # The median of the command named NAME in a hyperfine CSV export, in ms.
 # (Names must not contain commas or quotes.)

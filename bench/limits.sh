@@ -15,7 +15,7 @@ need_trialbox
 scratch
 mkdir "$W/repo"
 
-base="$TB run -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
+base="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
 limited="$base --memory 512M --pids 256 --cpus 1"
 if ! $limited >"$W/probe.err" 2>&1; then
         row limits "no-op Trial with --memory --pids --cpus" "cannot run here: $(head -c 300 "$W/probe.err" | tr '\n|' '  ')" "" ""

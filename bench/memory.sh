@@ -24,10 +24,10 @@ runs=${MEM_RUNS:-3}
 
 peak_kib() { # HARNESS N → prints VmHWM in KiB, sampled
         if [ "$1" = codex ]; then
-                CODEX_HOME="$W/codex-home" "$TB" run -q --harness codex --harness-bin /bin/sh \
+                CODEX_HOME="$W/codex-home" "$TB" run $ROOT_SESSION -q --harness codex --harness-bin /bin/sh \
                         --repo "$W/repo" --output-dir "$W/o-$1-$2" -- -c 'sleep 1' &
         else
-                "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/o-$1-$2" -- -c 'sleep 1' &
+                "$TB" run $ROOT_SESSION -q --harness shell --repo "$W/repo" --output-dir "$W/o-$1-$2" -- -c 'sleep 1' &
         fi
         pid=$!
         hwm=""
@@ -56,7 +56,7 @@ all_shell=$(samples shell)
 all_codex=$(samples codex)
 max_shell=$(maximum "$all_shell")
 max_codex=$(maximum "$all_codex")
-/usr/bin/time -v "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/o-time" -- -c 'sleep 1' 2>"$W/time.txt" ||
+/usr/bin/time -v "$TB" run $ROOT_SESSION -q --harness shell --repo "$W/repo" --output-dir "$W/o-time" -- -c 'sleep 1' 2>"$W/time.txt" ||
         die "the /usr/bin/time Trial failed"
 tree=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$W/time.txt")
 

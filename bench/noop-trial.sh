@@ -23,15 +23,33 @@ need_trialbox
 scratch
 mkdir "$W/repo" "$W/peer-home"
 
-# The bare command: what --dry-run prints, run against a home made beforehand.
-"$TB" run --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/bare" --dry-run >"$W/bare.sh"
+# The bare command: what --dry-run prints, without --seccomp N (see bare_line),
+# run against a home made beforehand.
+bare_line "$W/bare.sh" --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/bare"
 mkdir -p "$W/bare/home"
 
-trial="$TB run -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
+trial="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
 set -- \
         --prepare "rm -rf $W/out" -n trialbox "$trial" \
         --prepare true -n bare-bwrap "$(cat "$W/bare.sh")" \
         --prepare true -n true-unsandboxed /bin/true
+
+# As root: the same Trial as a session user (--user nobody, the default way a
+# root Trial runs), a diagnostic row: the user switch and the user namespace
+# bwrap then makes, which the bare line (run as root) does not pay.
+user_trial=""
+if [ -n "$ROOT_SESSION" ] && id nobody >/dev/null 2>&1; then
+        mkdir "$W/repo-nobody"
+        chown nobody "$W/repo-nobody"
+        chmod 0755 "$W"
+        user_trial="$TB run -q --user nobody --harness shell --harness-bin /bin/true --repo $W/repo-nobody --output-dir $W/out-user"
+        if $user_trial >"$W/user.err" 2>&1; then
+                set -- "$@" --prepare "rm -rf $W/out-user" -n trialbox-user "$user_trial"
+        else
+                user_fail=$(head -c 300 "$W/user.err" | tr '\n|' '  ')
+        fi
+        rm -rf "$W/out-user"
+fi
 
 eatmydata=""
 for f in /usr/lib/*/libeatmydata.so /usr/lib/libeatmydata.so; do
@@ -96,6 +114,13 @@ rmin=$(ratio "$(hf_min "$W/h.csv" trialbox)" "$(hf_min "$W/h.csv" bare-bwrap)")
 row start-up "no-op Trial / bare bwrap, medians (and of the fastest runs)" "$r× ($rmin×)" "≤ 1.10× (ideally 1.05×)" "$v"
 tu=$(hf_median "$W/h.csv" true-unsandboxed)
 row start-up "/bin/true unsandboxed, median (ratio to bare bwrap)" "$tu ms ($(ratio "$tu" "$bare")×)" "" ""
+if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
+        tn=$(hf_median "$W/h.csv" trialbox-user)
+        row start-up "diagnostic: no-op Trial as a session user (--user nobody), median (ratio)" \
+                "$tn ms ($(ratio "$tn" "$bare")×)" "" ""
+elif [ -n "$user_trial" ]; then
+        row start-up "diagnostic: no-op Trial as --user nobody" "could not run: ${user_fail}" "" ""
+fi
 if [ -n "$eatmydata" ]; then
         nf=$(hf_median "$W/h.csv" trialbox-no-fsync)
         row start-up "diagnostic: no-op Trial with fsync a no-op (libeatmydata), median (ratio)" \
@@ -118,4 +143,4 @@ elif [ -n "$srt_cmd" ]; then
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine run (--warmup $WARMUP --runs $RUNS, through its shell, whose start it subtracts) of: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'); the \`env -i … bwrap … 3>/dev/null\` line that \`--dry-run\` prints for it, run against a home made beforehand; \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the same Trial with \`LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). Medians; ratios are to the bare bwrap median."
+method "start-up: one hyperfine run (--warmup $WARMUP --runs $RUNS, through its shell, whose start it subtracts) of: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'); the \`env -i … bwrap … 3>/dev/null\` line that \`--dry-run\` prints for it, run against a home made beforehand, $bare_line_words;$([ -n "$user_trial" ] && echo " the same Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the same Trial with \`LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). Medians; ratios are to the bare bwrap median."

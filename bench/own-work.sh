@@ -54,7 +54,7 @@ make_folder "$W/p7" 6
 make_folder "$W/p70" 69
 
 dry() { # the dry run's command line
-        echo "$TB run --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/never --dry-run"
+        echo "$TB run $ROOT_SESSION --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/never --dry-run"
 }
 
 # callgrind N → "INSTRUCTIONS MAIN-INCLUSIVE" of a dry run with the folder of N plugins.

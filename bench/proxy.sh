@@ -80,7 +80,7 @@ trial() { # MODE URL -> bytes per second, the median of $rounds Trials
                 i=$((i + 1))
                 rm -rf "$W/out"
                 TRIALBOX_PLUGIN_PATH="$PLUGINS" TRIALBOX_TEST_HOSTS="bulk.test=127.0.0.1:$port" \
-                        "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/out" --network "$1" \
+                        "$TB" run $ROOT_SESSION -q --harness shell --repo "$W/repo" --output-dir "$W/out" --network "$1" \
                         ${3:+--allow-host "$3"} -- -c "curl -s --noproxy '${4:-}' -o /dev/null -w '%{speed_download}' $2" ||
                         die "a $1 Trial failed"
                 echo

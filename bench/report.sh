@@ -3,7 +3,8 @@
 # they print: one markdown table with every figure (and its target and verdict
 # where there is one), then the method of each.
 #
-#   bench/report.sh                  (BUILD=folder; the scripts' own variables pass through)
+#   bench/report.sh                  (BUILD=folder; the scripts' own variables pass through;
+#                                     REPORT_NOTE='text': a sentence for the page's header)
 #   bench/report.sh noop-trial wipe  (only these; docs/performance.md then holds only them)
 #
 # Needs what the scripts need: hyperfine, valgrind, GNU time, strace, cc;
@@ -27,6 +28,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 start=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 failed=""
 for s in $scripts; do
         [ -x "$root/bench/$s.sh" ] || { echo "report: no bench/$s.sh" >&2; exit 2; }
@@ -59,9 +61,16 @@ mkdir -p "$root/docs"
         echo "(\`BUILD=build bench/report.sh\`, a few minutes). Each script in \`bench/\` also runs alone and prints its own rows."
         echo
         echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), Linux $kernel, $bwrap_v, /tmp on $fs_tmp;"
-        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\`. Load average when it ended: $load;"
+        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\`. Load average when it started: $load_start, when it ended: $load;"
         echo "the benchmarks took $took s. Timings are wall-clock medians of commands run side by side in one"
         echo "hyperfine run, compared by their ratio: absolute times depend on the machine, ratios much less."
+        if awk -v l="$load_start $load" -v n="$(nproc)" 'BEGIN { split(l, a, " "); exit !(a[1] + 0 > n + 0 || a[4] + 0 > n + 0) }'; then
+                echo "**The machine was loaded**: its load average was above its $(nproc) cores, other work ran"
+                echo "alongside the benchmarks, so these figures are noisier than usual (ratios too, since the load varies"
+                echo "between the runs of one hyperfine series); compare them with a run on an idle machine before drawing conclusions."
+        fi
+        [ -z "${REPORT_NOTE:-}" ] || echo "$REPORT_NOTE"
+        [ "$(id -u)" != 0 ] || echo "Run as root: the benchmarks' Trials use \`--root-session\` (see bench/lib.sh)."
         [ -z "$failed" ] || echo "**Failed:**$failed (their rows say so)."
         echo
         echo "## Figures"

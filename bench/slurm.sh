@@ -56,12 +56,9 @@ fi
 mkdir -p "$W/repo" "$W/logs"
 if [ -x "$TB" ] && [ -e "$PLUGINS/shell.so" ]; then
         export TRIALBOX_PLUGIN_PATH="$PLUGINS"
-        "$TB" run -q --harness shell --repo "$W/repo" --output-dir "$W/bare" --dry-run -- -c true >"$W/bare-line.sh"
-        # The line names the seccomp filter's fd (--seccomp N), which only a
-        # running trialbox holds: the bare line goes without the filter.
-        sed -i 's/ --seccomp [0-9]*//' "$W/bare-line.sh"
+        bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c true
         mkdir -p "$W/bare/home"
-        bare="the \`--dry-run\` line of a shell Trial running \`true\` (without its \`--seccomp FD\`, an fd only a running trialbox holds)"
+        bare="the \`--dry-run\` line of a shell Trial running \`true\`, $bare_line_words"
 else
         echo "exec bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --die-with-parent true" >"$W/bare-line.sh"
         bare="\`bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid true\` (trialbox not built)"
@@ -96,8 +93,8 @@ if [ -x "$TB" ] && "$TB" batch --help 2>&1 | grep -q -- '--slurm'; then
                 mkdir -p "$W/plan$i"
                 j=0
                 while [ "$j" -lt "$tasks" ]; do
-                        printf '{"id":"t%d","harness":"shell","repo":"%s","output_dir":"%s","args":["-c","true"]}\n' \
-                                "$j" "$W/repo" "$W/plan$i/t$j" >>"$plan"
+                        printf '{"id":"t%d",%s"harness":"shell","repo":"%s","output_dir":"%s","args":["-c","true"]}\n' \
+                                "$j" "$ROOT_SESSION_JSON" "$W/repo" "$W/plan$i/t$j" >>"$plan"
                         j=$((j + 1))
                 done
                 chmod -R a+rwX "$W/plan$i"

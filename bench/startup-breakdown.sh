@@ -25,11 +25,11 @@ say "start-up breakdown: $n no-op Trials under strace -T"
 i=0
 while [ "$i" -lt "$n" ]; do
         strace -T -e trace=fsync,fdatasync,mkdir,mkdirat,clone,clone3,fork,vfork -o "$W/st.$i" \
-                "$TB" run -q --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/o$i" ||
+                "$TB" run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/o$i" ||
                 die "no-op Trial $i failed under strace"
         i=$((i + 1))
 done
-strace -c -o "$W/count" "$TB" run -q --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/oc" ||
+strace -c -o "$W/count" "$TB" run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/oc" ||
         die "no-op Trial failed under strace -c"
 
 # Per Trial: the sum of each kind's durations (ms); the first fsync is the

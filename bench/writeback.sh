@@ -33,7 +33,7 @@ until grep -q ready "$W/watch.out" 2>/dev/null; do
         sleep 0.01
 done
 status=0
-CODEX_HOME="$W/codex-home" "$TB" run -q --harness codex --harness-bin "$W/writeback" \
+CODEX_HOME="$W/codex-home" "$TB" run $ROOT_SESSION -q --harness codex --harness-bin "$W/writeback" \
         --repo "$W/repo" --output-dir "$W/out" -- harness "$n" "$gap" || status=$?
 wait "$watcher" || true
 [ "$status" = 0 ] || die "the codex Trial ended with status $status: $(cat "$W/out/outcome.json" 2>/dev/null)"
