@@ -112,11 +112,19 @@ struct relay {
 
 struct supervisor {
         const struct supervisor_run *run;
-        sigset_t old_mask;
-        bool masked; /* old_mask holds the mask to restore */
-        pid_t pid; /* the direct child: the session, or bwrap's keeper */
-        bool reaped;
         char **argv; /* run->argv, with bwrap's --block-fd */
+        sigset_t old_mask;
+        struct termios saved_termios;
+        struct relay input;
+        struct source *input_sink;
+        long long forwarded_at; /* now_ms() when a signal was forwarded */
+        struct line_reader status_lines, err_lines;
+        struct source sources[SUPERVISOR_MAX_SOURCES];
+        size_t n_sources;
+        struct supervisor_seen seen;
+        struct rusage rusage; /* the direct child's, once reaped */
+        struct supervisor_watch hold_watch;
+        pid_t pid; /* the direct child: the session, or bwrap's keeper */
         int sfd, timer, exec_r;
         int status_p[2], err_p[2];
         /* bwrap blocks on this pipe's one byte until the sandbox is set up:
@@ -125,22 +133,14 @@ struct supervisor {
         /* The session's stdin and stdout: its ends (given to the child) and
          * trialbox's; with a terminal, one pty for both (master, slave). */
         int in_p[2], out_p[2], pty_master, pty_slave;
-        bool terminal;       /* the session has a pty; trialbox's terminal is raw */
-        bool termios_saved;  /* saved_termios holds the terminal's settings to put back */
-        struct termios saved_termios;
-        struct relay input;
-        struct source *input_sink;
+        int deadline;         /* a timerfd armed for --timeout, or -1 */
+        bool masked;          /* old_mask holds the mask to restore */
+        bool reaped;
+        bool terminal;        /* the session has a pty; trialbox's terminal is raw */
+        bool termios_saved;   /* saved_termios holds the terminal's settings to put back */
         bool output_mid_line; /* the session's stdout so far ends without a newline */
-        long long forwarded_at; /* now_ms() when a signal was forwarded */
-        struct line_reader status_lines, err_lines;
-        struct source sources[SUPERVISOR_MAX_SOURCES];
-        size_t n_sources;
-        struct supervisor_seen seen;
-        int deadline; /* a timerfd armed for --timeout, or -1 */
-        struct rusage rusage; /* the direct child's, once reaped */
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
-        struct supervisor_watch hold_watch;
 };
 
 static void on_status(char *l, void *ud)
