@@ -42,8 +42,13 @@ echo "== installed: a Trial with no environment set up"
 clean="env -i PATH=/usr/bin:/bin HOME=$w"
 $clean trialbox harnesses | grep -q '^grok ' || fail "harnesses does not list grok"
 mkdir "$w/repo"
-$clean trialbox run -q --harness shell --repo "$w/repo" --output-dir "$w/out" -- -c 'echo ran' | grep -qx ran ||
-        fail "the Trial did not run"
+# Started as root, the session runs as the repository's owner (here nobody).
+chmod 755 "$w"
+chown nobody "$w/repo"
+$clean trialbox run -q --harness shell --repo "$w/repo" --output-dir "$w/out" -- -c 'echo ran; id -u' >"$w/ran" ||
+        fail "the Trial did not run: $(cat "$w/ran")"
+[ "$(cat "$w/ran")" = "ran
+$(id -u nobody)" ] || fail "the Trial printed: $(cat "$w/ran")"
 grep -q '"outcome":"completed"' "$w/out/outcome.json" || fail "outcome: $(cat "$w/out/outcome.json")"
 [ -f /usr/share/man/man1/trialbox.1 ] && [ -f /usr/share/bash-completion/completions/trialbox ] ||
         fail "the man page or the completion is missing"
