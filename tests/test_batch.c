@@ -3,6 +3,7 @@
  * again), real clones. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <pwd.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -374,6 +375,45 @@ START_TEST(repo_from_gives_each_trial_its_own_clone_at_its_revision)
 }
 END_TEST
 
+/* Started as root, a Trial with a `user` gets a clone that user owns, and
+ * its session runs as that user in it (no root_session needed). */
+START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
+{
+        if (geteuid() != 0) {
+                skip_note("as_root_a_clone_is_given_to_the_trial_s_user", "not root: see its root run");
+                return;
+        }
+        struct exp e;
+        exp_new(&e);
+        ck_assert_int_eq(chmod(e.dir, 0755), 0);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        git(src, "init -q");
+        write_in(src, "file", "first\n", 0644);
+        git(src, "add file && git -c user.email=t@t -c user.name=t commit -qm first");
+        write_text(e.plan,
+                   "{\"id\":\"n\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/n\","
+                   "\"user\":\"nobody\",\"args\":[\"-c\",\"id -u > mine\"]}\n",
+                   0644);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s\nout:\n%s", r.status, r.err, r.out);
+        char *clone = path_in(e.dir, "out/n.repo");
+        struct passwd *pw = getpwnam("nobody");
+        ck_assert_ptr_nonnull(pw);
+        struct stat st;
+        ck_assert_int_eq(stat(clone, &st), 0);
+        ck_assert_int_eq(st.st_uid, pw->pw_uid);
+        char want[32];
+        snprintf(want, sizeof want, "%u\n", (unsigned)pw->pw_uid);
+        assert_file(clone, "mine", want);
+        free(clone);
+        free(src);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(concurrency_never_exceeds_jobs)
 {
         struct exp e;
@@ -587,6 +627,7 @@ static Suite *suite(void)
         tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
         tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
+        tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
         tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);

@@ -33,10 +33,6 @@
 
 static bool is_root(void) { return getuid() == 0; }
 
-static void skip_note(const char *test, const char *why)
-{
-        fprintf(stderr, "%s: part skipped: %s\n", test, why);
-}
 
 /* ---- running probes ---- */
 

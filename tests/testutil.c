@@ -61,6 +61,11 @@ void write_in(const char *dir, const char *rel, const char *text, mode_t mode)
         write_text(p, text, mode);
 }
 
+void skip_note(const char *test, const char *why)
+{
+        fprintf(stderr, "%s: part skipped: %s\n", test, why);
+}
+
 void write_plan(const char *path, const char *text)
 {
         static const char trial[] = "{\"id\":";

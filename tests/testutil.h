@@ -35,6 +35,8 @@ void write_in(const char *dir, const char *rel, const char *text, mode_t mode);
  * with {"id": also gets "root_session": true, as root's Trials of root-owned
  * test repositories need (the suite runs again as nobody for the other path). */
 void write_plan(const char *path, const char *text);
+/* Say on stderr that part of `test` was skipped, and why (root only, a tool missing). */
+void skip_note(const char *test, const char *why);
 /* Copy the first `max` bytes of `from` (SIZE_MAX: all of it) to `to`, then set `mode`. (asserts) */
 void copy_file(const char *from, const char *to, mode_t mode, size_t max);
 /* The permission bits of `path` itself (a link is not followed). (asserts it exists) */

@@ -23,6 +23,7 @@
 #include "outcome.h"
 #include "plan.h"
 #include "report.h"
+#include "session_user.h"
 #include "slurm.h"
 #include "trial_limits.h"
 
@@ -568,6 +569,26 @@ static int run_git(char *const argv[])
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* Started as root with a Trial `user`: the clone becomes that user's (as
+ * `run` wants the repository writable by the session's user), through
+ * fds, never following a link the clone holds. 0 or a negative errno. */
+static int clone_to_user(const struct plan_trial *p, const char *clone)
+{
+        if (geteuid() != 0 || !p->user)
+                return 0;
+        _cleanup_close_ int fd = open(clone, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        struct session_user u = { 0 };
+        struct tb_error err = { 0 };
+        int r = session_user_resolve(p->user, false, 0, &st, &u, &err);
+        if (r == 0 && u.drop)
+                r = session_user_chown_tree(fd, &u);
+        session_user_done(&u);
+        return r;
+}
+
 /* In the child: a fresh clone of repo_from at its revision, or a void Outcome. */
 static void clone_or_void(const struct plan_trial *p, const char *clone)
 {
@@ -582,6 +603,8 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
                 char *argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->repo_rev, "--", NULL };
                 r = run_git(argv);
         }
+        if (r == 0)
+                r = clone_to_user(p, clone);
         if (r == 0)
                 return;
         struct outcome o = { .harness = p->harness, .exit_code = -1 };
