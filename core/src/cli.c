@@ -143,6 +143,46 @@ static int parse_network(struct trial_options *opt, const char *network)
         return 0;
 }
 
+/* Where the value of a string option of `run` goes (each given at most
+ * once, never empty), or NULL for the other options. */
+static const char **run_string_slot(struct trial_options *opt, int c, const char **network)
+{
+        switch (c) {
+        case OPT_HARNESS:
+                return &opt->harness;
+        case OPT_REPO:
+                return &opt->repo;
+        case OPT_OUTPUT:
+                return &opt->output_dir;
+        case OPT_BIN:
+                return &opt->harness_bin;
+        case OPT_SKILLS:
+                return &opt->skills;
+        case OPT_CREDS:
+                return &opt->credentials;
+        case OPT_USER:
+                return &opt->user;
+        case OPT_NETWORK:
+                return network;
+        default:
+                return NULL;
+        }
+}
+
+/* What `run` needs once every option is read. 0, or TB_EXIT_USAGE (said). */
+static int check_run_options(const struct trial_options *opt, bool kill_after_given)
+{
+        if (!opt->harness)
+                return usage_error("run ", "--harness is required (one of 'trialbox harnesses')");
+        if (!opt->repo)
+                return usage_error("run ", "--repo is required (the prepared repository's folder)");
+        if (!opt->output_dir)
+                return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
+        if (kill_after_given && opt->limits.timeout_ms == LIMIT_UNSET)
+                return usage_error("run ", "--kill-after needs --timeout (the grace after the deadline's SIGTERM)");
+        return 0;
+}
+
 int cli_parse_run(int argc, char **argv, struct trial_options *out)
 {
         static const struct option longopts[] = {
@@ -182,25 +222,16 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
         opterr = 0;
         optind = 0; /* a full reset: the parser may run more than once */
         while ((c = getopt_long(argc, argv, "+:vqh", longopts, NULL)) != -1) {
-                const char **slot = NULL;
+                const char **slot = run_string_slot(&opt, c, &network);
                 switch (c) {
                 case OPT_HARNESS:
-                        slot = &opt.harness;
-                        break;
                 case OPT_REPO:
-                        slot = &opt.repo;
-                        break;
                 case OPT_OUTPUT:
-                        slot = &opt.output_dir;
-                        break;
                 case OPT_BIN:
-                        slot = &opt.harness_bin;
-                        break;
                 case OPT_SKILLS:
-                        slot = &opt.skills;
-                        break;
                 case OPT_CREDS:
-                        slot = &opt.credentials;
+                case OPT_USER:
+                case OPT_NETWORK:
                         break;
                 case OPT_NO_SANDBOX:
                         opt.no_sandbox = true;
@@ -210,9 +241,6 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                         break;
                 case OPT_JSON:
                         opt.json = true;
-                        break;
-                case OPT_USER:
-                        slot = &opt.user;
                         break;
                 case OPT_ROOT_SESSION:
                         opt.root_session = true;
@@ -240,9 +268,6 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
                                 return usage_error("run ", "%s", lerr.msg);
                         break;
                 }
-                case OPT_NETWORK:
-                        slot = &network;
-                        break;
                 case OPT_ALLOW_HOST:
                         if (opt.n_allow_hosts == TRIAL_MAX_ALLOW_HOSTS)
                                 return usage_error("run ", "--allow-host is given more than %d times",
@@ -273,17 +298,9 @@ int cli_parse_run(int argc, char **argv, struct trial_options *out)
         }
         if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
                 return usage_error("run ", "unexpected argument '%s' (session arguments go after '--')", argv[optind]);
-        if (parse_verbosity(&opt.verbosity, v, q, "run ") != 0)
-                return TB_EXIT_USAGE;
-        if (!opt.harness)
-                return usage_error("run ", "--harness is required (one of 'trialbox harnesses')");
-        if (!opt.repo)
-                return usage_error("run ", "--repo is required (the prepared repository's folder)");
-        if (!opt.output_dir)
-                return usage_error("run ", "--output-dir is required (a new folder for this Trial)");
-        if ((limits_given & (1U << (OPT_KILL_AFTER - OPT_TIMEOUT))) && opt.limits.timeout_ms == LIMIT_UNSET)
-                return usage_error("run ", "--kill-after needs --timeout (the grace after the deadline's SIGTERM)");
-        if (parse_network(&opt, network) != 0)
+        if (parse_verbosity(&opt.verbosity, v, q, "run ") != 0 ||
+            check_run_options(&opt, limits_given & (1U << (OPT_KILL_AFTER - OPT_TIMEOUT))) != 0 ||
+            parse_network(&opt, network) != 0)
                 return TB_EXIT_USAGE;
         opt.session_args = argv + optind;
         *out = opt;
