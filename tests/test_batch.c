@@ -69,21 +69,7 @@ static void batch(struct proc_result *r, const struct exp *e, const char *const 
 }
 
 /* The results line of Trial `id`, parsed (NULL when there is none). */
-static json_object *result_of(const struct exp *e, const char *id)
-{
-        char *text = read_text(e->results);
-        json_object *found = NULL;
-        for (char *save = NULL, *l = text ? strtok_r(text, "\n", &save) : NULL; l && !found;
-             l = strtok_r(NULL, "\n", &save)) {
-                json_object *j = json_tokener_parse(l), *v;
-                if (j && json_object_object_get_ex(j, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
-                        found = j;
-                else
-                        json_object_put(j);
-        }
-        free(text);
-        return found;
-}
+static json_object *result_of(const struct exp *e, const char *id) { return results_line(e->results, id); }
 
 static void assert_result(const struct exp *e, const char *id, const char *field, const char *want)
 {

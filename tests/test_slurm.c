@@ -493,21 +493,7 @@ static void tb_batch(struct proc_result *r, const struct bexp *e, const char *co
 }
 
 /* Trial `id`'s results line, parsed, or NULL. */
-static json_object *result_of(const struct bexp *e, const char *id)
-{
-        char *text = read_text(e->results);
-        json_object *found = NULL;
-        for (char *save = NULL, *l = text ? strtok_r(text, "\n", &save) : NULL; l && !found;
-             l = strtok_r(NULL, "\n", &save)) {
-                json_object *j = json_tokener_parse(l), *v;
-                if (j && json_object_object_get_ex(j, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
-                        found = j;
-                else
-                        json_object_put(j);
-        }
-        free(text);
-        return found;
-}
+static json_object *result_of(const struct bexp *e, const char *id) { return results_line(e->results, id); }
 
 /* A field of a results line as text ("null" for null or missing). */
 static char *field_of(json_object *j, const char *field)

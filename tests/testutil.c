@@ -61,6 +61,22 @@ void write_in(const char *dir, const char *rel, const char *text, mode_t mode)
         write_text(p, text, mode);
 }
 
+struct json_object *results_line(const char *results_path, const char *id)
+{
+        char *text = read_text(results_path);
+        json_object *found = NULL;
+        for (char *save = NULL, *l = text ? strtok_r(text, "\n", &save) : NULL; l && !found;
+             l = strtok_r(NULL, "\n", &save)) {
+                json_object *j = json_tokener_parse(l), *v;
+                if (j && json_object_object_get_ex(j, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
+                        found = j;
+                else
+                        json_object_put(j);
+        }
+        free(text);
+        return found;
+}
+
 void skip_note(const char *test, const char *why)
 {
         fprintf(stderr, "%s: part skipped: %s\n", test, why);

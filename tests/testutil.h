@@ -35,6 +35,9 @@ void write_in(const char *dir, const char *rel, const char *text, mode_t mode);
  * with {"id": also gets "root_session": true, as root's Trials of root-owned
  * test repositories need (the suite runs again as nobody for the other path). */
 void write_plan(const char *path, const char *text);
+/* The line of a batch's results.jsonl whose "id" is `id`, parsed (json-c;
+ * json_object_put it), or NULL when there is none. */
+struct json_object *results_line(const char *results_path, const char *id);
 /* Say on stderr that part of `test` was skipped, and why (root only, a tool missing). */
 void skip_note(const char *test, const char *why);
 /* Copy the first `max` bytes of `from` (SIZE_MAX: all of it) to `to`, then set `mode`. (asserts) */
