@@ -6,17 +6,23 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <json-c/json.h>
+#include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
+#include "trial_net.h"
 #include "util.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
@@ -357,6 +363,116 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
 }
 END_TEST
 
+/* Write `text` to /proc/self/<file>; 0 or -1. */
+static int write_self(const char *file, const char *text)
+{
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/%s", file);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t n = write(fd, text, strlen(text));
+        close(fd);
+        return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* What bwrap --disable-userns leaves behind: a network namespace owned by
+ * one user namespace and the sandbox's processes in a second, nested one.
+ * The child reports 0 on `ready` when it is there, or the step that failed. */
+static void __attribute__((noreturn)) nested_userns_child(int ready)
+{
+        char step = 1;
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        char map[64];
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+                goto out;
+        step = 2;
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+        if (write_self("uid_map", map) < 0 || write_self("setgroups", "deny") < 0)
+                goto out;
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+        if (write_self("gid_map", map) < 0)
+                goto out;
+        step = 3;
+        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct ifreq ifr = { 0 };
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+        if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+                goto out;
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+                goto out;
+        step = 4;
+        if (unshare(CLONE_NEWUSER) < 0)
+                goto out;
+        step = 0;
+out:
+        if (write(ready, &step, 1) != 1)
+                _exit(1);
+        for (;;)
+                pause();
+}
+
+static void same_file(const char *a, const char *b, bool *same)
+{
+        struct stat sa, sb;
+        ck_assert_int_eq(stat(a, &sa), 0);
+        ck_assert_int_eq(stat(b, &sb), 0);
+        *same = sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* CI saw `allow` void as nobody: "joining the sandbox's network namespace:
+ * Operation not permitted". The proxy's listener joined the user namespace
+ * of bwrap's child, which --disable-userns makes a nested one, without
+ * rights over the network namespace; it must join the one that owns it. */
+START_TEST(the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace)
+{
+        int ready[2];
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(ready[0]);
+                nested_userns_child(ready[1]);
+        }
+        close(ready[1]);
+        char step = -1;
+        ck_assert_int_eq(read(ready[0], &step, 1), 1);
+        close(ready[0]);
+        if (step != 0) {
+                kill(pid, SIGKILL);
+                wait_status(pid);
+                ck_abort_msg("could not make the nested namespaces (step %d)", step);
+        }
+        char user[64], net[64];
+        snprintf(user, sizeof user, "/proc/%d/ns/user", (int)pid);
+        snprintf(net, sizeof net, "/proc/%d/ns/net", (int)pid);
+        bool same;
+        same_file(user, "/proc/self/ns/user", &same);
+        ck_assert(!same);
+        same_file(net, "/proc/self/ns/net", &same);
+        ck_assert(!same);
+
+        int fd = -1;
+        struct tb_error err = { 0 };
+        int r = trial_net_listen_in(pid, TRIAL_NET_PROXY_PORT, &fd, &err);
+        kill(pid, SIGKILL);
+        wait_status(pid);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        struct sockaddr_in sin;
+        socklen_t sl = sizeof sin;
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+        ck_assert_int_eq(ntohs(sin.sin_port), TRIAL_NET_PROXY_PORT);
+        ck_assert_uint_eq(ntohl(sin.sin_addr.s_addr), INADDR_LOOPBACK);
+        int listening = 0;
+        sl = sizeof listening;
+        ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &sl), 0);
+        ck_assert_int_eq(listening, 1);
+        close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("network");
@@ -367,6 +483,7 @@ static Suite *suite(void)
         tcase_add_test(tc, allow_reaches_allowed_names_only_and_records_every_decision);
         tcase_add_test(tc, host_mode_keeps_the_host_network);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
+        tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -159,10 +160,14 @@ int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err
         if (net_fd < 0)
                 return tb_fail(err, -errno, "cannot open the sandbox's network namespace '%s': %s", path,
                                strerror(errno));
-        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-        _cleanup_close_ int user_fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* The user namespace that owns the network namespace, not the
+         * process's own: with --disable-userns bwrap unshares a second,
+         * nested user namespace, and a process that joined that one has no
+         * capability over the network namespace (EPERM, depending on when
+         * we looked). */
+        _cleanup_close_ int user_fd = ioctl(net_fd, NS_GET_USERNS);
         if (user_fd < 0)
-                return tb_fail(err, -errno, "cannot open the sandbox's user namespace '%s': %s", path,
+                return tb_fail(err, -errno, "cannot find the user namespace that owns '%s': %s", path,
                                strerror(errno));
         if (same_ns(user_fd, "/proc/self/ns/user"))
                 tb_closep(&user_fd);
