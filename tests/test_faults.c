@@ -945,6 +945,47 @@ START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_tha
 }
 END_TEST
 
+/* CI saw the test above fail once: the second SIGTERM (the group's) came
+ * after the session had ended, when trialbox no longer held it, and ended
+ * trialbox before its Outcome was written ("running"). Here SIGTERM keeps
+ * coming, every millisecond, until trialbox exits: each lands at another
+ * moment of its end. */
+START_TEST(signals_that_keep_coming_as_the_session_ends_never_stop_trialbox_before_its_outcome)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
+        _cleanup_free_ char *started = xasprintf("%s/STARTED", f.repo);
+        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        char *argv[64];
+        const char *script = "touch STARTED; sleep 60; exit 0";
+        tb_argv(argv, 64, "shell", &f,
+                _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
+        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
+        close(out);
+        close(err);
+        bool up = wait_for_file(started, 60000);
+        if (!up)
+                kill(pid, SIGKILL);
+        ck_assert_msg(up, "the session never started");
+        int w, sent = 0;
+        pid_t done;
+        while ((done = waitpid(pid, &w, WNOHANG)) == 0) {
+                kill(sent % 2 ? -pid : pid, SIGTERM);
+                sent++;
+                usleep(1000);
+        }
+        ck_assert_int_eq(done, pid);
+        _cleanup_free_ char *errs = read_text(errp);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 128 + SIGTERM, "wait status %#x after %d signals; stderr: %s",
+                      w, sent, errs);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "signal", "15");
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it)
 {
         struct fixture f;
@@ -1179,6 +1220,8 @@ static Suite *suite(void)
         tcase_add_test(tc, a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line);
         tcase_add_test(tc, a_fake_outcome_printed_last_by_the_session_is_not_the_last_line);
         tcase_add_loop_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal, 0, 2);
+        tcase_add_loop_test(tc, signals_that_keep_coming_as_the_session_ends_never_stop_trialbox_before_its_outcome, 0,
+                            2);
         tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);
         tcase_add_test(tc, a_session_that_exits_137_has_exit_code_137_and_no_signal);
         tcase_add_test(tc, a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was);
