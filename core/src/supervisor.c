@@ -874,27 +874,8 @@ static void supervisor_done(struct supervisor *sv)
                 free(sv->argv);
         if (sv->termios_saved)
                 tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
-        if (sv->masked && sv->run->held_mask)
-                *sv->run->held_mask = sv->old_mask; /* still blocked: the caller releases */
-        else if (sv->masked)
+        if (sv->masked && !sv->run->hold_signals)
                 sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
-}
-
-int supervisor_release_signals(const sigset_t *held_mask)
-{
-        sigset_t pending, mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGHUP);
-        const struct timespec now = { 0 };
-        int n = 0;
-        while (sigpending(&pending) == 0 &&
-               (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP)) &&
-               sigtimedwait(&mask, NULL, &now) > 0)
-                n++;
-        sigprocmask(SIG_SETMASK, held_mask, NULL);
-        return n;
 }
 
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
@@ -902,8 +883,6 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
         struct supervisor sv;
 
         memset(res, 0, sizeof *res);
-        if (run->held_mask)
-                sigprocmask(SIG_BLOCK, NULL, run->held_mask); /* the mask as it is, until replaced */
         int r = supervisor_start(&sv, run, err);
         if (r < 0) {
                 supervisor_done(&sv);

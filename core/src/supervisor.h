@@ -15,7 +15,6 @@
 #ifndef TB_SUPERVISOR_H
 #define TB_SUPERVISOR_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <sys/resource.h>
 
@@ -68,22 +67,18 @@ struct supervisor_run {
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
-        /* When set, SIGINT, SIGTERM and SIGHUP stay blocked after the session:
-         * one that comes then is for a Trial that is ending, and must not
-         * stop trialbox before the repository is restored and the Outcome
-         * written. *held_mask receives the mask to put back with
-         * supervisor_release_signals(). */
-        sigset_t *held_mask;
+        /* When set, the signals the supervisor blocks (SIGINT, SIGTERM,
+         * SIGHUP among them) stay blocked after it returns: one that comes
+         * then is for a Trial that is ending, and must not stop trialbox
+         * before the repository is restored and the Outcome written. The
+         * caller's process exits with the Outcome's status, the signal
+         * dropped. */
+        bool hold_signals;
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
  * when trialbox itself could not run it (pipes, fork): then `err` says why. */
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err);
-
-/* After supervisor_run() with held_mask: drop the SIGINT, SIGTERM and
- * SIGHUP that came after the session, and put the mask back. Returns how
- * many were dropped. */
-int supervisor_release_signals(const sigset_t *held_mask);
 
 /* What the supervisor saw of a session, the input of supervisor_result(). */
 struct supervisor_seen {

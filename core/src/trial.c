@@ -129,8 +129,6 @@ struct trial {
         struct trial_net net; /* issue 12 */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
-        sigset_t held_mask;       /* signals_held: the mask to put back once the Outcome is written */
-        bool signals_held;
 };
 
 static void trial_done(struct trial *t)
@@ -747,8 +745,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         };
         struct rusage ru = { 0 };
         run.rusage = &ru;
-        run.held_mask = &t->held_mask;
-        t->signals_held = true;
+        run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
                 int nr = trial_net_open_record(&t->net, t->output, err);
                 if (nr < 0) {
@@ -818,7 +815,5 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
                 status = outcome_exit_status(&t.outcome);
         }
         trial_done(&t);
-        if (t.signals_held && supervisor_release_signals(&t.held_mask) > 0)
-                log_info("a signal came after the session had ended; the Outcome stands");
         return status;
 }

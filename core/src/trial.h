@@ -43,7 +43,9 @@ struct trial_options {
 struct tb_env;
 
 /* Run one Trial in the host environment `env`; prints its errors; returns
- * trialbox's exit status. */
+ * trialbox's exit status. Once a session has run, SIGINT, SIGTERM and SIGHUP
+ * stay blocked: the caller exits with the status returned (a signal that
+ * came after the session ended is dropped; the Outcome stands). */
 int trial_run(const struct trial_options *opt, const struct tb_env *env);
 
 /* Build the environment allowlist part of a session's environment, from

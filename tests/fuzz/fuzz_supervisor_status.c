@@ -4,7 +4,6 @@
  * The supervisor hands it one line at a time as a C string, so the input is
  * copied and NUL-terminated (a NUL byte inside ends the line early, as it
  * would there). Invalid input must leave both outputs untouched. */
-#define _GNU_SOURCE /* sigset_t, through supervisor.h */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
