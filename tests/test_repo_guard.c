@@ -396,10 +396,20 @@ START_TEST(the_session_commits_as_the_host_user_and_sees_no_other_host_git_confi
         snprintf(home, sizeof home, "%s/host-home", f.dir);
         ck_assert_int_eq(mkdir(home, 0755), 0);
         snprintf(gitconfig, sizeof gitconfig, "%s/.gitconfig", home);
-        write_text(gitconfig,
-                   "[user]\n\tname = Host \\\"Q\\\" Person\n\temail = host@example.com\n"
-                   "[credential]\n\thelper = store --file /never\n[core]\n\tpager = less -SECRETPAGER\n",
-                   0644);
+        static const char identity[] = "[user]\n\tname = Host \\\"Q\\\" Person\n\temail = host@example.com\n";
+        static const char rest[] = "[credential]\n\thelper = store --file /never\n[core]\n\tpager = less -SECRETPAGER\n";
+        _cleanup_free_ char *text = NULL;
+        if (_i == 0) { /* the plain syntax trialbox reads itself */
+                text = xasprintf("%s%s", identity, rest);
+        } else if (_i == 1) { /* an include: git reads it */
+                write_in(home, "identity.inc", identity, 0644);
+                text = xasprintf("[include]\n\tpath = identity.inc\n%s", rest);
+        } else { /* both files: XDG's first, ~/.gitconfig's user.name wins */
+                write_in(home, ".config/git/config", "[user]\n\tname = Overridden\n\temail = host@example.com\n",
+                         0644);
+                text = xasprintf("[user]\n\tname = \"Host \\\"Q\\\" Person\"\n%s", rest);
+        }
+        write_text(gitconfig, text, 0644);
         snprintf(env_home, sizeof env_home, "HOME=%s", home);
         tb(&r, &f, ENV(env_home),
            EXTRA("--", "-c",
@@ -428,7 +438,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);
         tcase_add_test(tc, a_planted_git_file_never_binds_a_host_folder);
         tcase_add_test(tc, a_fifo_as_git_file_or_commondir_hangs_nothing);
-        tcase_add_test(tc, the_session_commits_as_the_host_user_and_sees_no_other_host_git_config);
+        tcase_add_loop_test(tc, the_session_commits_as_the_host_user_and_sees_no_other_host_git_config, 0, 3);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -4,12 +4,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include "gitconfig.h"
 
 /* The files that make git run a program or read another config, per git
  * directory (the common one and each submodule's). */
@@ -22,7 +25,7 @@ static const char *const worktree_files[] = { "commondir", "gitdir", "config.wor
 /* An embedded repository's `.git` may be anywhere in the worktree. */
 #define MAX_WALK_DEPTH 64
 
-static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap);
+static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out);
 
 /* ---- reading what a session may have planted ---- */
 
@@ -466,7 +469,7 @@ static void snap_config_paths(struct repo_guard *g, const struct repo_guard_host
                 _cleanup_free_ char *out = xmalloc(REPO_GUARD_MAX_FILE);
                 const char *const args[] = { "config", "--file", file, "--get-regexp",
                                              "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
-                if (!run_git(git, NULL, args, out, REPO_GUARD_MAX_FILE))
+                if (!run_git(git, NULL, args, out, REPO_GUARD_MAX_FILE, NULL))
                         continue;
                 char *save = NULL;
                 for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -846,7 +849,7 @@ void repo_guard_done(struct repo_guard *g)
  * no system config and nothing else of the environment; its stdout (read to
  * the end, up to `cap` - 1 bytes kept) in `out`. false when it fails or says
  * more than that. */
-static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap)
+static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out)
 {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -863,8 +866,16 @@ static bool run_git(const char *git, const char *home, const char *const args[],
         posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_addchdir_np(&fa, "/");
+        /* git gets no signal mask of ours (the supervisor's, after a session). */
+        posix_spawnattr_t attr;
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
         pid_t pid = -1;
-        int r = posix_spawn(&pid, git, &fa, NULL, argv.v, envp);
+        int r = posix_spawn(&pid, git, &fa, &attr, argv.v, envp);
+        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
         strv_done(&argv);
         close(fds[1]);
@@ -887,6 +898,8 @@ static bool run_git(const char *git, const char *home, const char *const args[],
         }
         close(fds[0]);
         out[len] = '\0';
+        if (len_out)
+                *len_out = len;
         int status = 0;
         if (r != 0)
                 return false;
@@ -898,28 +911,64 @@ static bool run_git(const char *git, const char *home, const char *const args[],
 
 /* ---- the git identity ---- */
 
-/* The host's user.name and user.email from its global config (one run of
- * git), each NULL when unset or not one printable line. */
+/* The host's user.name and user.email from its global config files, read
+ * here when gitconfig.c can: 0, or -EOPNOTSUPP for git to read them. */
+static int identity_from_files(const char *host_home, char **name, char **email)
+{
+        /* `git config --global` reads both, in this order: the last value wins. */
+        const char *const files[] = { ".config/git/config", ".gitconfig" };
+        _cleanup_close_ int home_fd = open(host_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (home_fd < 0)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : -EOPNOTSUPP;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(files); i++) {
+                /* Links followed, as git does (dotfiles are often links);
+                 * never blocking on a FIFO. */
+                _cleanup_close_ int fd = openat(home_fd, files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+                        continue;
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+                        return -EOPNOTSUPP;
+                size_t len = 0;
+                _cleanup_free_ char *text = NULL;
+                if (read_fd_whole(fd, 1u << 20, &text, &len) < 0 || gitconfig_identity(text, len, name, email) < 0)
+                        return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+/* The host's user.name and user.email from its global config, each NULL when
+ * unset or not one printable line: read from the files when gitconfig.c
+ * can, else by one run of git. */
 static void host_git_identity(const char *git, const char *host_home, char **name, char **email)
 {
         char buf[4096];
         *name = *email = NULL;
-        if (!run_git(git, host_home,
-                     (const char *const[]){ "config", "--global", "--get-regexp", "^user\\.(name|email)$", NULL }, buf,
-                     sizeof buf))
+        if (identity_from_files(host_home, name, email) == 0)
                 return;
-        char *save = NULL;
-        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                bool printable = true;
-                for (const char *p = line; *p; p++)
-                        printable = printable && (unsigned char)*p >= 0x20 && *p != 0x7f;
-                char **to = str_has_prefix(line, "user.name ") ? name : str_has_prefix(line, "user.email ") ? email : NULL;
-                const char *value = strchr(line, ' ') + 1;
-                /* The last one wins, as for git. */
-                if (to && printable && *value) {
-                        free(*to);
-                        *to = xstrdup(value);
+        free(*name);
+        free(*email);
+        *name = *email = NULL;
+        size_t len;
+        if (!run_git(git, host_home,
+                     (const char *const[]){ "config", "--global", "--includes", "-z", "--get-regexp",
+                                            "^user\\.(name|email)$",
+                                            NULL },
+                     buf, sizeof buf, &len))
+                return;
+        /* -z: "key\nvalue\0" for each, in the order git read them. */
+        for (char *rec = buf; rec < buf + len;) {
+                char *end = memchr(rec, '\0', (size_t)(buf + len - rec));
+                if (!end)
+                        break;
+                char *nl = memchr(rec, '\n', (size_t)(end - rec));
+                if (nl) {
+                        *nl = '\0';
+                        char **to = strcmp(rec, "user.name") == 0 ? name : strcmp(rec, "user.email") == 0 ? email : NULL;
+                        if (to)
+                                gitconfig_identity_take(to, nl + 1, (size_t)(end - nl - 1));
                 }
+                rec = end + 1;
         }
 }
 

@@ -154,9 +154,12 @@ int repo_guard_restore(struct repo_guard *g, struct strv *undone);
 void repo_guard_done(struct repo_guard *g);
 
 /* Give the session the host user's git identity, and nothing else of its git
- * config: run the host's `git config --global --get-regexp
- * '^user\.(name|email)$'` (`git` found on `path`, HOME `host_home`, cwd `/`,
- * no system config, nothing else of the environment) and write the two
+ * config: user.name and user.email as the host's `git config --global
+ * --includes -z --get-regexp '^user\.(name|email)$'` gives them (`git` found
+ * on `path`, HOME `host_home`, cwd `/`, so no includeIf "gitdir:" matches,
+ * no system config, nothing else of the environment), read by gitconfig.c
+ * itself when the files use only the syntax it follows, else by that run
+ * of git (a no-op Trial's start-up would otherwise be mostly git's), and write the two
  * values, quoted, to `session_home/.gitconfig` (0600, written atomically):
  * the session's git then finds them as the host's would, a repository's own
  * user.name still first, and `git config user.name` shows them. No identity

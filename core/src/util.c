@@ -425,6 +425,11 @@ static int read_fd_all(int fd, size_t max, size_t hint, bool secure, char **out,
         return 0;
 }
 
+int read_fd_whole(int fd, size_t max, char **out, size_t *len)
+{
+        return read_fd_all(fd, max, 4094, false, out, len);
+}
+
 char *read_file(const char *path, size_t max, size_t *len_out)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -180,6 +180,9 @@ enum {
  * old file or the new one whole, whatever the flags. */
 int write_file_atomic_at_flags(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int flags);
 
+/* Read `fd` to its end, at most `max` bytes, into *out (malloc'd,
+ * NUL-terminated) and *len: 0, or a negative errno (-EFBIG over `max`). */
+int read_fd_whole(int fd, size_t max, char **out, size_t *len);
 /* Read a whole small file (up to `max` bytes). malloc'd, NUL-terminated, or NULL with errno set. */
 char *read_file(const char *path, size_t max, size_t *len_out);
 /* The regular file `name` in `dirfd` likewise, never following a link nor
