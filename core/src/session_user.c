@@ -8,6 +8,8 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +131,41 @@ bool session_user_can(const struct session_user *u, const char *path, int mode)
         return ok;
 }
 
+/* The checks in this process, as the kernel makes them for the session:
+ * with the filesystem ids (setfsuid, setfsgid: per thread, and the
+ * filesystem capabilities go with a non-zero fsuid) and no supplementary
+ * groups, by faccessat2(AT_EACCESS), which checks with those ids. No fork:
+ * a child per check cost a Trial as another user about 1.5 ms each. true
+ * when made (ok[] filled); false, nothing changed, for the caller to ask a
+ * child (no faccessat2 before Linux 5.8). Everything is put back before it
+ * returns; if that failed, trialbox would go on as the wrong user: abort. */
+static bool can_all_here(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok)
+{
+        if (geteuid() != 0)
+                return false;
+        int ng = getgroups(0, NULL);
+        if (ng < 0)
+                return false;
+        _cleanup_free_ gid_t *groups = xcalloc((size_t)ng + 1, sizeof *groups);
+        if (getgroups(ng, groups) != ng || setgroups(0, NULL) < 0)
+                return false;
+        uid_t fsuid = (uid_t)setfsuid((uid_t)-1);
+        gid_t fsgid = (gid_t)setfsgid((gid_t)-1);
+        setfsgid(u->gid);
+        setfsuid(u->uid);
+        bool made = (uid_t)setfsuid((uid_t)-1) == u->uid && (gid_t)setfsgid((gid_t)-1) == u->gid;
+        for (size_t i = 0; made && i < n; i++) {
+                long r = syscall(SYS_faccessat2, AT_FDCWD, paths[i], mode, AT_EACCESS);
+                made = !(r < 0 && errno == ENOSYS);
+                ok[i] = r == 0;
+        }
+        setfsuid(fsuid);
+        setfsgid(fsgid);
+        if ((uid_t)setfsuid((uid_t)-1) != fsuid || (gid_t)setfsgid((gid_t)-1) != fsgid || setgroups((size_t)ng, groups) < 0)
+                abort();
+        return made;
+}
+
 void session_user_can_all(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok)
 {
         for (size_t i = 0; i < n; i++)
@@ -138,8 +175,12 @@ void session_user_can_all(const struct session_user *u, char *const paths[], siz
                         ok[i] = access(paths[i], mode) == 0;
                 return;
         }
+        if (n == 0 || can_all_here(u, paths, n, mode, ok))
+                return;
+        for (size_t i = 0; i < n; i++)
+                ok[i] = false;
         int p[2];
-        if (n == 0 || pipe2(p, O_CLOEXEC) < 0)
+        if (pipe2(p, O_CLOEXEC) < 0)
                 return;
         pid_t pid = fork();
         if (pid == 0) {

@@ -30,7 +30,8 @@ int session_user_resolve(const char *want, bool root_session, uid_t euid, const 
 void session_user_done(struct session_user *u);
 
 /* Can `u` reach `path` with access(2) `mode`, as the session will be (its
- * uid and gid, no supplementary groups)? Checked in a child that switches. */
+ * uid and gid, no supplementary groups)? Checked by trialbox (root) with
+ * those as its filesystem ids for the moment, else in a child that switches. */
 bool session_user_can(const struct session_user *u, const char *path, int mode);
 
 /* The same for many paths at once (one child): ok[i] for paths[i]. */
