@@ -907,6 +907,29 @@ START_TEST(a_fake_outcome_printed_last_by_the_session_is_not_the_last_line)
 }
 END_TEST
 
+/* Start trialbox in a process group of its own (as a shell job) on a
+ * `shell` session running `script`, sandboxed or not, its stderr into
+ * *errp; return its pid once the session has touched STARTED in the
+ * repository. */
+static pid_t start_session_job(struct fixture *f, const char *script, bool sandboxed, char **errp)
+{
+        _cleanup_free_ char *outp = xasprintf("%s/stdout", f->dir);
+        _cleanup_free_ char *started = xasprintf("%s/STARTED", f->repo);
+        *errp = xasprintf("%s/stderr", f->dir);
+        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int err = open(*errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        char *argv[64];
+        tb_argv(argv, 64, "shell", f, sandboxed ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
+        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
+        close(out);
+        close(err);
+        bool up = wait_for_file(started, 60000);
+        if (!up)
+                kill(pid, SIGKILL);
+        ck_assert_msg(up, "the session never started");
+        return pid;
+}
+
 /* timeout(1), Ctrl-C and runners signal trialbox's whole process group:
  * trialbox alone may receive it, forward it, and record the session as
  * killed by it, whatever "bwrap: " lines the session printed. Run 0 is
@@ -915,21 +938,9 @@ START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_tha
 {
         struct fixture f;
         fixture_new(&f);
-        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
-        _cleanup_free_ char *started = xasprintf("%s/STARTED", f.repo);
-        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        char *argv[64];
-        const char *script = "echo 'bwrap: fake message' >&2; touch STARTED; sleep 60; exit 0";
-        tb_argv(argv, 64, "shell", &f,
-                _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
-        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
-        close(out);
-        close(err);
-        bool up = wait_for_file(started, 60000);
-        if (!up)
-                kill(pid, SIGKILL);
-        ck_assert_msg(up, "the session never started");
+        _cleanup_free_ char *errp = NULL;
+        pid_t pid = start_session_job(&f, "echo 'bwrap: fake message' >&2; touch STARTED; sleep 60; exit 0", _i == 0,
+                                      &errp);
         /* What timeout(1) does: its child, then its whole group. */
         ck_assert_int_eq(kill(pid, SIGTERM), 0);
         ck_assert_int_eq(kill(-pid, SIGTERM), 0);
@@ -954,21 +965,8 @@ START_TEST(signals_that_keep_coming_as_the_session_ends_never_stop_trialbox_befo
 {
         struct fixture f;
         fixture_new(&f);
-        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
-        _cleanup_free_ char *started = xasprintf("%s/STARTED", f.repo);
-        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        char *argv[64];
-        const char *script = "touch STARTED; sleep 60; exit 0";
-        tb_argv(argv, 64, "shell", &f,
-                _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
-        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
-        close(out);
-        close(err);
-        bool up = wait_for_file(started, 60000);
-        if (!up)
-                kill(pid, SIGKILL);
-        ck_assert_msg(up, "the session never started");
+        _cleanup_free_ char *errp = NULL;
+        pid_t pid = start_session_job(&f, "touch STARTED; sleep 60; exit 0", _i == 0, &errp);
         int w, sent = 0;
         pid_t done;
         while ((done = waitpid(pid, &w, WNOHANG)) == 0) {
