@@ -70,6 +70,26 @@ static void destroy_and_check_gone(struct cgroup *cg, const struct cgroup_probe 
         }
 }
 
+/* A Trial's cgroup made for a test: the probe, the cgroup and its name. */
+struct made {
+        struct cgroup_probe p;
+        struct cgroup *cg;
+        char name[64];
+};
+
+/* Make one with these limits (LIMIT_UNSET: none); returns m->cg. */
+static struct cgroup *make_with(struct made *m, long long pids, long long memory_bytes, long long cpus_milli)
+{
+        struct trial_limits l;
+        trial_limits_init(&l);
+        l.pids = pids;
+        l.memory_bytes = memory_bytes;
+        l.cpus_milli = cpus_milli;
+        m->cg = make(&l, &m->p);
+        snprintf(m->name, sizeof m->name, "%s", name_buf);
+        return m->cg;
+}
+
 /* Start `fn` in a child that joins the cgroup first (as the keeper will). */
 static pid_t start_in(struct cgroup *cg, void (*fn)(int), int arg)
 {
@@ -207,13 +227,8 @@ START_TEST(a_fork_loop_under_pids_64_never_has_more_than_64_processes)
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.pids = 64;
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        struct cgroup *cg = make_with(&m, 64, LIMIT_UNSET, LIMIT_UNSET);
         int fds[2];
         ck_assert_int_eq(pipe(fds), 0);
         pid_t pid = start_in(cg, fork_loop, fds[1]);
@@ -227,7 +242,7 @@ START_TEST(a_fork_loop_under_pids_64_never_has_more_than_64_processes)
         ck_assert_int_eq(n, 64);
         /* The kernel's own high-water mark, where it keeps one: never above. */
         char peak[PATH_MAX + 128];
-        snprintf(peak, sizeof peak, "%s/trialbox-%s/pids.peak", p.parent[p.mechanism == CGROUP_V2 ? 0 : CG_PIDS], name);
+        snprintf(peak, sizeof peak, "%s/trialbox-%s/pids.peak", m.p.parent[m.p.mechanism == CGROUP_V2 ? 0 : CG_PIDS], m.name);
         char *text = read_text(peak);
         if (text)
                 ck_assert_int_le(atoi(text), 64);
@@ -244,7 +259,7 @@ START_TEST(a_fork_loop_under_pids_64_never_has_more_than_64_processes)
         ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
         close(fds[0]);
         close(fds[1]);
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
 }
 END_TEST
 
@@ -252,13 +267,8 @@ START_TEST(a_300_mib_allocation_under_memory_100m_is_oom_killed_and_counted)
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.memory_bytes = 100 * MIB;
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        struct cgroup *cg = make_with(&m, LIMIT_UNSET, 100 * MIB, LIMIT_UNSET);
         int oom_fd = cgroup_oom_fd(cg);
         ck_assert_int_ge(oom_fd, 0);
         pid_t pid = start_in(cg, touch_mib, 300);
@@ -273,7 +283,7 @@ START_TEST(a_300_mib_allocation_under_memory_100m_is_oom_killed_and_counted)
         ck_assert_int_ge(u.oom_kills, 1);
         ck_assert_int_eq(u.source, USAGE_CGROUP);
         ck_assert_int_le(u.peak_memory_bytes, 101 * MIB);
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
 }
 END_TEST
 
@@ -281,13 +291,9 @@ START_TEST(a_300_mib_allocation_without_a_memory_limit_shows_a_peak_of_at_least_
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.pids = 1000; /* some limit, so a cgroup is made; memory joined for usage only */
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        /* some limit, so a cgroup is made; memory joined for usage only */
+        struct cgroup *cg = make_with(&m, 1000, LIMIT_UNSET, LIMIT_UNSET);
         pid_t pid = start_in(cg, touch_mib, 300);
         ck_assert_int_eq(wait_status(pid), 0);
         struct trial_usage u;
@@ -298,7 +304,7 @@ START_TEST(a_300_mib_allocation_without_a_memory_limit_shows_a_peak_of_at_least_
         ck_assert_msg(u.peak_memory_bytes < 360 * MIB, "peak %lld", u.peak_memory_bytes);
         ck_assert_int_eq(u.oom_kills, 0);
         ck_assert_int_eq(u.pids_refused, 0);
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
 }
 END_TEST
 
@@ -306,13 +312,8 @@ START_TEST(a_cpu_bound_second_shows_as_about_1000_ms)
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.cpus_milli = 1500;
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        struct cgroup *cg = make_with(&m, LIMIT_UNSET, LIMIT_UNSET, 1500);
         pid_t pid = start_in(cg, burn_one_cpu_second, 0);
         int status;
         struct rusage ru;
@@ -327,18 +328,18 @@ START_TEST(a_cpu_bound_second_shows_as_about_1000_ms)
         ck_assert_msg(total >= 800 && total <= 1200, "cpu %lld ms", total);
         /* The quota as written: 1.5 CPUs of a 100 ms period. */
         char quota[PATH_MAX + 128];
-        if (p.mechanism == CGROUP_V1) {
-                snprintf(quota, sizeof quota, "%s/trialbox-%s/cpu.cfs_quota_us", p.parent[CG_CPU], name);
+        if (m.p.mechanism == CGROUP_V1) {
+                snprintf(quota, sizeof quota, "%s/trialbox-%s/cpu.cfs_quota_us", m.p.parent[CG_CPU], m.name);
                 char *q = read_text(quota);
                 ck_assert_str_eq(q, "150000\n");
                 free(q);
         } else {
-                snprintf(quota, sizeof quota, "%s/trialbox-%s/cpu.max", p.parent[0], name);
+                snprintf(quota, sizeof quota, "%s/trialbox-%s/cpu.max", m.p.parent[0], m.name);
                 char *q = read_text(quota);
                 ck_assert_str_eq(q, "150000 100000\n");
                 free(q);
         }
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
 }
 END_TEST
 
@@ -346,13 +347,8 @@ START_TEST(kill_all_leaves_nothing_of_a_process_tree)
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.pids = 64;
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        struct cgroup *cg = make_with(&m, 64, LIMIT_UNSET, LIMIT_UNSET);
         pid_t pid = start_in(cg, sleepers, 0);
         pid_t *pids = NULL;
         /* Until the shell started its four sleepers (detached one included). */
@@ -366,7 +362,7 @@ START_TEST(kill_all_leaves_nothing_of_a_process_tree)
         free(pids);
         ck_assert_int_eq(cgroup_pids(cg, &pids), 0);
         free(pids);
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
 }
 END_TEST
 
@@ -374,17 +370,12 @@ START_TEST(a_destroyed_cgroup_takes_its_processes_with_it)
 {
         if (!root())
                 return;
-        struct trial_limits l;
-        struct cgroup_probe p;
-        trial_limits_init(&l);
-        l.memory_bytes = 64 * MIB;
-        struct cgroup *cg = make(&l, &p);
-        char name[64];
-        snprintf(name, sizeof name, "%s", name_buf);
+        struct made m;
+        struct cgroup *cg = make_with(&m, LIMIT_UNSET, 64 * MIB, LIMIT_UNSET);
         pid_t pid = start_in(cg, sleepers, 0);
         pid_t *pids = NULL;
         ck_assert_int_ge(wait_for_pids(cg, 4, &pids), 4);
-        destroy_and_check_gone(cg, &p, name);
+        destroy_and_check_gone(cg, &m.p, m.name);
         for (int i = 0; i < 4; i++)
                 ck_assert_msg(!alive(pids[i]), "process %d is still running", (int)pids[i]);
         free(pids);
