@@ -20,8 +20,6 @@
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 #define GIT "git -c user.name=t -c user.email=t@example.com"
 
-static bool have_git(void) { return host_can("command -v git >/dev/null"); }
-
 static void sh_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh_ok(const char *fmt, ...)
 {
@@ -39,6 +37,17 @@ static void git_repo(const struct fixture *f)
 {
         sh_ok("set -e; cd '%s'; git init -q -b main; echo one > tracked; git add tracked; " GIT " commit -q -m base",
               f->repo);
+}
+
+/* A fixture for a test of git's control files, its repository made a git
+ * repository with one commit when `with_repo`. git is required: without it
+ * these tests would prove nothing, so they fail rather than pass. */
+static void git_fixture(struct fixture *f, bool with_repo)
+{
+        ck_assert_msg(host_can("command -v git >/dev/null"), "git is not installed: apt-get install -y git");
+        fixture_new(f);
+        if (with_repo)
+                git_repo(f);
 }
 
 /* The names in `dir` that start with `prefix`, space-separated (malloc'd, "" for none). */
@@ -104,8 +113,9 @@ static const char attack[] =
         "mkdir -p .git/worktrees/evil wt && echo \"$R/wt/.git\" > .git/worktrees/evil/gitdir && "
         "echo ../../../evil-gd > .git/worktrees/evil/commondir && cp .git/HEAD .git/worktrees/evil/ && "
         "echo \"gitdir: $R/.git/worktrees/evil\" > wt/.git\n"
-        /* .git itself moved away, or a file. */
-        "mv .git .git-away 2>/dev/null && echo LEAK-dotgit-renamed\n"
+        /* .git itself moved away, or a file (not in the control run below,
+         * where it would succeed and leave no repository to attack). */
+        "[ -n \"$CONTROL\" ] || { mv .git .git-away 2>/dev/null && echo LEAK-dotgit-renamed; }\n"
         /* Last: git's common directory redirected to one of the session's. */
         "mkdir evil-gd && cp -r .git/HEAD .git/refs .git/objects evil-gd/ && cp evil.cfg evil-gd/config && "
         "echo \"$R/evil-gd\" > .git/commondir && echo SESSION-COMMONDIR-PLANTED\n"
@@ -122,10 +132,7 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
 {
         struct fixture f;
         struct proc_result r;
-        if (!have_git())
-                return;
-        fixture_new(&f);
-        git_repo(&f);
+        git_fixture(&f, true);
         /* A worktree of the host's inside the repository stays usable. */
         sh_ok("cd '%s' && git worktree add -q inner -b inner-branch", f.repo);
         char *script = NULL;
@@ -169,16 +176,48 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
 }
 END_TEST
 
+/* The control of the test above: the same attack by a plain shell, no
+ * trialbox, and the same host commands. Its code does run then, so "nothing
+ * ran" above is trialbox's doing, not an attack that cannot fire. */
+START_TEST(without_trialbox_the_same_attack_does_run_on_the_host)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        sh_ok("cd '%s' && git worktree add -q inner -b inner-branch", f.repo);
+        char *script = NULL, *cmds = NULL;
+        ck_assert_int_ge(asprintf(&script, attack, f.dir), 0);
+        _cleanup_free_ char *cd_script = xasprintf("cd '%s' && CONTROL=1; %s", f.repo, script);
+        run_argv(&r, NULL, (char *[]){ "/bin/sh", "-c", cd_script, NULL });
+        proc_result_free(&r);
+        ck_assert_int_ge(asprintf(&cmds, host_commands, f.repo), 0);
+        run_argv(&r, NULL, (char *[]){ "/bin/sh", "-c", cmds, NULL });
+        _cleanup_free_ char *ran = files_with_prefix(f.dir, "PWNED");
+        /* Seen here: the include's fsmonitor (it overrides the config's own),
+         * the filter, diff.external, and the hooks through hooksPath. The
+         * pager, editor, ssh command, alias and pre-auto-gc vectors stay in
+         * the attack but never fire with these host commands. */
+        const char *fired[] = { "PWNED-include",          "PWNED-filter",
+                                "PWNED-hook-ext",         "PWNED-hook-pre-commit",
+                                "PWNED-hook-post-commit", "PWNED-hook-post-checkout",
+                                "PWNED-hook-reference-transaction", "PWNED-hook-post-index-change" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fired); i++)
+                ck_assert_msg(strstr(ran, fired[i]), "the attack's %s did not fire without trialbox (ran: %s)",
+                              fired[i], ran);
+        free(cmds);
+        free(script);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 /* The host's own config names worktree paths: husky's hooks folder (there,
  * or not yet), a shared config included from the worktree. */
 START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts)
 {
         struct fixture f;
         struct proc_result r;
-        if (!have_git())
-                return;
-        fixture_new(&f);
-        git_repo(&f);
+        git_fixture(&f, true);
         sh_ok("set -e; cd '%s'; mkdir .husky; printf '#!/bin/sh\\ntrue\\n' > .husky/pre-commit; chmod +x "
               ".husky/pre-commit; echo '[user]' > shared.cfg; git config core.hooksPath .husky; "
               "git config include.path ../shared.cfg; git config includeIf.gitdir:/.path ../later.cfg",
@@ -232,10 +271,7 @@ START_TEST(a_hooks_link_into_the_worktree_stays_the_hosts)
         struct fixture f;
         struct proc_result r;
         char link[1100], target[1100];
-        if (!have_git())
-                return;
-        fixture_new(&f);
-        git_repo(&f);
+        git_fixture(&f, true);
         sh_ok("set -e; cd '%s'; mkdir githooks; printf '#!/bin/sh\\ntrue\\n' > githooks/pre-commit; "
               "chmod +x githooks/pre-commit; rm -rf .git/hooks; ln -s ../githooks .git/hooks",
               f.repo);
@@ -275,9 +311,7 @@ START_TEST(a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside)
         struct fixture f;
         struct proc_result r;
         char dotgit[1100];
-        if (!have_git())
-                return;
-        fixture_new(&f);
+        git_fixture(&f, false);
         tb(&r, &f, NULL,
            EXTRA("--", "-c", "git init -q && git config core.fsmonitor 'touch /x; false' && echo SESSION-INIT-OK"));
         ck_assert_msg(r.status == 0 && strstr(r.out, "SESSION-INIT-OK"), "%s%s", r.out, r.err);
@@ -389,10 +423,7 @@ START_TEST(the_session_commits_as_the_host_user_and_sees_no_other_host_git_confi
         struct fixture f;
         struct proc_result r;
         char home[1100], env_home[1200], gitconfig[1200];
-        if (!have_git())
-                return;
-        fixture_new(&f);
-        git_repo(&f);
+        git_fixture(&f, true);
         snprintf(home, sizeof home, "%s/host-home", f.dir);
         ck_assert_int_eq(mkdir(home, 0755), 0);
         snprintf(gitconfig, sizeof gitconfig, "%s/.gitconfig", home);
@@ -433,6 +464,7 @@ static Suite *suite(void)
         TCase *tc = tcase_create("repo_guard");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
+        tcase_add_test(tc, without_trialbox_the_same_attack_does_run_on_the_host);
         tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
         tcase_add_test(tc, a_hooks_link_into_the_worktree_stays_the_hosts);
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);
