@@ -17,95 +17,82 @@
 #include "testutil.h"
 #include "util.h"
 
-START_TEST(the_session_user_follows_the_rules_for_root_and_for_others) {
-  static const struct {
-    const char *name, *want;
-    bool root_session;
-    uid_t euid, repo_uid;
-    int r; /* 0 or the negative errno */
-    bool drop;
-    uid_t uid;        /* when r == 0 */
-    const char *says; /* in the message, when r < 0 */
-  } cases[] = {
-      {"root, a repository owned by nobody", NULL, false, 0, 65534, 0, true,
-       65534, NULL},
-      {"root, --user nobody", "nobody", false, 0, 0, 0, true, 65534, NULL},
-      {"root, --user 65534", "65534", false, 0, 0, 0, true, 65534, NULL},
-      {"root, --user 4242 (no such user: its number)", "4242", false, 0, 0, 0,
-       true, 4242, NULL},
-      {"root, --root-session", NULL, true, 0, 0, 0, false, 0, NULL},
-      {"root, a root-owned repository", NULL, false, 0, 0, -EPERM, false, 0,
-       "--root-session"},
-      {"root, --user root", "root", false, 0, 0, -EPERM, false, 0,
-       "--root-session"},
-      {"root, --user 0", "0", false, 0, 0, -EPERM, false, 0, "--root-session"},
-      {"root, both", "nobody", true, 0, 0, -EINVAL, false, 0,
-       "exclude each other"},
-      {"root, --user no-such-name", "no-such-name-tb", false, 0, 0, -ESRCH,
-       false, 0, "no user here"},
-      {"nobody, nothing given", NULL, false, 65534, 0, 0, false, 65534, NULL},
-      {"nobody, --root-session (a no-op)", NULL, true, 65534, 0, 0, false,
-       65534, NULL},
-      {"nobody, --user nobody (itself)", "nobody", false, 65534, 0, 0, false,
-       65534, NULL},
-      {"nobody, --user root", "root", false, 65534, 0, -EPERM, false, 0,
-       "only root"},
-  };
-  for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
-    struct stat st = {.st_uid = cases[i].repo_uid, .st_gid = cases[i].repo_uid};
-    struct session_user u;
-    struct tb_error err = {0};
-    int r = session_user_resolve(cases[i].want, cases[i].root_session,
-                                 cases[i].euid, &st, &u, &err);
-    ck_assert_msg(r == cases[i].r, "%s: %d, not %d (%s)", cases[i].name, r,
-                  cases[i].r, err.msg);
-    if (r == 0) {
-      ck_assert_msg(u.drop == cases[i].drop && u.uid == cases[i].uid,
-                    "%s: drop %d uid %u", cases[i].name, u.drop,
-                    (unsigned)u.uid);
-      ck_assert_msg(u.name && u.why, "%s: no name or reason", cases[i].name);
-    } else {
-      ck_assert_msg(strstr(err.msg, cases[i].says) && !strchr(err.msg, '\n'),
-                    "%s: says '%s'", cases[i].name, err.msg);
-    }
-    session_user_done(&u);
-  }
+START_TEST(the_session_user_follows_the_rules_for_root_and_for_others)
+{
+        static const struct {
+                const char *name, *want;
+                bool root_session;
+                uid_t euid, repo_uid;
+                int r;         /* 0 or the negative errno */
+                bool drop;
+                uid_t uid;     /* when r == 0 */
+                const char *says; /* in the message, when r < 0 */
+        } cases[] = {
+                { "root, a repository owned by nobody", NULL, false, 0, 65534, 0, true, 65534, NULL },
+                { "root, --user nobody", "nobody", false, 0, 0, 0, true, 65534, NULL },
+                { "root, --user 65534", "65534", false, 0, 0, 0, true, 65534, NULL },
+                { "root, --user 4242 (no such user: its number)", "4242", false, 0, 0, 0, true, 4242, NULL },
+                { "root, --root-session", NULL, true, 0, 0, 0, false, 0, NULL },
+                { "root, a root-owned repository", NULL, false, 0, 0, -EPERM, false, 0, "--root-session" },
+                { "root, --user root", "root", false, 0, 0, -EPERM, false, 0, "--root-session" },
+                { "root, --user 0", "0", false, 0, 0, -EPERM, false, 0, "--root-session" },
+                { "root, both", "nobody", true, 0, 0, -EINVAL, false, 0, "exclude each other" },
+                { "root, --user no-such-name", "no-such-name-tb", false, 0, 0, -ESRCH, false, 0, "no user here" },
+                { "nobody, nothing given", NULL, false, 65534, 0, 0, false, 65534, NULL },
+                { "nobody, --root-session (a no-op)", NULL, true, 65534, 0, 0, false, 65534, NULL },
+                { "nobody, --user nobody (itself)", "nobody", false, 65534, 0, 0, false, 65534, NULL },
+                { "nobody, --user root", "root", false, 65534, 0, -EPERM, false, 0, "only root" },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                struct stat st = { .st_uid = cases[i].repo_uid, .st_gid = cases[i].repo_uid };
+                struct session_user u;
+                struct tb_error err = { 0 };
+                int r = session_user_resolve(cases[i].want, cases[i].root_session, cases[i].euid, &st, &u, &err);
+                ck_assert_msg(r == cases[i].r, "%s: %d, not %d (%s)", cases[i].name, r, cases[i].r, err.msg);
+                if (r == 0) {
+                        ck_assert_msg(u.drop == cases[i].drop && u.uid == cases[i].uid, "%s: drop %d uid %u",
+                                      cases[i].name, u.drop, (unsigned)u.uid);
+                        ck_assert_msg(u.name && u.why, "%s: no name or reason", cases[i].name);
+                } else {
+                        ck_assert_msg(strstr(err.msg, cases[i].says) && !strchr(err.msg, '\n'), "%s: says '%s'",
+                                      cases[i].name, err.msg);
+                }
+                session_user_done(&u);
+        }
 }
 END_TEST
 
 /* As root: the tree under a folder becomes the user's, links not followed;
  * the user can then reach it, and a switched child cannot get root back. */
-START_TEST(
-    a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user) {
-  if (geteuid() != 0)
-    return;
-  char *dir = tmpdir_new();
-  _cleanup_free_ char *home = path_in(dir, "home"),
-                      *outside = path_in(dir, "outside");
-  ck_assert(mkdir(home, 0700) == 0);
-  write_text(outside, "root's\n", 0600);
-  write_in(home, ".config/tool/login.json", "{}\n", 0600);
-  _cleanup_free_ char *link = path_in(home, "link");
-  ck_assert(symlink(outside, link) == 0);
-  struct session_user u = {.drop = true, .uid = 65534, .gid = 65534};
-  _cleanup_free_ char *login = path_in(home, ".config/tool/login.json");
-  ck_assert(!session_user_can(&u, login, R_OK));
-  int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  ck_assert_int_eq(session_user_chown_tree(fd, &u), 0);
-  close(fd);
-  struct stat st;
-  ck_assert(stat(login, &st) == 0 && st.st_uid == 65534);
-  ck_assert(lstat(link, &st) == 0 && st.st_uid == 65534);
-  ck_assert(stat(outside, &st) == 0 &&
-            st.st_uid == 0); /* the link's target stays root's */
-  ck_assert(session_user_can(&u, login, R_OK | W_OK));
-  ck_assert(!session_user_can(&u, outside, R_OK));
-  bool ok[2];
-  char *paths[] = {login, outside};
-  session_user_can_all(&u, paths, 2, R_OK, ok);
-  ck_assert(ok[0] && !ok[1]);
-  tmpdir_remove(dir);
-  free(dir);
+START_TEST(a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user)
+{
+        if (geteuid() != 0)
+                return;
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *home = path_in(dir, "home"), *outside = path_in(dir, "outside");
+        ck_assert(mkdir(home, 0700) == 0);
+        write_text(outside, "root's\n", 0600);
+        write_in(home, ".config/tool/login.json", "{}\n", 0600);
+        _cleanup_free_ char *link = path_in(home, "link");
+        ck_assert(symlink(outside, link) == 0);
+        struct session_user u = { .drop = true, .uid = 65534, .gid = 65534 };
+        _cleanup_free_ char *login = path_in(home, ".config/tool/login.json");
+        ck_assert(!session_user_can(&u, login, R_OK));
+        int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_eq(session_user_chown_tree(fd, &u), 0);
+        close(fd);
+        struct stat st;
+        ck_assert(stat(login, &st) == 0 && st.st_uid == 65534);
+        ck_assert(lstat(link, &st) == 0 && st.st_uid == 65534);
+        ck_assert(stat(outside, &st) == 0 && st.st_uid == 0); /* the link's target stays root's */
+        ck_assert(session_user_can(&u, login, R_OK | W_OK));
+        ck_assert(!session_user_can(&u, outside, R_OK));
+        bool ok[2];
+        char *paths[] = { login, outside };
+        session_user_can_all(&u, paths, 2, R_OK, ok);
+        ck_assert(ok[0] && !ok[1]);
+        tmpdir_remove(dir);
+        free(dir);
 }
 END_TEST
 
@@ -203,17 +190,13 @@ START_TEST(
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("session_user");
-  TCase *tc = tcase_create("rules");
-  tcase_add_test(tc,
-                 the_session_user_follows_the_rules_for_root_and_for_others);
-  tcase_add_test(
-      tc,
-      a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user);
-  tcase_add_test(
-      tc,
-      access_checked_in_trialboxs_process_is_the_switched_childs_and_leaves_its_ids_as_they_were);
-  suite_add_tcase(s, tc);
-  return run_suite(s);
+int main(void)
+{
+        Suite *s = suite_create("session_user");
+        TCase *tc = tcase_create("rules");
+        tcase_add_test(tc, the_session_user_follows_the_rules_for_root_and_for_others);
+        tcase_add_test(tc, a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user);
+        tcase_add_test(tc, access_checked_in_trialboxs_process_is_the_switched_childs_and_leaves_its_ids_as_they_were);
+        suite_add_tcase(s, tc);
+        return run_suite(s);
 }
