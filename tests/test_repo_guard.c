@@ -99,6 +99,9 @@ static const char attack[] =
         "git init -q emb && (cd emb && " GIT " commit -q --allow-empty -m e && cat ../evil.cfg >> .git/config) && "
         GIT " add emb 2>/dev/null && " GIT " commit -q -m emb && echo SESSION-EMBEDDED-OK\n"
         "touch sub/dirty emb/dirty\n"
+        /* A .git file git reads otherwise than a lax parser: two spaces make
+         * git open "twospace/ ../.git/modules/sub", a folder of the session's. */
+        "mkdir -p twospace && printf 'gitdir:  ../.git/modules/sub\\n' > twospace/.git\n"
         /* The git directory's own files. */
         "cat evil.cfg >> .git/config 2>/dev/null && echo LEAK-append\n"
         "cp evil.cfg x.cfg && mv -f x.cfg .git/config 2>/dev/null && echo LEAK-rename-config\n"
@@ -150,7 +153,7 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
         /* What it could plant was undone, and said so. */
         const char *undone[] = { "/.git/commondir", "/.git/config.worktree", "/.git/objects/info/alternates",
                                  "/.git/modules/sub/config", "/.git/worktrees/evil/commondir", "emb/.git",
-                                 "wt/.git", "/.git/modules/sub/hooks/post-checkout" };
+                                 "wt/.git", "/.git/modules/sub/hooks/post-checkout", "twospace/.git" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(undone); i++)
                 ck_assert_msg(strstr(r.err, undone[i]), "nothing undone for %s: %s", undone[i], r.err);
         char inner[1100];

@@ -178,14 +178,25 @@ static char *refuse_common(const struct repo_guard_host *host, const struct sand
         return NULL;
 }
 
-/* The gitdir named by the `.git` file in `repo_fd`, absolute, or NULL. */
+/* The gitdir named by the `.git` file in `repo_fd`, absolute, or NULL. Read
+ * as git reads it (setup.c, read_gitfile_gently): the whole file, "gitdir: "
+ * with exactly one space, the rest the path with only trailing CR and LF
+ * taken off. Any other control byte left in it: NULL, for a path trialbox
+ * would resolve otherwise than git ("gitdir:  x", "gitdir: a\nb"). */
 static char *dotgit_target(int repo_fd, const char *repo)
 {
-        _cleanup_free_ char *content = read_line_at(repo_fd, ".git");
-        if (!content || !str_has_prefix(content, "gitdir:"))
+        size_t len = 0;
+        _cleanup_free_ char *content = read_at(repo_fd, ".git", 4096, &len, NULL);
+        if (!content || !str_has_prefix(content, "gitdir: "))
                 return NULL;
-        const char *gitdir = content + strlen("gitdir:");
-        gitdir += strspn(gitdir, " \t");
+        while (len > 0 && (content[len - 1] == '\n' || content[len - 1] == '\r'))
+                content[--len] = '\0';
+        const char *gitdir = content + strlen("gitdir: ");
+        if (!gitdir[0] || strlen(content) != len)
+                return NULL;
+        for (const char *c = gitdir; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        return NULL;
         return gitdir[0] == '/' ? xstrdup(gitdir) : xasprintf("%s/%s", repo, gitdir);
 }
 
