@@ -1,6 +1,7 @@
 /* Unit tests of the plan (plan.c) and the summary (report.c): nothing runs. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,25 @@ START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
 }
 END_TEST
 
+/* An output folder inside another's (its session's home, say) is refused
+ * even when a sibling sorts between them ('-' sorts before '/'). */
+START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_them)
+{
+        char *dir = tmpdir_new();
+        char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a\"}\n"
+                                  "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a-2\"}\n"
+                                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a/home/x\"}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "plan.jsonl:3: field 'output_dir':") && strstr(err.msg, "inside line 1's"), "%s",
+                      err.msg);
+        free(path);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
 START_TEST(the_summary_counts_outcomes_causes_and_percentiles_per_harness)
 {
         struct report *r = report_new();
@@ -151,6 +171,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
         tcase_add_test(tc, repo_from_takes_an_optional_revision);
         tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
+        tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
         tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);
         suite_add_tcase(s, tc);
         return s;

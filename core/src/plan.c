@@ -310,10 +310,22 @@ static int parse_line(const struct plan *plan, unsigned line, const char *text, 
 /* Order of indexes by one string field, for the uniqueness checks. */
 static const struct plan *sort_plan;
 static size_t sort_offset;
+/* strcmp, but '/' before every other byte: a folder is then followed at
+ * once by what is inside it ("a", "a/home/x", "a-2"), where strcmp would put
+ * "a-2" between them and hide the nesting from the neighbour check. */
+static int path_cmp(const char *x, const char *y)
+{
+        for (;; x++, y++) {
+                int cx = *x == '/' ? 1 : (unsigned char)*x + 1, cy = *y == '/' ? 1 : (unsigned char)*y + 1;
+                if (!*x || !*y || cx != cy)
+                        return (*x ? cx : 0) - (*y ? cy : 0);
+        }
+}
+
 static int by_field(const void *a, const void *b)
 {
         const struct plan_trial *x = &sort_plan->v[*(const size_t *)a], *y = &sort_plan->v[*(const size_t *)b];
-        int c = strcmp(*(char *const *)((const char *)x + sort_offset), *(char *const *)((const char *)y + sort_offset));
+        int c = path_cmp(*(char *const *)((const char *)x + sort_offset), *(char *const *)((const char *)y + sort_offset));
         return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
