@@ -913,7 +913,12 @@ static int slurm_launcher(struct batch *b, const struct btrial *t, json_object *
                 task = json_object_get_int64(v);
         char *const *env = batch_environ(b);
         struct slurm_ids self = slurm_ids_from_env(env);
-        if (self.job_id == job && self.array_task_id == task) { /* this very task ran it before: requeued */
+        if (self.job_id == job && self.array_task_id == task) {
+                /* The same plain job or allocation (no array task): a batch run
+                 * again in it, its launchers this node's, judged by their pid. */
+                if (task < 0)
+                        return 0;
+                /* This very array task ran it before: it was requeued. */
                 *why = xasprintf("its Slurm task %lld_%lld was requeued", job, task);
                 return -1;
         }
