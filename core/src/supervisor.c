@@ -657,7 +657,11 @@ static int open_terminal(struct supervisor *sv, struct tb_error *err)
                 return tb_fail(err, -errno, "setting up the session's pty: %s", strerror(errno));
         struct termios raw = sv->saved_termios;
         cfmakeraw(&raw);
-        raw.c_lflag |= ISIG;
+        raw.c_lflag |= ISIG; /* Ctrl-C: SIGINT to trialbox, which forwards it */
+        /* Ctrl-Z and Ctrl-\ go to the session as bytes: as signals they would
+         * stop or kill trialbox, not the session in its own group. */
+        raw.c_cc[VSUSP] = _POSIX_VDISABLE;
+        raw.c_cc[VQUIT] = _POSIX_VDISABLE;
         raw.c_oflag |= OPOST; /* trialbox's own messages still start their lines */
         if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0)
                 return tb_fail(err, -errno, "setting the terminal up: %s", strerror(errno));
