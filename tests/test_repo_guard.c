@@ -461,6 +461,24 @@ START_TEST(the_session_commits_as_the_host_user_and_sees_no_other_host_git_confi
 }
 END_TEST
 
+/* A .git that is a link: git follows it to a config the session could
+ * change and trialbox could not restore. The Trial is void, nothing ran. */
+START_TEST(a_git_link_at_the_top_of_the_repository_makes_the_trial_void)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        sh_ok("cd '%s' && mv .git real-git && ln -s real-git .git", f.repo);
+        tb(&r, &f, NULL, EXTRA("--", "-c", "touch SESSION-RAN"));
+        ck_assert_msg(r.status == 125, "status %d: %s", r.status, r.err);
+        ck_assert_msg(strstr(r.err, ".git' is a link"), "%s", r.err);
+        _cleanup_free_ char *ran = path_in(f.repo, "SESSION-RAN");
+        ck_assert_msg(access(ran, F_OK) < 0, "the session ran");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("repo_guard");
@@ -468,6 +486,7 @@ static Suite *suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
         tcase_add_test(tc, without_trialbox_the_same_attack_does_run_on_the_host);
+        tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
         tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
         tcase_add_test(tc, a_hooks_link_into_the_worktree_stays_the_hosts);
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);

@@ -416,7 +416,7 @@ static void snap_dotgit(struct repo_guard *g)
                         strv_addf(&g->ro, "%s/.git", g->repo);
                 }
         } else {
-                g->dotgit_kind = 'x';
+                g->dotgit_kind = S_ISLNK(st.st_mode) ? 'l' : 'x';
         }
 }
 
@@ -503,6 +503,14 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (g->repo_fd < 0)
                 return tb_fail(err, -errno, "repository '%s': %s", host->repo, strerror(errno));
         snap_dotgit(g);
+        /* A link: git follows it to control files trialbox cannot pin or
+         * restore through it. (Anything else that is neither a folder nor a
+         * file is no repository to git.) */
+        if (g->dotgit_kind == 'l')
+                return tb_fail(err, -EINVAL,
+                               "'%s/.git' is a link: git would follow it to files trialbox cannot protect; make it "
+                               "the git folder itself, or a 'gitdir:' file",
+                               host->repo);
         if (g->dotgit_kind == 'd') {
                 g->common = xasprintf("%s/.git", host->repo);
         } else if (g->dotgit_kind == 'f') {

@@ -91,7 +91,7 @@ struct repo_guard {
         bool worktree;      /* `.git` is a file naming common/worktrees/<name> */
         int repo_fd;        /* the repository folder, opened before the session */
         int common_fd;      /* the common git directory, or -1 */
-        int dotgit_kind;    /* 0: no .git, 'd': a folder, 'f': a regular file */
+        int dotgit_kind;    /* 0: no .git, 'd': a folder, 'f': a regular file, 'l': a link (refused), 'x': other */
         dev_t dotgit_dev;
         ino_t dotgit_ino;
         uid_t dotgit_uid;
