@@ -479,6 +479,36 @@ START_TEST(a_git_link_at_the_top_of_the_repository_makes_the_trial_void)
 }
 END_TEST
 
+/* A hooks folder the host's config names below a folder of the worktree
+ * (tools/hooks, there or not yet): the session cannot move tools away and
+ * make a tools/hooks of its own, which git would then run. */
+START_TEST(a_folder_above_a_hooks_folder_the_host_names_cannot_be_moved_away)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        sh_ok("set -e; cd '%s'; mkdir -p tools; %s git config core.hooksPath tools/hooks", f.repo,
+              _i == 0 ? "mkdir tools/hooks; printf '#!/bin/sh\\ntrue\\n' > tools/hooks/pre-commit; "
+                        "chmod +x tools/hooks/pre-commit;"
+                      : "");
+        _cleanup_free_ char *script =
+                xasprintf("mv tools tools-away 2>/dev/null && mkdir -p tools/hooks && printf '#!/bin/sh\\ntouch "
+                          "%%s\\n' '%s/PWNED-moved' > tools/hooks/pre-commit && chmod +x tools/hooks/pre-commit && "
+                          "echo LEAK-moved; echo DONE",
+                          f.dir);
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
+        ck_assert_msg(!strstr(r.out, "LEAK-moved"), "the session moved the folder above the hooks: %s", r.out);
+        proc_result_free(&r);
+        run_argv(&r, NULL,
+                 (char *[]){ "/bin/sh", "-c", "cd \"$0\" && echo x >> tracked && " GIT " commit -qam host", f.repo, NULL });
+        _cleanup_free_ char *ran = files_with_prefix(f.dir, "PWNED");
+        ck_assert_msg(strcmp(ran, "") == 0, "the host's git ran the session's hook: %s", ran);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("repo_guard");
@@ -487,6 +517,7 @@ static Suite *suite(void)
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
         tcase_add_test(tc, without_trialbox_the_same_attack_does_run_on_the_host);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
+        tcase_add_loop_test(tc, a_folder_above_a_hooks_folder_the_host_names_cannot_be_moved_away, 0, 2);
         tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
         tcase_add_test(tc, a_hooks_link_into_the_worktree_stays_the_hosts);
         tcase_add_test(tc, a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside);

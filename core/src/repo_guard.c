@@ -431,6 +431,25 @@ static char *config_path_abs(const char *value, const char *base, const char *ho
         return xasprintf("%s/%s", base, value);
 }
 
+/* Pin each folder strictly between the repository and `real` (an absolute
+ * path inside it, links resolved), and `real` itself when `inclusive`. */
+static void pin_folders_to(struct repo_guard *g, const char *real, bool inclusive)
+{
+        if (strcmp(real, g->repo) == 0)
+                return;
+        _cleanup_free_ char *path = xstrdup(real);
+        for (char *p = path + strlen(g->repo) + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (!strv_contains(&g->pins, path))
+                        strv_add(&g->pins, path);
+                *p = '/';
+        }
+        if (inclusive && !strv_contains(&g->pins, path))
+                strv_add(&g->pins, path);
+}
+
 /* A path named by the host's config: inside the worktree (not its .git), an
  * existing file or folder is bound read-only; a missing one is watched: its
  * first missing part is renamed aside after the session if it appeared. */
@@ -450,6 +469,11 @@ static void guard_config_path(struct repo_guard *g, const char *abs)
         }
         if (!path_is_under(real, g->repo) || (g->common && path_is_under(real, g->common)))
                 return;
+        /* Every folder from the repository down to it pinned (bound onto
+         * itself): else the session renames one above it and makes a new
+         * path in its place, which nothing after the session looks at. The
+         * deepest folder that exists is pinned too when the rest is missing. */
+        pin_folders_to(g, real, missing != NULL);
         if (!missing) {
                 struct stat st;
                 if (strcmp(real, g->repo) != 0 && lstat(real, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
