@@ -102,6 +102,12 @@ static const char attack[] =
         /* A .git file git reads otherwise than a lax parser: two spaces make
          * git open "twospace/ ../.git/modules/sub", a folder of the session's. */
         "mkdir -p twospace && printf 'gitdir:  ../.git/modules/sub\\n' > twospace/.git\n"
+        /* Under .git/modules: a link to a git directory of the session's,
+         * and a git directory whose HEAD is a link (git takes both). */
+        "mkdir -p evilmod && cp -r .git/HEAD .git/refs .git/objects evilmod/ && cp evil.cfg evilmod/config && "
+        "ln -s \"$R/evilmod\" .git/modules/evil\n"
+        "mkdir -p .git/modules/lh/refs .git/modules/lh/objects && ln -s refs/heads/main .git/modules/lh/HEAD && "
+        "cp evil.cfg .git/modules/lh/config\n"
         /* The git directory's own files. */
         "cat evil.cfg >> .git/config 2>/dev/null && echo LEAK-append\n"
         "cp evil.cfg x.cfg && mv -f x.cfg .git/config 2>/dev/null && echo LEAK-rename-config\n"
@@ -153,7 +159,8 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
         /* What it could plant was undone, and said so. */
         const char *undone[] = { "/.git/commondir", "/.git/config.worktree", "/.git/objects/info/alternates",
                                  "/.git/modules/sub/config", "/.git/worktrees/evil/commondir", "emb/.git",
-                                 "wt/.git", "/.git/modules/sub/hooks/post-checkout", "twospace/.git" };
+                                 "wt/.git", "/.git/modules/sub/hooks/post-checkout", "twospace/.git",
+                                 "/.git/modules/evil", "/.git/modules/lh/config" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(undone); i++)
                 ck_assert_msg(strstr(r.err, undone[i]), "nothing undone for %s: %s", undone[i], r.err);
         char inner[1100];

@@ -126,6 +126,14 @@ static void list_at(int dirfd, const char *name, struct strv *out)
 
 /* ---- the worktree's common directory ---- */
 
+/* A git directory's HEAD as git takes it: a regular file, or a link (git
+ * follows one into refs/). */
+static bool has_head_at(int fd)
+{
+        struct stat st;
+        return fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode));
+}
+
 static bool is_git_dir(const char *dir)
 {
         _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
@@ -363,7 +371,7 @@ static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int
                         continue;
                 _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
                 strv_addf(&g->pins, "%s/%s%s", g->common, prefix, names.v[i]);
-                r = is_reg_at(fd, "HEAD") ? snap_gitdir(g, fd, sub, depth, make, err)
+                r = has_head_at(fd) ? snap_gitdir(g, fd, sub, depth, make, err)
                                           : snap_modules(g, fd, sub, depth + 1, make, err);
         }
         strv_done(&names);
@@ -683,6 +691,8 @@ static void check_gitdir(struct undo *u, int dirfd, const char *prefix, int dept
         check_modules(u, dirfd, mprefix, depth + 1);
 }
 
+static void quarantine(struct undo *u, int dirfd, const char *dir, const char *name);
+
 /* `modules` in `dirfd`: each entry a submodule's git directory (it has a
  * HEAD) or a folder of them (a name with '/'). Too deep, or not a folder:
  * removed whole. */
@@ -702,10 +712,15 @@ static void check_modules(struct undo *u, int parent, const char *prefix, int de
         list_at(dirfd, ".", &names);
         for (size_t i = 0; dirfd >= 0 && i < names.n; i++) {
                 _cleanup_close_ int fd = open_dir_at(dirfd, names.v[i]);
+                struct stat est;
+                /* A link there is the session's (git makes folders): git would
+                 * follow it to a git directory of its choosing. */
+                if (fd < 0 && fstatat(dirfd, names.v[i], &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(est.st_mode))
+                        quarantine(u, dirfd, path, names.v[i]);
                 if (fd < 0)
                         continue;
                 _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
-                if (is_reg_at(fd, "HEAD")) {
+                if (has_head_at(fd)) {
                         strv_add(&u->gitdirs, sub);
                         check_gitdir(u, fd, sub, depth);
                 } else {
