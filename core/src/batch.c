@@ -391,26 +391,29 @@ static void set_running(struct batch *b, struct btrial *t)
 
 /* A launcher found alive on disk (`path`: its record): wait for it through a
  * pidfd. The pidfd is opened first and the record checked after, so the
- * process waited for is the one checked (not a later owner of its pid). */
-static bool adopt(struct batch *b, struct btrial *t, size_t ix, json_object *record, const char *path)
+ * process waited for is the one checked (not a later owner of its pid).
+ * 1: adopted; 0: the launcher is gone; -1: cannot tell (a read or pidfd
+ * error), which the caller must take as still running, never as lost. */
+static int adopt(struct batch *b, struct btrial *t, size_t ix, json_object *record, const char *path)
 {
         json_object *v;
         if (!json_object_object_get_ex(record, "pid", &v) || json_object_get_int64(v) <= 0 ||
             json_object_get_int64(v) > INT_MAX)
-                return false;
+                return 0;
         pid_t pid = (pid_t)json_object_get_int64(v);
         int fd = pidfd_open(pid, 0);
         if (fd < 0)
-                return false;
+                return errno == ESRCH ? 0 : -1;
+        int lost = outcome_launcher_lost(path);
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV(EV_PIDFD, ix) };
-        if (outcome_launcher_lost(path) != 0 || epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        if (lost != 0 || epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
                 close(fd);
-                return false;
+                return lost > 0 ? 0 : -1;
         }
         t->pid = pid;
         t->pidfd = fd;
         set_running(b, t);
-        return true;
+        return 1;
 }
 
 static void mark_done(struct batch *b, struct btrial *t, int kind, json_object *rec)
@@ -491,10 +494,18 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = NULL;
                 return FOUND_ELSEWHERE;
         }
-        if (launcher && exit_status < 0 && in_slurm == 0 && adopt(b, t, ix, launcher, path)) {
-                json_object_put(launcher);
+        int adopted = launcher && exit_status < 0 && in_slurm == 0 ? adopt(b, t, ix, launcher, path) : 0;
+        if (adopted != 0) {
+                if (adopted < 0) { /* cannot tell: never run it twice */
+                        _cleanup_free_ char *id = str_escape(t->p->id);
+                        log_warn("%s: cannot tell whether its launcher (%s) still runs; it counts as running", id,
+                                 path);
+                }
+                if (launcher != *rec)
+                        json_object_put(launcher);
+                json_object_put(*rec);
                 *rec = NULL;
-                return FOUND_RUNNING;
+                return adopted > 0 ? FOUND_RUNNING : FOUND_ELSEWHERE;
         }
         if (launcher != *rec)
                 json_object_put(launcher);
