@@ -4,7 +4,7 @@
  *   proxy-bench BULK_MIB ROUNDS CONNECTIONS
  *
  * In this process: a loopback server (a thread per connection), and the proxy
- * (core/src/proxy.c, the one trialbox links) served by its own thread as the
+ * (core/src/network/proxy.c, the one trialbox links) served by its own thread as the
  * supervisor's loop would serve it, allowing only the server's address
  * literally. Measures, alternating direct and proxied:
  *   - bulk: BULK_MIB MiB from the server to the client, ROUNDS times each way;
@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netpolicy.h"
-#include "proxy.h"
+#include "network/netpolicy.h"
+#include "network/proxy.h"
 
 static void die(const char *what)
 {

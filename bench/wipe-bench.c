@@ -1,5 +1,5 @@
 /* Driver for bench/wipe.sh: the Grok Trials-home wipe (trials_home_wipe, in
- * core/src/trials_home.c) on a tree made beforehand, for timing against rm -rf.
+ * core/src/logins/trials_home.c) on a tree made beforehand, for timing against rm -rf.
  *
  *   wipe-bench make DIR N   make DIR holding auth.json, .lock and N files of
  *                           64 bytes, 100 per subfolder (DIR/dNNNNN/fNN)
@@ -7,7 +7,7 @@
  *   wipe-bench count DIR    print the number of entries left under DIR
  *
  * Built by bench/wipe.sh:
- *   cc -O2 -Icore/src -Icore/include bench/wipe-bench.c core/src/trials_home.c core/src/util.c
+ *   cc -O2 -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/util.c
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trials_home.h"
+#include "logins/trials_home.h"
 
 static int put(int dfd, const char *name)
 {

@@ -4,7 +4,7 @@
 # side by side in one hyperfine run per size. The tree is made anew before
 # each run (hyperfine --prepare): auth.json, .lock and N files of 64 bytes,
 # 100 per subfolder. bench/wipe-bench.c is a small driver compiled against
-# core/src/trials_home.c and util.c.
+# core/src/logins/trials_home.c and util.c.
 #
 # Sizes: 10,000 and 100,000 files on a tmpfs (/dev/shm): the walk's own cost,
 # the same unlinkat calls as rm -rf, no disk in the way. On a disk both wait
@@ -27,7 +27,7 @@ tmpfs_root=${WIPE_TMPFS:-/dev/shm}
 T=$(mktemp -d "$tmpfs_root/trialbox-wipe.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then say "tmpfs folder kept: $T"; else trap 'rm -rf "$W" "$T"' EXIT; fi
 
-cc -O2 -std=c11 -Wall -Wextra -Icore/src -Icore/include bench/wipe-bench.c core/src/trials_home.c core/src/util.c \
+cc -O2 -std=c11 -Wall -Wextra -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/util.c \
         -o "$W/wipe-bench" || die "cannot build bench/wipe-bench.c"
 wb="$W/wipe-bench"
 
@@ -57,4 +57,4 @@ fi
 if [ "${WIPE_DISK_SYNC:-0}" = 1 ]; then
         bench_pair "10,000 files, disk (/tmp), synced" "$W/tree" 10000 "${WIPE_RUNS_SYNC:-5}" 1
 fi
-method "wipe: bench/wipe-bench.c calls trials_home_wipe(DIR, {auth.json, .lock}) from core/src/trials_home.c (cc -O2); against \`rm -rf DIR\`. One hyperfine run per size (--warmup 1), each run on a tree made anew by --prepare: auth.json, .lock and N files of 64 bytes, 100 per subfolder; on $tmpfs_root (tmpfs)$([ "${WIPE_DISK:-0}${WIPE_DISK_SYNC:-0}" != 00 ] && echo ", and on /tmp's disk ($(df -T /tmp | awk 'NR == 2 { print $2 }'))")$([ "${WIPE_DISK_SYNC:-0}" = 1 ] && echo ", also with a sync after making it"). Both make the same unlinkat calls, one per file and folder (strace -c); rm -rf also opens, stats and closes each folder a few times more (fts). Medians; verdict met when within 5% of rm -rf or faster."
+method "wipe: bench/wipe-bench.c calls trials_home_wipe(DIR, {auth.json, .lock}) from core/src/logins/trials_home.c (cc -O2); against \`rm -rf DIR\`. One hyperfine run per size (--warmup 1), each run on a tree made anew by --prepare: auth.json, .lock and N files of 64 bytes, 100 per subfolder; on $tmpfs_root (tmpfs)$([ "${WIPE_DISK:-0}${WIPE_DISK_SYNC:-0}" != 00 ] && echo ", and on /tmp's disk ($(df -T /tmp | awk 'NR == 2 { print $2 }'))")$([ "${WIPE_DISK_SYNC:-0}" = 1 ] && echo ", also with a sync after making it"). Both make the same unlinkat calls, one per file and folder (strace -c); rm -rf also opens, stats and closes each folder a few times more (fts). Medians; verdict met when within 5% of rm -rf or faster."

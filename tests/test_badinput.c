@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FAKE_SO(target, file) FAKE_PLUGIN_DIR "/" target "/" file ".so"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /* `trialbox run` takes --timeout (issue 11): the twelve-Trial plan has its
  * timed-out row. */

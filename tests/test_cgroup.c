@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "limits/cgroup.h"
 #include "testutil.h"
 
 #define MIB (1024LL * 1024)

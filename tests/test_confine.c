@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "confine.h"
+#include "sandbox/confine.h"
 #include "testutil.h"
 
 static int find_arg(const struct strv *a, const char *x)

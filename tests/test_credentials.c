@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "credentials.h"
-#include "env.h"
+#include "logins/credentials.h"
+#include "base/env.h"
 #include "testutil.h"
 
 /* Planted in every malformed file: no message may ever contain it. */

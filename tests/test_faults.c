@@ -34,9 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "credentials.h"
+#include "logins/credentials.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

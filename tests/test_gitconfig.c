@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gitconfig.h"
+#include "gitguard/gitconfig.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What git says for HOME=home: name and email by gitconfig_identity_take's
  * rule, NULL where none. */

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "host.h"
+#include "base/env.h"
+#include "plugin/host.h"
 #include "testutil.h"
-#include "trials_home.h"
+#include "logins/trials_home.h"
 
 static char *creds_file(const char *dir)
 {

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 static bool is_root(void) { return getuid() == 0; }
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trial_limits.h"
+#include "model/limits.h"
 #include "testutil.h"
 
 static const struct {

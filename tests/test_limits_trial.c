@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "outcome.h"
+#include "limits/cgroup.h"
+#include "model/outcome.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MIB (1024LL * 1024)
 

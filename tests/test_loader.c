@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "plugin_loader.h"
-#include "sandbox.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
+#include "sandbox/spec.h"
 #include "testutil.h"
 
 static char path_buf[4096];

@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "manifest.h"
-#include "plugin_loader.h"
+#include "plugin/host.h"
+#include "plugin/manifest.h"
+#include "plugin/loader.h"
 #include "testutil.h"
 
 static const char good[] = "{\"name\": \"demo\", \"summary\": \"a demo\", \"default_binary\": \"/bin/true\","

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "trial_net.h"
-#include "util.h"
+#include "network/trial_net.h"
+#include "base/util.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "outcome.h"
+#include "model/outcome.h"
 #include "testutil.h"
 
 static struct outcome base(void)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "report.h"
+#include "experiments/plan.h"
+#include "experiments/report.h"
 #include "testutil.h"
 
 static char *plan_in(const char *dir, const char *text)

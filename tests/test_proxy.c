@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "netpolicy.h"
-#include "proxy.h"
-#include "proxy_request.h"
+#include "network/netpolicy.h"
+#include "network/proxy.h"
+#include "network/proxy_request.h"
 #include "testutil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 #define GIT "git -c user.name=t -c user.email=t@example.com"

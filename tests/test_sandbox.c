@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox.h"
-#include "secret_places.h"
+#include "sandbox/spec.h"
+#include "sandbox/secret_places.h"
 #include "testutil.h"
-#include "toolchain.h"
+#include "sandbox/toolchain.h"
 
 /* Index of `flag src dest` in argv, or -1. */
 static int find_triple(const struct strv *a, const char *flag, const char *src, const char *dest)

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

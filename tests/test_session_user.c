@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "session_user.h"
+#include "sandbox/session_user.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 START_TEST(the_session_user_follows_the_rules_for_root_and_for_others)
 {

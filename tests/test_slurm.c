@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "slurm.h"
+#include "experiments/slurm.h"
 #include "testutil.h"
 
 extern char **environ;

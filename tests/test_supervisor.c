@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "supervisor.h"
+#include "sandbox/supervisor.h"
 #include "testutil.h"
 
 /* What was seen, then the result it must give. */

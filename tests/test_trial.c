@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Every Trial here is of the `shell` Harness. */
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "base/env.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
 {

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <check.h>
 

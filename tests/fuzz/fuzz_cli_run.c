@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "outcome.h"
-#include "trial.h"
+#include "cmd/cli.h"
+#include "model/outcome.h"
+#include "trial/trial.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credentials.h"
+#include "logins/credentials.h"
 
 #define PATH "/fuzz/credentials.json"
 

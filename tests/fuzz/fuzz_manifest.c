@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "manifest.h"
+#include "plugin/manifest.h"
 
 #define PATH "/fuzz/fuzz.json"
 

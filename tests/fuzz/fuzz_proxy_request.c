@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy_request.h"
+#include "network/proxy_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

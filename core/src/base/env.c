@@ -1,12 +1,12 @@
 #define _GNU_SOURCE
-#include "env.h"
+#include "base/env.h"
 
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 extern char **environ;
 
@@ -59,8 +59,13 @@ const char *tb_env_get(const struct tb_env *env, const char *name)
 {
         if (!env) /* a host context made without one (tests, checking) */
                 return NULL;
+        return env_lookup(env->environ, name);
+}
+
+const char *env_lookup(char *const envp[], const char *name)
+{
         size_t n = strlen(name);
-        for (char **e = env->environ; e && *e; e++)
+        for (char *const *e = envp; e && *e; e++)
                 if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
                         return *e + n + 1;
         return NULL;

@@ -37,4 +37,7 @@ void tb_env_done(struct tb_env *env);
 /* The value of `name` in env->environ, or NULL. */
 const char *tb_env_get(const struct tb_env *env, const char *name);
 
+/* The value of `name` in the NULL-terminated `envp` (may be NULL), or NULL. */
+const char *env_lookup(char *const envp[], const char *name);
+
 #endif

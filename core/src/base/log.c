@@ -1,9 +1,9 @@
 #define _GNU_SOURCE
-#include "log.h"
+#include "base/log.h"
 
 #include <stdio.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static int log_verbosity = 1;
 

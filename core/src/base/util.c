@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
-#include "util.h"
+#include "base/util.h"
 
-#include "log.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -45,7 +44,7 @@ int tb_wrap(struct tb_error *err, const char *fmt, ...)
 
 static void oom(void)
 {
-        static const char m[] = LOG_PREFIX "out of memory\n";
+        static const char m[] = "trialbox: out of memory\n"; /* not the logger: it allocates */
         if (write(STDERR_FILENO, m, sizeof m - 1) < 0) {
         }
         abort();

@@ -7,17 +7,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "cgroup.h"
-#include "cli.h"
-#include "confine.h"
-#include "credentials.h"
-#include "env.h"
-#include "log.h"
-#include "outcome.h"
-#include "plugin_loader.h"
-#include "sandbox.h"
-#include "session_user.h"
-#include "toolchain.h"
+#include "limits/cgroup.h"
+#include "cmd/cli.h"
+#include "sandbox/confine.h"
+#include "logins/credentials.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "model/outcome.h"
+#include "plugin/loader.h"
+#include "sandbox/spec.h"
+#include "sandbox/session_user.h"
+#include "sandbox/toolchain.h"
 
 /* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
  * into `out` (at most `cap` bytes), its wait status in *status. 0, or a

@@ -1,17 +1,17 @@
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cmd/cli.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "batch.h"
-#include "credentials.h"
-#include "env.h"
-#include "log.h"
-#include "outcome.h"
-#include "report.h"
-#include "trial.h"
+#include "experiments/batch.h"
+#include "logins/credentials.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "model/outcome.h"
+#include "experiments/report.h"
+#include "trial/trial.h"
 #include <trialbox/plugin.h>
 
 #ifndef TB_VERSION

@@ -24,6 +24,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 struct tb_env;
 int check_main(const struct tb_env *env, const char *harness, int json);
 int harnesses_main(const struct tb_env *env, int json);
+/* `trialbox batch …` (argv[0] is "batch"): parse, then batch_run. */
+int batch_main(const struct tb_env *env, int argc, char **argv);
 
 /* Is a loaded plugin's Harness ready here? Its binary on the PATH, and its
  * preflight (run in checking mode, changing nothing) satisfied. */

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "credentials.h"
+#include "logins/credentials.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <termios.h>
 
-#include "cli.h"
-#include "env.h"
-#include "log.h"
+#include "cmd/cli.h"
+#include "base/env.h"
+#include "base/log.h"
 
 #define CREDS_EXIT_FAIL 1
 

@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "env.h"
-#include "host.h"
-#include "log.h"
-#include "plugin_loader.h"
+#include "cmd/cli.h"
+#include "base/env.h"
+#include "plugin/host.h"
+#include "base/log.h"
+#include "plugin/loader.h"
 
 void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out)
 {

@@ -1,3 +1,3 @@
-#include "cli.h"
+#include "cmd/cli.h"
 
 int main(int argc, char **argv) { return cli_main(argc, argv); }

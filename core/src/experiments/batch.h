@@ -69,8 +69,4 @@ struct batch_options {
  * the exit status. */
 int batch_run(const struct batch_options *opt);
 
-/* `trialbox batch …` (argv[0] is "batch"): parse, then batch_run. */
-struct tb_env;
-int batch_main(const struct tb_env *env, int argc, char **argv);
-
 #endif

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "plan.h"
+#include "experiments/plan.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "trial_limits.h"
+#include "model/limits.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct plan_trial {
         unsigned line; /* 1-based line in the plan file */

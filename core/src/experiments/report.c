@@ -1,12 +1,12 @@
 #define _GNU_SOURCE
-#include "report.h"
+#include "experiments/report.h"
 
 #include <getopt.h>
 #include <json-c/json.h>
 #include <string.h>
 
-#include "log.h"
-#include "outcome.h"
+#include "base/log.h"
+#include "model/outcome.h"
 
 enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct report;
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "slurm.h"
+#include "experiments/slurm.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,38 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-/* ---- the environment ---- */
-
-static const char *env_get(char *const envp[], const char *name)
-{
-        size_t n = strlen(name);
-        for (char *const *e = envp; e && *e; e++)
-                if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-                        return *e + n + 1;
-        return NULL;
-}
-
-/* A non-negative decimal id, or -1. */
-static long long parse_id(const char *s)
-{
-        if (!s || *s < '0' || *s > '9')
-                return -1;
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        return errno || *end ? -1 : v;
-}
-
-struct slurm_ids slurm_ids_from_env(char *const envp[])
-{
-        struct slurm_ids ids = { .job_id = parse_id(env_get(envp, "SLURM_ARRAY_JOB_ID")),
-                                 .array_task_id = parse_id(env_get(envp, "SLURM_ARRAY_TASK_ID")) };
-        if (ids.job_id < 0 || ids.array_task_id < 0) {
-                ids.job_id = parse_id(env_get(envp, "SLURM_JOB_ID"));
-                ids.array_task_id = -1;
-        }
-        return ids;
-}
+#include "base/env.h"
 
 /* ---- running Slurm's clients ---- */
 
@@ -106,7 +75,7 @@ static char *first_line(const char *s)
  * /dev/null, capturing stdout and stderr. */
 static int run_tool(char *const argv[], char *const envp[], struct tool_result *r, struct tb_error *err)
 {
-        const char *path = env_get(envp, "PATH");
+        const char *path = env_lookup(envp, "PATH");
         _cleanup_free_ char *bin = find_on_path(argv[0], path && *path ? path : TB_DEFAULT_PATH);
         if (!bin)
                 return tb_fail(err, -ENOENT, "'%s' not found on PATH: install slurm-client", argv[0]);
@@ -494,10 +463,10 @@ bool slurm_jobcomp_line_match(const char *line, long long job_id, long long task
         char a[64];
         if (task >= 0) {
                 char b[64];
-                if (parse_id(field(line, "ArrayJobId", a, sizeof a)) != job_id ||
-                    parse_id(field(line, "ArrayTaskId", b, sizeof b)) != task)
+                if (job_parse_id(field(line, "ArrayJobId", a, sizeof a)) != job_id ||
+                    job_parse_id(field(line, "ArrayTaskId", b, sizeof b)) != task)
                         return false;
-        } else if (parse_id(field(line, "JobId", a, sizeof a)) != job_id) {
+        } else if (job_parse_id(field(line, "JobId", a, sizeof a)) != job_id) {
                 return false;
         }
         if (!field(line, "JobState", end->state, sizeof end->state))

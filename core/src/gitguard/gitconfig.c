@@ -1,12 +1,12 @@
 #define _GNU_SOURCE
-#include "gitconfig.h"
+#include "gitguard/gitconfig.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* git's own ctype (git-compat-util.h): ASCII only, whatever the locale. */
 static bool g_space(int c) {

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "repo_guard.h"
+#include "gitguard/repo_guard.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "gitconfig.h"
+#include "gitguard/gitconfig.h"
 
 /* The files that make git run a program or read another config, per git
  * directory (the common one and each submodule's). */

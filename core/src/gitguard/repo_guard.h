@@ -57,8 +57,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "sandbox.h"
-#include "util.h"
+#include "sandbox/spec.h"
+#include "base/util.h"
 
 /* The largest git control file kept (and restored) whole. */
 #define REPO_GUARD_MAX_FILE ((size_t)256 * 1024)

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "cgroup.h"
+#include "limits/cgroup.h"
 
 #include <fcntl.h>
 #include <signal.h>

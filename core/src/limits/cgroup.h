@@ -25,9 +25,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "outcome.h"
-#include "trial_limits.h"
-#include "util.h"
+#include "model/outcome.h"
+#include "model/limits.h"
+#include "base/util.h"
 
 enum cgroup_mechanism { CGROUP_NONE, CGROUP_V2, CGROUP_V1 };
 enum cgroup_controller { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_N };

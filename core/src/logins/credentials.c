@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "credentials.h"
+#include "logins/credentials.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "env.h"
+#include "base/env.h"
 
 struct credential {
         char *key;

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* The largest Credentials file (and value) accepted: 1 MiB. */
 #define CREDENTIALS_MAX_SIZE (1024L * 1024)

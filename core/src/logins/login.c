@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "login.h"
+#include "logins/login.h"
 
 #include <fcntl.h>
 #include <limits.h>

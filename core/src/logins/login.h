@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct login_sync;
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "trials_home.h"
+#include "logins/trials_home.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "trial_limits.h"
+#include "model/limits.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "outcome.h"
+#include "model/outcome.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>

@@ -7,8 +7,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "trial_limits.h"
-#include "util.h"
+#include "model/limits.h"
+#include "base/util.h"
 
 /* trialbox's own exit statuses (the session's status is passed through for
  * completed and failed Trials, 128+N for a signal). */

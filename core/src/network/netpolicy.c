@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "netpolicy.h"
+#include "network/netpolicy.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

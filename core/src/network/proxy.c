@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "proxy.h"
+#include "network/proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 
-#include "proxy_request.h"
-#include "resolver.h"
+#include "network/proxy_request.h"
+#include "network/resolver.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */

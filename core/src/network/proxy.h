@@ -31,8 +31,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "netpolicy.h"
-#include "util.h"
+#include "network/netpolicy.h"
+#include "base/util.h"
 
 /* The test-only name map: "allowed.test=127.0.0.1:8080,other.test=[::1]"
  * (NAME=ADDRESS[:PORT], comma-separated; without a port, the requested one).

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "proxy_request.h"
+#include "network/proxy_request.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "netpolicy.h"
-#include "util.h"
+#include "network/netpolicy.h"
+#include "base/util.h"
 
 #define PROXY_HEAD_MAX 16384
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "resolver.h"
+#include "network/resolver.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 enum { LK_QUEUED, LK_RUNNING, LK_CANCELLED };
 

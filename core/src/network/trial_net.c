@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "trial_net.h"
+#include "network/trial_net.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "log.h"
+#include "base/log.h"
 
 static const char *const mode_names[] = {
         [TRIAL_NETWORK_HOST] = "host",

@@ -15,11 +15,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "netpolicy.h"
-#include "proxy.h"
-#include "sandbox.h"
-#include "supervisor.h"
-#include "util.h"
+#include "network/netpolicy.h"
+#include "network/proxy.h"
+#include "sandbox/spec.h"
+#include "sandbox/supervisor.h"
+#include "base/util.h"
 
 #define TRIAL_NET_PROXY_PORT 3128
 #define TRIAL_NET_PROXY_URL "http://127.0.0.1:3128"

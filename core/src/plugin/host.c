@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "host.h"
+#include "plugin/host.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "credentials.h"
-#include "env.h"
-#include "log.h"
-#include "session_user.h"
-#include "trials_home.h"
+#include "logins/credentials.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "sandbox/session_user.h"
+#include "logins/trials_home.h"
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

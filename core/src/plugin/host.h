@@ -6,8 +6,8 @@
 
 #include <trialbox/plugin.h>
 
-#include "login.h"
-#include "sandbox.h"
+#include "logins/login.h"
+#include "sandbox/spec.h"
 
 struct credentials;
 struct tb_env;

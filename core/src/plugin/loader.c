@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
-#include "plugin_loader.h"
+#include "plugin/loader.h"
 
-#include "manifest.h"
+#include "plugin/manifest.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -6,7 +6,7 @@
 
 #include <trialbox/plugin.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct manifest;
 

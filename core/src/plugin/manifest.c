@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
-#include "manifest.h"
+#include "plugin/manifest.h"
 
-#include "host.h"
+#include "plugin/host.h"
 
 #include <ffi.h>
 #include <json-c/json.h>

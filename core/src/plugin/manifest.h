@@ -28,7 +28,7 @@
 
 #include <trialbox/plugin.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct manifest;
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "confine.h"
+#include "sandbox/confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include <linux/seccomp.h>
 #include <unistd.h>
 
-#include "keeper.h"
 
 struct deny {
         int nr;
@@ -173,7 +172,7 @@ int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)
             lseek(mfd, 0, SEEK_SET) < 0)
                 return tb_fail(err, -errno, "sealing the seccomp filter: %s", strerror(errno));
         /* Above the fds the supervisor and keeper place (stdio, the status
-         * fd, the block fd, the exec-error pipe: keeper.h), so placing them
+         * fd, the block fd, the exec-error pipe: sandbox/spec.h), so placing them
          * never closes this one. */
         high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_EXEC_ERR_FD + 1);
         if (high < 0)

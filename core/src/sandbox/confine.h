@@ -43,8 +43,8 @@
 
 #include <stdbool.h>
 
-#include "sandbox.h"
-#include "util.h"
+#include "sandbox/spec.h"
+#include "base/util.h"
 
 /* The session's temp folder when the home does not lie under it: a private
  * tmpfs of its own, outside /tmp, where an output folder under /tmp puts

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "keeper.h"
+#include "sandbox/keeper.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "confine.h"
-#include "sandbox.h"
-#include "session_user.h"
+#include "sandbox/confine.h"
+#include "sandbox/spec.h"
+#include "sandbox/session_user.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)

@@ -19,13 +19,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
-/* Where the keeper's fds are when keeper_run() starts, above bwrap's
- * stdin, stdout, stderr and SANDBOX_STATUS_FD (3): the pipe bwrap's
- * --block-fd reads (passed on to bwrap), and the exec-error pipe
- * (close-on-exec). */
-#define KEEPER_BLOCK_FD 4
-#define KEEPER_BLOCK_FD_STR "4"
-#define KEEPER_EXEC_ERR_FD 5
+/* The fds the keeper finds in place (KEEPER_BLOCK_FD, KEEPER_EXEC_ERR_FD)
+ * are laid out in sandbox/spec.h, beside SANDBOX_STATUS_FD. */
+#include "sandbox/spec.h"
 
 /* Ask a keeper to kill everything under it. */
 #define KEEPER_KILL_ALL SIGUSR1

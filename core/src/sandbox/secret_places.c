@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "secret_places.h"
+#include "sandbox/secret_places.h"
 
 #include <errno.h>
 #include <fcntl.h>

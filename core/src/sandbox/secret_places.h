@@ -12,7 +12,7 @@
 #ifndef TB_SECRET_PLACES_H
 #define TB_SECRET_PLACES_H
 
-#include "sandbox.h"
+#include "sandbox/spec.h"
 
 /* Where the places are: each is NULL, or an absolute host path. The XDG
  * folders and the Cargo home default to their usual places under `home`;

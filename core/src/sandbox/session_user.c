@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "session_user.h"
+#include "sandbox/session_user.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "sandbox.h"
+#include "sandbox/spec.h"
 
 #include <string.h>
 #include <unistd.h>

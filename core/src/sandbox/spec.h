@@ -8,12 +8,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* The folder under which the Harness binary appears in the sandbox. */
 #define SANDBOX_HARNESS_DIR "/sandbox/harness"
 /* The fd bwrap writes its JSON status documents to. */
 #define SANDBOX_STATUS_FD 3
+/* Where the keeper (sandbox/keeper.h) finds its fds, above bwrap's stdin,
+ * stdout, stderr and SANDBOX_STATUS_FD: the pipe bwrap's --block-fd reads
+ * (passed on to bwrap), and the exec-error pipe (close-on-exec). The
+ * seccomp filter's fd (sandbox/confine.h) is placed above them. */
+#define KEEPER_BLOCK_FD 4
+#define KEEPER_BLOCK_FD_STR "4"
+#define KEEPER_EXEC_ERR_FD 5
 
 enum sandbox_op_kind {
         SANDBOX_RO_BIND, /* --ro-bind src dest */

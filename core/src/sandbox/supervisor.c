@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "supervisor.h"
+#include "sandbox/supervisor.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <termios.h>
 
-#include "cgroup.h"
-#include "keeper.h"
-#include "sandbox.h"
+#include "limits/cgroup.h"
+#include "sandbox/keeper.h"
+#include "sandbox/spec.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {

@@ -18,8 +18,8 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 
-#include "outcome.h"
-#include "util.h"
+#include "model/outcome.h"
+#include "base/util.h"
 
 /* Seconds between a forwarded signal and SIGKILL to the whole session. */
 #define SUPERVISOR_KILL_GRACE_MS 10000

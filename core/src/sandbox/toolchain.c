@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
-#include "toolchain.h"
+#include "sandbox/toolchain.h"
 
-#include "secret_places.h"
+#include "sandbox/secret_places.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -4,7 +4,7 @@
 #ifndef TB_TOOLCHAIN_H
 #define TB_TOOLCHAIN_H
 
-#include "sandbox.h"
+#include "sandbox/spec.h"
 
 /* The tools whose resolved homes are always bound (when installed). */
 #define TOOLCHAIN_DEFAULT_TOOLS "cargo:rustc:node:npm:python3:php"

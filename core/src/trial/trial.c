@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "trial.h"
+#include "trial/trial.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -8,18 +8,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cgroup.h"
-#include "confine.h"
-#include "env.h"
-#include "host.h"
-#include "log.h"
-#include "outcome.h"
-#include "plugin_loader.h"
-#include "repo_guard.h"
-#include "slurm.h"
-#include "session_user.h"
-#include "supervisor.h"
-#include "toolchain.h"
+#include "limits/cgroup.h"
+#include "sandbox/confine.h"
+#include "base/env.h"
+#include "plugin/host.h"
+#include "base/log.h"
+#include "model/outcome.h"
+#include "plugin/loader.h"
+#include "gitguard/repo_guard.h"
+#include "model/job.h"
+#include "sandbox/session_user.h"
+#include "sandbox/supervisor.h"
+#include "sandbox/toolchain.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {

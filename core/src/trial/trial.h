@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 
-#include "sandbox.h"
-#include "trial_limits.h"
-#include "trial_net.h"
+#include "sandbox/spec.h"
+#include "model/limits.h"
+#include "network/trial_net.h"
 
 /* --allow-host may be given this many times. */
 #define TRIAL_MAX_ALLOW_HOSTS 64
