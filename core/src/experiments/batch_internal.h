@@ -1,0 +1,114 @@
+/* The batch runner's own parts, shared by its files and by nothing else:
+ *   batch_scheduler.c the scheduler: settles each Trial from its folder, starts
+ *                    what fits, waits (epoll: signals, pidfds, the progress timer)
+ *   batch_records.c  the records batch reads and writes: outcome.json and
+ *                    launcher.json in a Trial's folder, results.jsonl
+ *   batch_progress.c the live progress line and the finished lines
+ *   batch_slurm.c    the Slurm driver: one job array for the plan
+ * Everything here is experiments/batch.h's batch_run() underneath. */
+#ifndef TB_BATCH_INTERNAL_H
+#define TB_BATCH_INTERNAL_H
+
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "experiments/batch.h"
+#include "experiments/plan.h"
+
+struct report;
+struct tb_error;
+
+/* T_ELSEWHERE: running in a Slurm task still in the queue (not ours to wait for). */
+enum trial_state { T_PENDING, T_RUNNING, T_DONE, T_ELSEWHERE };
+
+struct btrial {
+        const struct plan_trial *p;
+        enum trial_state state;
+        unsigned attempt;   /* the attempt in OUTPUT_DIR (running or last), 0: none yet */
+        pid_t pid;          /* our child, or the adopted launcher */
+        int pidfd;          /* an adopted launcher (not our child); -1 */
+        long long due_ms;   /* PENDING: not before */
+        int kind;           /* DONE: enum outcome_kind */
+        unsigned slots;     /* RUNNING: the job slots it holds */
+        bool noted;         /* its finished line was shown (Slurm: while waiting) */
+};
+
+struct batch {
+        const struct batch_options *opt;
+        struct plan plan;
+        struct btrial *t; /* one per plan line, in plan order */
+        size_t n, next;   /* next: no PENDING Trial before it */
+        int self_fd;      /* /proc/self/exe, opened once: every Trial runs this same binary */
+        int epfd, sfd, tfd, results_fd, plan_fd;
+        sigset_t old_mask;
+        unsigned used;    /* job slots held */
+        bool serial_busy; /* a one_at_a_time Trial is running */
+        size_t running, done, completed, failed, voids, done_here; /* done_here: ended in this run */
+        long long start_ms;
+        int stopping;     /* the signal that asked the batch to stop, or 0 */
+        bool tty;         /* stderr is a terminal: the live progress line */
+        char *results_path;
+        /* Slurm */
+        bool gather;        /* judge every Trial from disk, run nothing, retry nothing */
+        long long job_id;   /* the array waited for, or 0 */
+};
+
+enum { EV_SIGNAL = 1, EV_TIMER, EV_PIDFD };
+#define EV(kind, ix) (((unsigned long long)(kind) << 32) | (unsigned long long)(ix))
+
+/* ---- batch_scheduler.c ---- */
+/* Record `t` final (`kind`: enum outcome_kind, `rec` its record or NULL),
+ * count it, show it, append its results line. */
+void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *rec);
+/* Settle every Trial from its folder, writing the results known so far. */
+int batch_begin(struct batch *b, struct tb_error *err);
+/* Rewrite results.jsonl, print the summary; the batch's exit status. */
+int batch_finish(struct batch *b, struct tb_error *err);
+
+/* ---- batch_records.c ---- */
+/* OUTPUT_DIR.attempt-N, malloc'd. */
+char *batch_attempt_dir(const char *out, unsigned n);
+/* How many attempts were moved aside: OUTPUT_DIR.attempt-1 … -N. */
+unsigned batch_count_asides(const char *out);
+/* The JSON object in `dir`/`name`, read without following links nor blocking
+ * on a FIFO, a regular file of at most 1 MiB; NULL otherwise. */
+json_object *batch_read_record(const char *dir, const char *name);
+/* A record's "outcome" string, or NULL. */
+const char *batch_record_kind(json_object *j);
+/* "completed"/"failed" as enum outcome_kind; anything else is void. */
+int batch_kind_from_name(const char *s);
+/* The last non-empty line of OUTPUT_DIR/trialbox.log, escaped, malloc'd. */
+char *batch_log_tail(const char *out);
+/* The environment Slurm's clients and a task's job ids come from. */
+char *const *batch_environ(const struct batch *b);
+/* launcher.json in `out` for the child `pid`, before it runs. */
+int batch_write_launcher(const struct batch *b, const char *out, pid_t pid);
+/* Record a launcher that ended without a final Outcome as void/launcher_lost
+ * (keeping `running`'s fields; `running` may be NULL); the new record. */
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+/* One results.jsonl line for `t` (its record may be NULL), with its newline. */
+char *batch_result_line(const struct btrial *t, json_object *record);
+void batch_results_append(struct batch *b, const char *line);
+/* results.jsonl rewritten whole in plan order; every line counted into `rep`. */
+int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err);
+
+/* ---- batch_progress.c ---- */
+size_t batch_total(const struct batch *b);
+void batch_progress_line(struct batch *b);
+void batch_progress_end(struct batch *b);
+void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec);
+
+/* ---- batch_slurm.c ---- */
+/* A launcher record with Slurm ids: 0 none (judge it by its pid), 1 its task
+ * is still queued or running (or squeue cannot say), -1 its task is gone
+ * (*why says so, malloc'd). */
+int batch_slurm_launcher(struct batch *b, const struct btrial *t, json_object *launcher, char **why);
+/* Does this batch run through Slurm (--slurm, or PLAN.slurm-job exists)? */
+bool batch_slurm_mode(const struct batch *b);
+/* Submit or wait for the array, then gather; the exit status. */
+int batch_slurm_run(struct batch *b, struct tb_error *err);
+
+#endif

@@ -1,0 +1,66 @@
+/* A batch's live progress line (on a terminal) and its finished lines
+ * (otherwise) (experiments/batch_internal.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "experiments/batch_internal.h"
+#include "model/outcome.h"
+
+/* ---- progress ---- */
+
+static void fmt_secs(long long ms, char *buf, size_t n)
+{
+        long long s = ms / 1000;
+        if (s >= 3600)
+                snprintf(buf, n, "%lldh%02lldm", s / 3600, s / 60 % 60);
+        else if (s >= 60)
+                snprintf(buf, n, "%lldm%02llds", s / 60, s % 60);
+        else
+                snprintf(buf, n, "%llds", s);
+}
+
+size_t batch_total(const struct batch *b) { return b->opt->index >= 0 ? 1 : b->n; }
+
+void batch_progress_line(struct batch *b)
+{
+        if (!b->tty || b->opt->verbosity < 1)
+                return;
+        long long elapsed = now_ms() - b->start_ms;
+        char el[32], eta[32] = "-";
+        fmt_secs(elapsed, el, sizeof el);
+        size_t left = batch_total(b) - b->done;
+        if (b->done_here > 0 && left > 0)
+                fmt_secs(elapsed * (long long)left / (long long)b->done_here, eta, sizeof eta);
+        fprintf(stderr, "\r\033[K[%zu/%zu] completed %zu, failed %zu, void %zu; running %zu; %s elapsed, eta %s",
+                b->done, batch_total(b), b->completed, b->failed, b->voids, b->running, el, eta);
+        fflush(stderr);
+}
+
+void batch_progress_end(struct batch *b)
+{
+        if (b->tty && b->opt->verbosity >= 1)
+                fputs("\r\033[K", stderr);
+}
+
+void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec)
+{
+        if (b->tty || b->opt->verbosity < 1 || t->noted)
+                return;
+        t->noted = true;
+        json_object *c = NULL, *d = NULL;
+        json_object_object_get_ex(rec, "cause", &c);
+        json_object_object_get_ex(rec, "duration_ms", &d);
+        _cleanup_free_ char *id = str_escape((t->p->id));
+        log_error("[%zu/%zu] %s: %s%s%s%s, attempt %u, %lld ms", b->done, batch_total(b), id,
+                outcome_kind_name((enum outcome_kind)t->kind), c && json_object_get_string(c) ? " (" : "",
+                c && json_object_get_string(c) ? json_object_get_string(c) : "",
+                c && json_object_get_string(c) ? ")" : "", t->attempt, d ? (long long)json_object_get_int64(d) : -1LL);
+}

@@ -1,0 +1,250 @@
+/* The records a batch reads and writes: a Trial's outcome.json and
+ * launcher.json, and results.jsonl (experiments/batch_internal.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "experiments/batch_internal.h"
+#include "experiments/report.h"
+#include "model/job.h"
+#include "model/outcome.h"
+
+extern char **environ;
+
+char *batch_attempt_dir(const char *out, unsigned n) { return xasprintf("%s.attempt-%u", out, n); }
+
+/* How many attempts were moved aside: OUTPUT_DIR.attempt-1 … -N. */
+unsigned batch_count_asides(const char *out)
+{
+        unsigned n = 0;
+        for (;;) {
+                _cleanup_free_ char *d = batch_attempt_dir(out, n + 1);
+                struct stat st;
+                if (lstat(d, &st) < 0)
+                        return n;
+                n++;
+        }
+}
+
+/* A record the session could not have planted, read without following links. */
+json_object *batch_read_record(const char *dir, const char *name)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+                return NULL;
+        _cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
+        ssize_t len = read(fd, text, (size_t)st.st_size);
+        if (len < 0)
+                return NULL;
+        text[len] = '\0';
+        json_object *j = json_tokener_parse(text);
+        if (j && !json_object_is_type(j, json_type_object)) {
+                json_object_put(j);
+                return NULL;
+        }
+        return j;
+}
+
+const char *batch_record_kind(json_object *j)
+{
+        json_object *v;
+        return j && json_object_object_get_ex(j, "outcome", &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+int batch_kind_from_name(const char *s)
+{
+        if (s && strcmp(s, "completed") == 0)
+                return OUTCOME_COMPLETED;
+        if (s && strcmp(s, "failed") == 0)
+                return OUTCOME_FAILED;
+        return OUTCOME_VOID;
+}
+
+static char *batch_json_text(json_object *j)
+{
+        return xstrdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* The start time of a process in clock ticks after boot (/proc/PID/stat field 22), or -1. */
+static long long batch_start_ticks(pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        _cleanup_free_ char *stat = read_file(path, 4096, NULL);
+        const char *p = stat ? strrchr(stat, ')') : NULL;
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoll(p + 1, NULL, 10) : -1;
+}
+
+/* The last non-empty line of trialbox.log, for a detail; malloc'd. */
+char *batch_log_tail(const char *out)
+{
+        _cleanup_free_ char *path = xasprintf("%s/trialbox.log", out);
+        _cleanup_free_ char *text = read_file(path, 1 << 20, NULL);
+        if (!text)
+                return xstrdup("no log");
+        size_t n = strlen(text);
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+                text[--n] = '\0';
+        const char *last = strrchr(text, '\n');
+        char *s = xstrdup(last ? last + 1 : text);
+        if (strlen(s) > 300)
+                s[300] = '\0';
+        char *shown = str_escape(s);
+        free(s);
+        return shown;
+}
+
+
+/* ---- records the batch writes ---- */
+
+static int batch_write_json_at(const char *dir, const char *name, json_object *j)
+{
+        _cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dirfd < 0)
+                return -errno;
+        _cleanup_free_ char *text = batch_json_text(j);
+        _cleanup_free_ char *line = xasprintf("%s\n", text);
+        return write_file_atomic_at_flags(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
+}
+
+char *const *batch_environ(const struct batch *b)
+{
+        return b->opt->environ ? b->opt->environ : environ;
+}
+
+/* Before the launcher runs: its pid, start and boot, in the running record's
+ * form (outcome_launcher_lost reads it). */
+int batch_write_launcher(const struct batch *b, const char *out, pid_t pid)
+{
+        char boot[40] = "";
+        outcome_boot_id(boot, sizeof boot, NULL);
+        json_object *j = json_object_new_object();
+        json_object_object_add(j, "outcome", json_object_new_string("running"));
+        json_object_object_add(j, "pid", json_object_new_int64(pid));
+        json_object_object_add(j, "pid_start", json_object_new_int64(batch_start_ticks(pid)));
+        json_object_object_add(j, "boot_id", json_object_new_string(boot));
+        json_object_object_add(j, "started_at_unix_ms", json_object_new_int64(outcome_realtime_ms()));
+        /* In a Slurm task: its ids, by which a resumed batch judges it (the pid is this node's). */
+        struct slurm_ids ids = slurm_ids_from_env(batch_environ(b));
+        if (ids.job_id > 0) {
+                json_object_object_add(j, "slurm_job_id", json_object_new_int64(ids.job_id));
+                json_object_object_add(j, "slurm_array_task_id",
+                                       ids.array_task_id >= 0 ? json_object_new_int64(ids.array_task_id) : NULL);
+        }
+        int r = batch_write_json_at(out, "launcher.json", j);
+        json_object_put(j);
+        return r;
+}
+
+/* The launcher ended, or is gone, without a final Outcome: record it as
+ * void/launcher_lost in the attempt's folder (keeping the running record's
+ * fields). Returns the new record. */
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why)
+{
+        json_object *j = running ? running : json_object_new_object();
+        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
+        _cleanup_free_ char *detail = xasprintf("%s without a final outcome (its log's last line: %s); the batch runs "
+                                                "it again while retries are left",
+                                                why, tail);
+        json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
+        json_object_object_add(j, "outcome", json_object_new_string("void"));
+        json_object_object_add(j, "cause", json_object_new_string("launcher_lost"));
+        json_object_object_add(j, "detail", json_object_new_string(detail));
+        json_object_object_add(j, "exit_code", NULL);
+        json_object_object_add(j, "signal", NULL);
+        batch_write_json_at(t->p->output_dir, "outcome.json", j);
+        return j;
+}
+
+/* ---- results.jsonl ---- */
+
+/* One results line: id, attempts, output_dir, repo (the clone, with
+ * repo_from), then the Outcome's own fields as outcome.json has them
+ * (`outcome` null for a Trial that never ran). malloc'd, with its newline. */
+char *batch_result_line(const struct btrial *t, json_object *record)
+{
+        json_object *j = json_object_new_object();
+        json_object_object_add(j, "id", json_object_new_string(t->p->id));
+        json_object_object_add(j, "attempts", json_object_new_int64(t->attempt));
+        json_object_object_add(j, "output_dir", json_object_new_string(t->p->output_dir));
+        if (t->p->repo_from) {
+                _cleanup_free_ char *clone = plan_clone_dir(t->p->output_dir);
+                json_object_object_add(j, "repo", json_object_new_string(clone));
+        }
+        if (record) {
+                json_object_object_foreach(record, key, v) {
+                        if (!json_object_object_get_ex(j, key, NULL))
+                                json_object_object_add(j, key, json_object_get(v));
+                }
+        } else {
+                json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
+                json_object_object_add(j, "outcome", NULL);
+        }
+        _cleanup_free_ char *text = batch_json_text(j);
+        json_object_put(j);
+        return xasprintf("%s\n", text);
+}
+
+void batch_results_append(struct batch *b, const char *line)
+{
+        if (b->results_fd < 0)
+                return;
+        /* One write per line with O_APPEND: a reader (or a killed batch) sees whole lines. */
+        size_t len = strlen(line);
+        if (write(b->results_fd, line, len) != (ssize_t)len)
+                log_error("appending to '%s': %s", b->results_path, strerror(errno));
+}
+
+/* Rewrite results.jsonl whole, in plan order, from the Trials' folders
+ * (temporary file, fsync, rename), and count every line into `rep`. */
+int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err)
+{
+        _cleanup_free_ char *tmp = NULL;
+        FILE *f = NULL;
+        if (b->opt->index < 0) {
+                tmp = xasprintf("%s.tmp-%d", b->results_path, (int)getpid());
+                int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 || !(f = fdopen(fd, "w"))) {
+                        if (fd >= 0)
+                                close(fd);
+                        return tb_fail(err, -errno, "cannot write '%s': %s; fix the plan folder's permissions", tmp,
+                                       strerror(errno));
+                }
+        }
+        for (size_t i = 0; i < b->n; i++) {
+                const struct btrial *t = &b->t[i];
+                if (b->opt->index >= 0 && (long)i != b->opt->index)
+                        continue;
+                json_object *rec = t->state == T_DONE ? batch_read_record(t->p->output_dir, "outcome.json") : NULL;
+                _cleanup_free_ char *line = batch_result_line(t, rec);
+                json_object_put(rec);
+                report_add_line(rep, line, NULL);
+                if (f)
+                        fputs(line, f);
+        }
+        if (!f)
+                return 0;
+        int r = fflush(f) == 0 && fdatasync(fileno(f)) == 0 ? 0 : -errno;
+        fclose(f);
+        if (r == 0 && rename(tmp, b->results_path) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlink(tmp);
+                return tb_fail(err, r, "cannot write '%s': %s; free space or fix the folder's permissions",
+                               b->results_path, strerror(-r));
+        }
+        return 0;
+}

@@ -1,0 +1,622 @@
+#define _GNU_SOURCE
+#include "experiments/batch_internal.h"
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/pidfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/env.h"
+#include "base/log.h"
+#include "model/outcome.h"
+#include "experiments/plan.h"
+#include "experiments/report.h"
+#include "sandbox/session_user.h"
+#include "experiments/slurm.h"
+#include "model/limits.h"
+
+extern char **environ;
+
+/* Harnesses whose Trials wait on one shared lock (grok's Trials home): at most
+ * one of them runs at a time, so none holds a slot while it waits. */
+static const char *const one_at_a_time[] = { "grok" };
+
+/* ---- small helpers ---- */
+
+static bool is_serial(const struct plan_trial *p)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(one_at_a_time); i++)
+                if (strcmp(p->harness, one_at_a_time[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* ---- deciding a Trial from its folder ---- */
+
+static void release(struct batch *b, struct btrial *t)
+{
+        if (t->state != T_RUNNING)
+                return;
+        b->running--;
+        b->used -= t->slots;
+        if (is_serial(t->p))
+                b->serial_busy = false;
+        if (t->pidfd >= 0) {
+                epoll_ctl(b->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
+                tb_closep(&t->pidfd);
+        }
+        t->pid = 0;
+}
+
+static void set_running(struct batch *b, struct btrial *t)
+{
+        t->state = T_RUNNING;
+        t->slots = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
+        b->used += t->slots;
+        b->running++;
+        if (is_serial(t->p))
+                b->serial_busy = true;
+}
+
+/* A launcher found alive on disk (`path`: its record): wait for it through a
+ * pidfd. The pidfd is opened first and the record checked after, so the
+ * process waited for is the one checked (not a later owner of its pid).
+ * 1: adopted; 0: the launcher is gone; -1: cannot tell (a read or pidfd
+ * error), which the caller must take as still running, never as lost. */
+static int adopt(struct batch *b, struct btrial *t, size_t ix, json_object *record, const char *path)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(record, "pid", &v) || json_object_get_int64(v) <= 0 ||
+            json_object_get_int64(v) > INT_MAX)
+                return 0;
+        pid_t pid = (pid_t)json_object_get_int64(v);
+        int fd = pidfd_open(pid, 0);
+        if (fd < 0)
+                return errno == ESRCH ? 0 : -1;
+        int lost = outcome_launcher_lost(path);
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV(EV_PIDFD, ix) };
+        if (lost != 0 || epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                close(fd);
+                return lost > 0 ? 0 : -1;
+        }
+        t->pid = pid;
+        t->pidfd = fd;
+        set_running(b, t);
+        return 1;
+}
+
+void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *rec)
+{
+        t->state = T_DONE;
+        t->kind = kind;
+        b->done++;
+        b->completed += kind == OUTCOME_COMPLETED;
+        b->failed += kind == OUTCOME_FAILED;
+        b->voids += kind == OUTCOME_VOID;
+        batch_note_finished(b, t, rec);
+        _cleanup_free_ char *line = batch_result_line(t, rec);
+        batch_results_append(b, line);
+}
+
+/* Move a void attempt aside (with its clone) so the next one gets OUTPUT_DIR. */
+static int move_aside(const struct btrial *t, unsigned attempt)
+{
+        _cleanup_free_ char *to = batch_attempt_dir(t->p->output_dir, attempt);
+        if (renameat2(AT_FDCWD, t->p->output_dir, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
+                return -errno;
+        if (t->p->repo_from) {
+                _cleanup_free_ char *clone = plan_clone_dir(t->p->output_dir);
+                _cleanup_free_ char *clone_to = plan_clone_dir(to);
+                if (renameat2(AT_FDCWD, clone, AT_FDCWD, clone_to, RENAME_NOREPLACE) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        return 0;
+}
+
+static long long backoff(const struct batch *b, unsigned attempt)
+{
+        long long ms = b->opt->backoff_ms;
+        for (unsigned i = 1; i < attempt && ms < BATCH_BACKOFF_MAX_MS; i++)
+                ms *= 2;
+        return ms < BATCH_BACKOFF_MAX_MS ? ms : BATCH_BACKOFF_MAX_MS;
+}
+
+static char *lost_why(int exit_status)
+{
+        if (exit_status < 0)
+                return xstrdup("its launcher was lost (gone, or another boot)");
+        if (WIFSIGNALED(exit_status))
+                return xasprintf("trialbox run was killed by signal %d", WTERMSIG(exit_status));
+        return xasprintf("trialbox run exited with status %d", WEXITSTATUS(exit_status));
+}
+
+
+enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
+
+/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
+ * alive (adopted: waited for); or a record in *rec (a lost launcher's written
+ * as void/launcher_lost first). `exit_status`: our child's wait status when
+ * it just ended, else -1. */
+static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
+{
+        const char *out = t->p->output_dir;
+        *rec = batch_read_record(out, "outcome.json");
+        const char *kind = batch_record_kind(*rec);
+        if (kind && strcmp(kind, "running") != 0)
+                return FOUND_RECORD;
+        if (!kind) {
+                json_object_put(*rec);
+                *rec = NULL;
+        }
+        /* The launcher's record: the running one, or ours from before it ran. */
+        json_object *launcher = kind ? *rec : exit_status < 0 ? batch_read_record(out, "launcher.json") : NULL;
+        if (!launcher && exit_status < 0)
+                return FOUND_NOTHING;
+        _cleanup_free_ char *path = xasprintf("%s/%s", out, kind ? "outcome.json" : "launcher.json");
+        _cleanup_free_ char *slurm_why = NULL;
+        int in_slurm = launcher && exit_status < 0 ? batch_slurm_launcher(b, t, launcher, &slurm_why) : 0;
+        if (in_slurm > 0) {
+                if (launcher != *rec)
+                        json_object_put(launcher);
+                json_object_put(*rec);
+                *rec = NULL;
+                return FOUND_ELSEWHERE;
+        }
+        int adopted = launcher && exit_status < 0 && in_slurm == 0 ? adopt(b, t, ix, launcher, path) : 0;
+        if (adopted != 0) {
+                if (adopted < 0) { /* cannot tell: never run it twice */
+                        _cleanup_free_ char *id = str_escape(t->p->id);
+                        log_warn("%s: cannot tell whether its launcher (%s) still runs; it counts as running", id,
+                                 path);
+                }
+                if (launcher != *rec)
+                        json_object_put(launcher);
+                json_object_put(*rec);
+                *rec = NULL;
+                return adopted > 0 ? FOUND_RUNNING : FOUND_ELSEWHERE;
+        }
+        if (launcher != *rec)
+                json_object_put(launcher);
+        _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
+        *rec = batch_record_lost(t, *rec, why);
+        return FOUND_RECORD;
+}
+
+/* A void attempt with retries left: move it aside, run again after the backoff. */
+static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
+{
+        _cleanup_free_ char *id = str_escape((t->p->id));
+        int r = move_aside(t, t->attempt);
+        if (r < 0) {
+                log_error("%s: cannot move the void attempt '%s' aside: %s; it stays void", id,
+                        t->p->output_dir, strerror(-r));
+                return r;
+        }
+        long long wait = at_start ? 0 : backoff(b, t->attempt);
+        if (!b->tty && b->opt->verbosity >= 1 && !at_start)
+                log_error("%s: void, attempt %u of %u; again in %lld ms", id, t->attempt,
+                        1 + b->opt->retries, wait);
+        t->state = T_PENDING;
+        t->due_ms = now_ms() + wait;
+        if (ix < b->next)
+                b->next = ix;
+        return 0;
+}
+
+/* Decide what a Trial is from its folders: final (DONE), running somewhere
+ * (adopted), or to run (PENDING, a void attempt moved aside). */
+static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status, bool at_start)
+{
+        unsigned attempt = batch_count_asides(t->p->output_dir) + 1;
+        json_object *rec = NULL;
+        enum found found = read_attempt(b, t, ix, exit_status, &rec);
+        t->attempt = found == FOUND_NOTHING ? attempt - 1 : attempt;
+        if (found == FOUND_NOTHING) {
+                t->state = T_PENDING;
+                t->due_ms = 0;
+                return;
+        }
+        if (found == FOUND_RUNNING)
+                return;
+        if (found == FOUND_ELSEWHERE) {
+                t->state = T_ELSEWHERE;
+                return;
+        }
+        int kind = batch_kind_from_name(batch_record_kind(rec));
+        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping && !b->gather;
+        if (!again || retry(b, t, ix, at_start) < 0)
+                batch_mark_done(b, t, kind, rec);
+        json_object_put(rec);
+}
+
+/* ---- starting a Trial ---- */
+
+static int run_git(char *const argv[])
+{
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                execvp("git", argv);
+                log_error("cannot run git: %s; install git", strerror(errno));
+                _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* Started as root with a Trial `user`: the clone becomes that user's (as
+ * `run` wants the repository writable by the session's user), through
+ * fds, never following a link the clone holds. 0 or a negative errno. */
+static int clone_to_user(const struct plan_trial *p, const char *clone)
+{
+        if (geteuid() != 0 || !p->user)
+                return 0;
+        _cleanup_close_ int fd = open(clone, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        struct session_user u = { 0 };
+        struct tb_error err = { 0 };
+        int r = session_user_resolve(p->user, false, 0, &st, &u, &err);
+        if (r == 0 && u.drop)
+                r = session_user_chown_tree(fd, &u);
+        session_user_done(&u);
+        return r;
+}
+
+/* In the child: a fresh clone of repo_from at its revision, or a void Outcome. */
+static void clone_or_void(const struct plan_trial *p, const char *clone)
+{
+        struct stat st;
+        int r = lstat(clone, &st) == 0 ? -EEXIST : 0;
+        if (r == 0) {
+                char *argv[] = { "git", "clone", "--quiet", "--no-hardlinks", p->repo_rev ? "--no-checkout" : "--",
+                                 p->repo_from, (char *)clone, NULL };
+                r = run_git(argv);
+        }
+        if (r == 0 && p->repo_rev) {
+                char *argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->repo_rev, "--", NULL };
+                r = run_git(argv);
+        }
+        if (r == 0)
+                r = clone_to_user(p, clone);
+        if (r == 0)
+                return;
+        struct outcome o = { .harness = p->harness, .exit_code = -1 };
+        outcome_start(&o);
+        _cleanup_free_ char *tail = batch_log_tail(p->output_dir);
+        _cleanup_free_ char *d =
+                r == -EEXIST ? xasprintf("the clone folder '%s' already exists; move it away", clone)
+                             : xasprintf("cannot clone '%s'%s%s into '%s': %s", p->repo_from, p->repo_rev ? " at " : "",
+                                         p->repo_rev ? p->repo_rev : "", clone, tail);
+        outcome_set_void(&o, CAUSE_SESSION_UNAVAILABLE, d);
+        outcome_end(&o);
+        outcome_write(&o, p->output_dir, NULL);
+        _exit(TB_EXIT_VOID);
+}
+
+static void child(const struct batch *b, const struct plan_trial *p, int go, int log_fd, char **argv)
+{
+        setpgid(0, 0); /* a terminal's ^C reaches the batch only; it forwards once */
+        sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
+        char c;
+        ssize_t n;
+        do
+                n = read(go, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1) /* the batch died before it recorded us */
+                _exit(127);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+                _exit(127);
+        if (p->repo_from) {
+                _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
+                clone_or_void(p, clone);
+        }
+        execveat(b->self_fd, "", argv, environ, AT_EMPTY_PATH);
+        log_error("cannot run trialbox itself: %s", strerror(errno));
+        _exit(127);
+}
+
+static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
+{
+        const struct plan_trial *p = t->p;
+        _cleanup_free_ char *parent = path_dirname(p->output_dir);
+        int r = mkdir_p(parent, 0755);
+        if (r == 0 && mkdir(p->output_dir, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r < 0)
+                return tb_fail(err, r, "cannot create the output folder '%s': %s", p->output_dir, strerror(-r));
+        _cleanup_free_ char *log = xasprintf("%s/trialbox.log", p->output_dir);
+        _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int go[2];
+        if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
+                return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
+        _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
+        struct strv argv = { 0 };
+        strv_add(&argv, "trialbox");
+        plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(go[1]);
+                child(b, p, go[0], log_fd, argv.v);
+        }
+        strv_done(&argv);
+        close(go[0]);
+        if (pid < 0) {
+                close(go[1]);
+                return tb_fail(err, -errno, "cannot start Trial '%s': fork: %s", p->id, strerror(errno));
+        }
+        r = batch_write_launcher(b, p->output_dir, pid);
+        if (r == 0 && write(go[1], "g", 1) != 1)
+                r = -errno;
+        close(go[1]);
+        t->pid = pid;
+        t->pidfd = -1;
+        t->attempt++;
+        set_running(b, t);
+        if (r < 0) /* the child exits without running: settled as lost when it is reaped */
+                return tb_fail(err, r, "cannot record the launcher of Trial '%s' in '%s': %s", p->id, p->output_dir,
+                               strerror(-r));
+        return 0;
+}
+
+/* Start what fits; returns the ms until a Trial waiting for its backoff is due (-1: none). */
+static long long schedule(struct batch *b)
+{
+        long long now = now_ms(), wait = -1;
+        while (b->next < b->n && b->t[b->next].state != T_PENDING)
+                b->next++;
+        for (size_t i = b->next; i < b->n && !b->stopping && b->used < b->opt->jobs; i++) {
+                struct btrial *t = &b->t[i];
+                if (t->state != T_PENDING || (b->opt->index >= 0 && (long)i != b->opt->index))
+                        continue;
+                if (t->due_ms > now) {
+                        if (wait < 0 || t->due_ms - now < wait)
+                                wait = t->due_ms - now;
+                        continue;
+                }
+                unsigned need = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
+                if (need > b->opt->jobs - b->used || (is_serial(t->p) && b->serial_busy))
+                        continue;
+                struct tb_error err = { 0 };
+                if (start(b, t, i, &err) < 0) {
+                        log_error("%s", err.msg);
+                        if (t->state == T_PENDING) /* nothing started: it stays unrun, and void */
+                                batch_mark_done(b, t, OUTCOME_VOID, NULL);
+                }
+        }
+        return wait;
+}
+
+/* ---- the event loop: each fd to its handler ---- */
+
+static struct btrial *find_pid(struct batch *b, pid_t pid, size_t *ix)
+{
+        for (size_t i = 0; i < b->n; i++)
+                if (b->t[i].state == T_RUNNING && b->t[i].pid == pid && b->t[i].pidfd < 0) {
+                        *ix = i;
+                        return &b->t[i];
+                }
+        return NULL;
+}
+
+static void forward(struct batch *b, int sig)
+{
+        for (size_t i = 0; i < b->n; i++)
+                if (b->t[i].state == T_RUNNING && b->t[i].pid > 0)
+                        kill(b->t[i].pid, sig);
+}
+
+static void on_signal(struct batch *b)
+{
+        struct signalfd_siginfo si;
+        while (read(b->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig != SIGCHLD) {
+                        if (!b->stopping)
+                                b->stopping = sig;
+                        forward(b, sig);
+                        continue;
+                }
+                int st;
+                pid_t pid;
+                while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+                        size_t ix;
+                        struct btrial *t = find_pid(b, pid, &ix);
+                        if (!t)
+                                continue;
+                        release(b, t);
+                        settle(b, t, ix, st, false);
+                        b->done_here += t->state == T_DONE;
+                        batch_progress_line(b);
+                }
+        }
+}
+
+static void on_pidfd(struct batch *b, size_t ix)
+{
+        struct btrial *t = &b->t[ix];
+        release(b, t);
+        settle(b, t, ix, -1, false);
+        b->done_here += t->state == T_DONE;
+        batch_progress_line(b);
+}
+
+static void on_timer(struct batch *b)
+{
+        unsigned long long ticks;
+        if (read(b->tfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+                return;
+        batch_progress_line(b);
+}
+
+static int loop(struct batch *b, struct tb_error *err)
+{
+        for (;;) {
+                long long wait = schedule(b);
+                bool pending = false;
+                for (size_t i = b->next; i < b->n && !pending; i++)
+                        pending = b->t[i].state == T_PENDING && (b->opt->index < 0 || (long)i == b->opt->index);
+                if (b->running == 0 && (b->stopping || !pending))
+                        return 0;
+                batch_progress_line(b);
+                struct epoll_event ev[16];
+                int k = epoll_wait(b->epfd, ev, 16, wait > INT_MAX ? INT_MAX : (int)wait);
+                if (k < 0 && errno != EINTR)
+                        return tb_fail(err, -errno, "epoll_wait: %s", strerror(errno));
+                for (int i = 0; i < k; i++) {
+                        unsigned kind = (unsigned)(ev[i].data.u64 >> 32);
+                        size_t ix = (size_t)(ev[i].data.u64 & 0xffffffffu);
+                        if (kind == EV_SIGNAL)
+                                on_signal(b);
+                        else if (kind == EV_TIMER)
+                                on_timer(b);
+                        else if (kind == EV_PIDFD && b->t[ix].state == T_RUNNING && b->t[ix].pidfd >= 0)
+                                on_pidfd(b, ix);
+                }
+        }
+}
+
+/* ---- setting up and ending ---- */
+
+static int setup_fds(struct batch *b, struct tb_error *err)
+{
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, &b->old_mask) < 0)
+                return tb_fail(err, -errno, "blocking signals: %s", strerror(errno));
+        b->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        b->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        b->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (b->self_fd < 0 || b->sfd < 0 || b->epfd < 0)
+                return tb_fail(err, -errno, "setting up the batch: %s", strerror(errno));
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV(EV_SIGNAL, 0) };
+        if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->sfd, &ev) < 0)
+                return tb_fail(err, -errno, "setting up the batch: %s", strerror(errno));
+        if (b->tty && b->opt->verbosity >= 1) {
+                b->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                struct itimerspec its = { .it_interval = { 1, 0 }, .it_value = { 1, 0 } };
+                ev.data.u64 = EV(EV_TIMER, 0);
+                if (b->tfd < 0 || timerfd_settime(b->tfd, 0, &its, NULL) < 0 ||
+                    epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->tfd, &ev) < 0)
+                        return tb_fail(err, -errno, "setting up the progress timer: %s", strerror(errno));
+        }
+        return 0;
+}
+
+/* One batch per plan at a time (the lock is the plan file's); a Slurm task
+ * (--index) runs one Trial and takes none. */
+static int lock_plan(struct batch *b, struct tb_error *err)
+{
+        if (b->opt->index >= 0)
+                return 0;
+        b->plan_fd = open(b->opt->plan, O_RDONLY | O_CLOEXEC);
+        if (b->plan_fd < 0)
+                return tb_fail(err, -errno, "cannot open the plan '%s': %s", b->opt->plan, strerror(errno));
+        if (flock(b->plan_fd, LOCK_EX | LOCK_NB) < 0)
+                return tb_fail(err, -errno, "another batch is running the plan '%s'; wait for it to end", b->opt->plan);
+        return 0;
+}
+
+/* Settle every Trial from its folder, writing the results known so far. */
+int batch_begin(struct batch *b, struct tb_error *err)
+{
+        b->n = b->plan.n;
+        if (!b->t) {
+                b->t = xcalloc(b->n, sizeof *b->t);
+                for (size_t i = 0; i < b->n; i++)
+                        b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        }
+        if (b->opt->index >= 0) {
+                settle(b, &b->t[b->opt->index], (size_t)b->opt->index, -1, true);
+                return 0;
+        }
+        _cleanup_free_ char *tmp = xasprintf("%s.tmp-%d", b->results_path, (int)getpid());
+        b->results_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (b->results_fd < 0)
+                return tb_fail(err, -errno, "cannot write '%s': %s; fix the plan folder's permissions", tmp,
+                               strerror(errno));
+        for (size_t i = 0; i < b->n; i++)
+                settle(b, &b->t[i], i, -1, true);
+        if (fdatasync(b->results_fd) < 0 || rename(tmp, b->results_path) < 0) {
+                int r = -errno;
+                unlink(tmp);
+                return tb_fail(err, r, "cannot write '%s': %s", b->results_path, strerror(-r));
+        }
+        return 0;
+}
+
+int batch_finish(struct batch *b, struct tb_error *err)
+{
+        batch_progress_end(b);
+        struct report *rep = report_new();
+        int r = batch_results_rewrite(b, rep, err);
+        if (r == 0)
+                report_print(rep, b->opt->json ? REPORT_JSON : REPORT_TEXT, stdout);
+        report_free(rep);
+        if (r < 0)
+                return TB_EXIT_ERROR;
+        if (b->stopping)
+                return 128 + b->stopping;
+        for (size_t i = 0; i < b->n; i++)
+                if ((b->opt->index < 0 || (long)i == b->opt->index) &&
+                    (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID))
+                        return TB_BATCH_EXIT_VOID;
+        return 0;
+}
+
+int batch_run(const struct batch_options *opt)
+{
+        struct batch b = { .opt = opt, .self_fd = -1, .epfd = -1, .sfd = -1, .tfd = -1, .results_fd = -1,
+                           .plan_fd = -1, .start_ms = now_ms(), .tty = isatty(2) };
+        struct tb_error err = { 0 };
+        int status = TB_EXIT_ERROR;
+        if (plan_load(opt->plan, &b.plan, &err) < 0) {
+                log_error("%s", err.msg);
+                return TB_EXIT_USAGE;
+        }
+        if (opt->index >= 0 && (size_t)opt->index >= b.plan.n) {
+                log_error("--index %ld is past the plan's last Trial (%zu Trials, 0 to %zu)",
+                        opt->index, b.plan.n, b.plan.n - 1);
+                plan_done(&b.plan);
+                return TB_EXIT_USAGE;
+        }
+        b.results_path = xasprintf("%s/results.jsonl", b.plan.dir);
+        if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
+                if (batch_slurm_mode(&b))
+                        status = batch_slurm_run(&b, &err);
+                else if (batch_begin(&b, &err) == 0 && loop(&b, &err) == 0)
+                        status = batch_finish(&b, &err);
+        }
+        if (err.msg[0])
+                log_error("%s", err.msg);
+        sigprocmask(SIG_SETMASK, &b.old_mask, NULL);
+        for (size_t i = 0; i < b.n; i++)
+                tb_closep(&b.t[i].pidfd);
+        int fds[] = { b.self_fd, b.epfd, b.sfd, b.tfd, b.results_fd, b.plan_fd };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
+                tb_closep(&fds[i]);
+        free(b.t);
+        free(b.results_path);
+        plan_done(&b.plan);
+        return status;
+}
