@@ -5,14 +5,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "gitguard/gitconfig.h"
+#include "gitguard/hostgit.h"
 
 /* The files that make git run a program or read another config, per git
  * directory (the common one and each submodule's). */
@@ -25,7 +24,6 @@ static const char *const worktree_files[] = { "commondir", "gitdir", "config.wor
 /* An embedded repository's `.git` may be anywhere in the worktree. */
 #define MAX_WALK_DEPTH 64
 
-static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out);
 
 /* ---- reading what a session may have planted ---- */
 
@@ -512,7 +510,7 @@ static void snap_config_paths(struct repo_guard *g, const struct repo_guard_host
                 _cleanup_free_ char *out = xmalloc(REPO_GUARD_MAX_FILE);
                 const char *const args[] = { "config", "--file", file, "--get-regexp",
                                              "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
-                if (!run_git(git, NULL, args, out, REPO_GUARD_MAX_FILE, NULL))
+                if (!host_git_run(git, NULL, args, out, REPO_GUARD_MAX_FILE, NULL))
                         continue;
                 char *save = NULL;
                 for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -899,178 +897,4 @@ void repo_guard_done(struct repo_guard *g)
         free(g->dotgit_data);
         free(g->refused);
         *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1 };
-}
-
-/* ---- the host's git, run with nothing of the session's ---- */
-
-/* Run the host's `git` with `args` (after argv[0]), HOME `home`, cwd `/`,
- * no system config and nothing else of the environment; its stdout (read to
- * the end, up to `cap` - 1 bytes kept) in `out`. false when it fails or says
- * more than that. */
-static bool run_git(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out)
-{
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return false;
-        struct strv argv = { 0 };
-        strv_add(&argv, git);
-        for (size_t i = 0; args[i]; i++)
-                strv_add(&argv, args[i]);
-        _cleanup_free_ char *home_env = xasprintf("HOME=%s", home ? home : "/nonexistent");
-        char *const envp[] = { home_env, "GIT_CONFIG_NOSYSTEM=1", "PATH=" TB_DEFAULT_PATH, NULL };
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_addchdir_np(&fa, "/");
-        /* git gets no signal mask of ours (the supervisor's, after a session). */
-        posix_spawnattr_t attr;
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_init(&attr);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-        pid_t pid = -1;
-        int r = posix_spawn(&pid, git, &fa, &attr, argv.v, envp);
-        posix_spawnattr_destroy(&attr);
-        posix_spawn_file_actions_destroy(&fa);
-        strv_done(&argv);
-        close(fds[1]);
-        size_t len = 0;
-        bool whole = true;
-        char sink[4096];
-        /* Read to the end, whatever its size: a child left writing to a
-         * full pipe would never be reaped. */
-        for (ssize_t n; r == 0;) {
-                bool room = len < cap - 1;
-                n = room ? read(fds[0], out + len, cap - 1 - len) : read(fds[0], sink, sizeof sink);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                if (room)
-                        len += (size_t)n;
-                else
-                        whole = false;
-        }
-        close(fds[0]);
-        out[len] = '\0';
-        if (len_out)
-                *len_out = len;
-        int status = 0;
-        if (r != 0)
-                return false;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return false;
-        return whole && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* ---- the git identity ---- */
-
-/* The host's user.name and user.email from its global config files, read
- * here when gitconfig.c can: 0, or -EOPNOTSUPP for git to read them. */
-static int identity_from_files(const char *host_home, char **name, char **email)
-{
-        /* `git config --global` reads both, in this order: the last value wins. */
-        const char *const files[] = { ".config/git/config", ".gitconfig" };
-        _cleanup_close_ int home_fd = open(host_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (home_fd < 0)
-                return errno == ENOENT || errno == ENOTDIR ? 0 : -EOPNOTSUPP;
-        for (size_t i = 0; i < TB_ARRAY_SIZE(files); i++) {
-                /* Links followed, as git does (dotfiles are often links);
-                 * never blocking on a FIFO. */
-                _cleanup_close_ int fd = openat(home_fd, files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-                        continue;
-                struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-                        return -EOPNOTSUPP;
-                size_t len = 0;
-                _cleanup_free_ char *text = NULL;
-                if (read_fd_whole(fd, 1u << 20, &text, &len) < 0 || gitconfig_identity(text, len, name, email) < 0)
-                        return -EOPNOTSUPP;
-        }
-        return 0;
-}
-
-/* The host's user.name and user.email from its global config, each NULL when
- * unset or not one printable line: read from the files when gitconfig.c
- * can, else by one run of git. */
-static void host_git_identity(const char *git, const char *host_home, char **name, char **email)
-{
-        char buf[4096];
-        *name = *email = NULL;
-        if (identity_from_files(host_home, name, email) == 0)
-                return;
-        free(*name);
-        free(*email);
-        *name = *email = NULL;
-        size_t len;
-        if (!run_git(git, host_home,
-                     (const char *const[]){ "config", "--global", "--includes", "-z", "--get-regexp",
-                                            "^user\\.(name|email)$",
-                                            NULL },
-                     buf, sizeof buf, &len))
-                return;
-        /* -z: "key\nvalue\0" for each, in the order git read them. */
-        for (char *rec = buf; rec < buf + len;) {
-                char *end = memchr(rec, '\0', (size_t)(buf + len - rec));
-                if (!end)
-                        break;
-                char *nl = memchr(rec, '\n', (size_t)(end - rec));
-                if (nl) {
-                        *nl = '\0';
-                        char **to = strcmp(rec, "user.name") == 0 ? name : strcmp(rec, "user.email") == 0 ? email : NULL;
-                        if (to)
-                                gitconfig_identity_take(to, nl + 1, (size_t)(end - nl - 1));
-                }
-                rec = end + 1;
-        }
-}
-
-/* `value` as a git config value: quoted, '\' and '"' escaped. */
-static void add_config_value(struct strbuf *sb, const char *value)
-{
-        strbuf_add(sb, "\"");
-        for (const char *p = value; *p; p++) {
-                char c[3] = { *p, 0, 0 };
-                if (*p == '\\' || *p == '"') {
-                        c[0] = '\\';
-                        c[1] = *p;
-                }
-                strbuf_add(sb, c);
-        }
-        strbuf_add(sb, "\"\n");
-}
-
-int repo_guard_write_identity(const char *path, const char *host_home, const char *session_home,
-                              struct tb_error *err)
-{
-        _cleanup_free_ char *git = find_on_path("git", path);
-        if (!git || !host_home)
-                return 0;
-        _cleanup_free_ char *name = NULL, *email = NULL;
-        host_git_identity(git, host_home, &name, &email);
-        if (!name && !email)
-                return 0;
-        struct strbuf sb = { 0 };
-        strbuf_add(&sb, "# The host user's git identity, given by trialbox (nothing else of the host's git config).\n"
-                        "[user]\n");
-        if (name) {
-                strbuf_add(&sb, "\tname = ");
-                add_config_value(&sb, name);
-        }
-        if (email) {
-                strbuf_add(&sb, "\temail = ");
-                add_config_value(&sb, email);
-        }
-        _cleanup_close_ int home_fd = open(session_home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int r = home_fd < 0 ? -errno : write_file_atomic_at_flags(home_fd, ".gitconfig", sb.s, sb.len, 0600, 0);
-        free(sb.s);
-        if (r < 0)
-                return tb_fail(err, r, "cannot write the git identity to '%s/.gitconfig': %s", session_home,
-                               strerror(-r));
-        return 0;
 }

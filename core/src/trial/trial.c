@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "model/outcome.h"
 #include "plugin/loader.h"
+#include "gitguard/identity.h"
 #include "gitguard/repo_guard.h"
 #include "model/job.h"
 #include "sandbox/session_user.h"
@@ -546,7 +547,7 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         }
         /* Last: a void Trial leaves nothing in the fresh home. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
-                r = repo_guard_write_identity(t->env->path, t->user_home, t->home, err);
+                r = git_identity_write(t->env->path, t->user_home, t->home, err);
                 if (r < 0) {
                         t->cause = CAUSE_SESSION_UNAVAILABLE;
                         return r;
