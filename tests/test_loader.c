@@ -110,6 +110,34 @@ START_TEST(a_plugin_built_against_an_older_minor_loads_and_works_without_the_new
 }
 END_TEST
 
+START_TEST(the_exclusive_resource_of_abi_1_2_is_read_only_when_the_plugins_size_reaches_it)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_exclusive", "exclusive"), "exclusive", &p, &err), 0);
+        ck_assert_str_eq(p.exclusive, "fake-resource");
+        plugin_unload(&p);
+        /* Its struct names one, but its size stops before the member. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_noexclusive", "noexclusive"), "noexclusive", &p, &err), 0);
+        ck_assert_ptr_null(p.exclusive);
+        ck_assert_ptr_nonnull(p.endpoints);
+        plugin_unload(&p);
+        /* A plugin of ABI 1.0 has none. */
+        ck_assert_int_eq(plugin_load_file(fake("fp_old", "old"), "old", &p, &err), 0);
+        ck_assert_ptr_null(p.exclusive);
+        plugin_unload(&p);
+}
+END_TEST
+
+START_TEST(a_plugin_naming_an_exclusive_resource_outside_the_alphabet_is_refused)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(fake("fp_badexclusive", "badexclusive"), "badexclusive", &p, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "exclusive resource") && strstr(err.msg, "badexclusive.so"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_them)
 {
         struct plugin p;
@@ -283,6 +311,8 @@ static Suite *suite(void)
         tcase_add_test(tc, a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ignored);
         tcase_add_test(tc, a_plugin_built_against_an_older_minor_loads_and_works_without_the_newer_members);
         tcase_add_test(tc, the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_them);
+        tcase_add_test(tc, the_exclusive_resource_of_abi_1_2_is_read_only_when_the_plugins_size_reaches_it);
+        tcase_add_test(tc, a_plugin_naming_an_exclusive_resource_outside_the_alphabet_is_refused);
         tcase_add_test(tc, a_plugin_without_the_symbol_is_refused);
         tcase_add_test(tc, a_plugin_whose_name_is_not_its_file_name_is_refused);
         tcase_add_test(tc, hooks_past_a_plugins_size_are_absent);

@@ -201,6 +201,24 @@ START_TEST(a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neit
 }
 END_TEST
 
+START_TEST(a_manifest_names_its_exclusive_resource_as_a_plugin_does)
+{
+        static const char with[] = "{\"name\": \"demo\", \"default_binary\": \"/bin/true\", "
+                                   "\"exclusive\": \"demo-home\"}";
+        struct manifest *m;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(manifest_parse(with, strlen(with), "/x/demo.json", "demo", &m, &err), 0);
+        ck_assert_str_eq(manifest_harness(m)->exclusive, "demo-home");
+        manifest_free(m);
+        ck_assert_int_eq(manifest_parse(good, strlen(good), "/x/demo.json", "demo", &m, &err), 0);
+        ck_assert_ptr_null(manifest_harness(m)->exclusive);
+        manifest_free(m);
+        refused("{\"name\": \"demo\", \"default_binary\": \"x\", \"exclusive\": \"Demo Home\"}",
+                "field 'exclusive' must be 1 to 64 characters of [a-z0-9._-]");
+        refused("{\"name\": \"demo\", \"default_binary\": \"x\", \"exclusive\": 3}", "field 'exclusive'");
+}
+END_TEST
+
 START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
 {
         static const char with[] = "{\"name\": \"demo\", \"default_binary\": \"/bin/true\", \"endpoints\": ["
@@ -258,6 +276,7 @@ static Suite *suite(void)
         tcase_add_test(tc, manifests_are_found_like_plugins_and_trusted_like_them);
         tcase_add_test(tc, the_gemini_manifest_ships_and_loads);
         tcase_add_test(tc, a_manifest_declares_its_endpoints_and_one_without_has_no_hook);
+        tcase_add_test(tc, a_manifest_names_its_exclusive_resource_as_a_plugin_does);
         tcase_add_test(tc, a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neither);
         suite_add_tcase(s, tc);
         return s;

@@ -102,4 +102,6 @@ static int grok_endpoints(const struct tb_host_services *svc, struct tb_host *ho
 
 TB_HARNESS_DEFINE(.name = "grok", .summary = "Grok Build (login: the shared Grok Trials home, one Trial at a time)",
                   .default_binary = "grok", .preflight = grok_preflight, .prepare_login = grok_prepare_login,
-                  .env = grok_env, .endpoints = grok_endpoints);
+                  .env = grok_env, .endpoints = grok_endpoints,
+                  /* One Trials home, locked for each Trial: a batch runs one Grok Trial at a time. */
+                  .exclusive = "grok-trials-home");

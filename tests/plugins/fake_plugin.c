@@ -4,6 +4,7 @@
  *   FAKE_SIZE_UPTO    declare a size that stops before this member
  *   FAKE_SIZE         declare this size
  *   FAKE_NO_SYMBOL    export no trialbox_harness
+ *   FAKE_EXCLUSIVE    the exclusive resource it names (ABI 1.2)
  *   FAKE_OLD_LAYOUT   built against ABI 1.0: the struct as it was then
  *   FAKE_NEWER_LAYOUT built against a newer minor: a member this core does
  *                     not know after its own, and a service it tests for */
@@ -17,6 +18,9 @@
 #endif
 #ifndef FAKE_SIZE
 #define FAKE_SIZE sizeof(struct tb_harness)
+#endif
+#ifndef FAKE_EXCLUSIVE
+#define FAKE_EXCLUSIVE NULL
 #endif
 
 #ifndef FAKE_NO_SYMBOL
@@ -114,5 +118,6 @@ __attribute__((visibility("default"))) const struct tb_harness trialbox_harness 
         .env = fake_env,
         .flags = TB_HARNESS_NEEDS_USERNS,
         .endpoints = fake_endpoints,
+        .exclusive = FAKE_EXCLUSIVE,
 };
 #endif

@@ -37,6 +37,7 @@
  *   1.0  the hooks preflight, prepare_login, env; the services log ... require_credential.
  *   1.1  the members flags and endpoints (hook); the services home_dir_from_env,
  *        add_endpoint.
+ *   1.2  the member exclusive.
  *
  * Hooks return 0 on success or a negative errno value. A hook that decides the
  * session must not start calls `svc->void_trial()` and returns its result.
@@ -52,7 +53,7 @@ extern "C" {
 #endif
 
 #define TB_PLUGIN_ABI_MAJOR 1
-#define TB_PLUGIN_ABI_MINOR 1
+#define TB_PLUGIN_ABI_MINOR 2
 #define TB_PLUGIN_ABI_VERSION ((uint32_t)((TB_PLUGIN_ABI_MAJOR << 16) | TB_PLUGIN_ABI_MINOR))
 #define TB_PLUGIN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TB_PLUGIN_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -217,6 +218,16 @@ struct tb_harness {
          * may decide from the Credentials, e.g. a provider). Changes nothing
          * else; also called by `trialbox harnesses`. */
         tb_hook_fn endpoints;
+
+        /* ---- added in ABI 1.2 ---- */
+
+        /* A resource the Harness's Trials share and cannot use at once (a
+         * shared Trials home, one account's session), or NULL. Trials whose
+         * Harnesses name the same resource never run at the same time in one
+         * batch: the scheduler starts the next only when the last has ended,
+         * holding no slot while it waits. 1 to 64 characters of [a-z0-9._-];
+         * a plugin naming anything else is refused. */
+        const char *exclusive;
 };
 
 /* Declare the exported struct with the right version and size:

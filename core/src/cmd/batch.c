@@ -121,6 +121,7 @@ int batch_main(const struct tb_env *env, int argc, char **argv)
                                      .json = json, .verbosity = q ? 0 : 1 + v, .index = index,
                                      .backoff_ms = backoff_ms };
         opt.environ = env->environ;
+        opt.plugin_path = env->plugin_path;
         opt.slurm = slurm;
         opt.slurm_args = slurm_args;
         opt.no_wait = no_wait;

@@ -43,6 +43,7 @@ struct batch_options {
         bool json;             /* the summary as JSON on stdout */
         int verbosity;         /* 0: only the summary */
         long index;            /* >= 0: run only this Trial (0-based), as a Slurm array task; -1: all */
+        const char *plugin_path; /* tb_env's: where the Harnesses' plugins are (their exclusive resources) */
         long long backoff_ms;  /* TRIALBOX_BATCH_BACKOFF_MS, or the default */
         /* Slurm (issue 13): see "Slurm" below. */
         char **environ;        /* tb_env's environment: Slurm's clients, a task's job ids; NULL: this process's */

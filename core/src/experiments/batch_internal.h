@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "experiments/batch.h"
+#include "base/util.h"
 #include "experiments/plan.h"
 
 struct report;
@@ -34,6 +35,7 @@ struct btrial {
         int kind;           /* DONE: enum outcome_kind */
         unsigned slots;     /* RUNNING: the job slots it holds */
         bool noted;         /* its finished line was shown (Slurm: while waiting) */
+        const char *exclusive; /* its Harness's exclusive resource (plugin.h), or NULL */
 };
 
 struct batch {
@@ -45,7 +47,8 @@ struct batch {
         int epfd, sfd, tfd, results_fd, plan_fd;
         sigset_t old_mask;
         unsigned used;    /* job slots held */
-        bool serial_busy; /* a one_at_a_time Trial is running */
+        struct strv held; /* the exclusive resources running Trials hold */
+        struct strv exclusive; /* per plan line: its Harness's exclusive resource, "" for none */
         size_t running, done, completed, failed, voids, done_here; /* done_here: ended in this run */
         long long start_ms;
         int stopping;     /* the signal that asked the batch to stop, or 0 */
@@ -63,6 +66,9 @@ enum { EV_SIGNAL = 1, EV_TIMER, EV_PIDFD };
 /* Record `t` final (`kind`: enum outcome_kind, `rec` its record or NULL),
  * count it, show it, append its results line. */
 void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *rec);
+/* One btrial per plan line (once): PENDING, with its Harness's exclusive
+ * resource. */
+void batch_trials_init(struct batch *b);
 /* Settle every Trial from its folder, writing the results known so far. */
 int batch_begin(struct batch *b, struct tb_error *err);
 /* Rewrite results.jsonl, print the summary; the batch's exit status. */

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "experiments/batch_internal.h"
+#include "plugin/loader.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -27,18 +28,25 @@
 
 extern char **environ;
 
-/* Harnesses whose Trials wait on one shared lock (grok's Trials home): at most
- * one of them runs at a time, so none holds a slot while it waits. */
-static const char *const one_at_a_time[] = { "grok" };
-
 /* ---- small helpers ---- */
 
-static bool is_serial(const struct plan_trial *p)
+/* Is the resource `t`'s Harness declares exclusive (its plugin's
+ * `exclusive`) held by a running Trial? Such Trials wait for it without
+ * holding a slot. */
+static bool exclusive_busy(const struct batch *b, const struct btrial *t)
 {
-        for (size_t i = 0; i < TB_ARRAY_SIZE(one_at_a_time); i++)
-                if (strcmp(p->harness, one_at_a_time[i]) == 0)
-                        return true;
-        return false;
+        return t->exclusive && strv_contains(&b->held, t->exclusive);
+}
+
+static void exclusive_release(struct batch *b, const struct btrial *t)
+{
+        for (size_t i = 0; t->exclusive && i < b->held.n; i++)
+                if (strcmp(b->held.v[i], t->exclusive) == 0) {
+                        free(b->held.v[i]);
+                        b->held.v[i] = b->held.v[--b->held.n];
+                        b->held.v[b->held.n] = NULL;
+                        return;
+                }
 }
 
 /* ---- deciding a Trial from its folder ---- */
@@ -49,8 +57,7 @@ static void release(struct batch *b, struct btrial *t)
                 return;
         b->running--;
         b->used -= t->slots;
-        if (is_serial(t->p))
-                b->serial_busy = false;
+        exclusive_release(b, t);
         if (t->pidfd >= 0) {
                 epoll_ctl(b->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
                 tb_closep(&t->pidfd);
@@ -64,8 +71,8 @@ static void set_running(struct batch *b, struct btrial *t)
         t->slots = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
         b->used += t->slots;
         b->running++;
-        if (is_serial(t->p))
-                b->serial_busy = true;
+        if (t->exclusive)
+                strv_add(&b->held, t->exclusive);
 }
 
 /* A launcher found alive on disk (`path`: its record): wait for it through a
@@ -391,7 +398,7 @@ static long long schedule(struct batch *b)
                         continue;
                 }
                 unsigned need = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
-                if (need > b->opt->jobs - b->used || (is_serial(t->p) && b->serial_busy))
+                if (need > b->opt->jobs - b->used || exclusive_busy(b, t))
                         continue;
                 struct tb_error err = { 0 };
                 if (start(b, t, i, &err) < 0) {
@@ -537,15 +544,39 @@ static int lock_plan(struct batch *b, struct tb_error *err)
         return 0;
 }
 
+/* The resource `harness` declares exclusive (its plugin's, ABI 1.2), or
+ * NULL: asked of each Harness once. A plugin that cannot be loaded declares
+ * none (its Trials void in `run`, saying why). */
+static const char *harness_exclusive(struct batch *b, const char *harness)
+{
+        size_t n = strlen(harness);
+        for (size_t i = 0; i < b->exclusive.n; i++)
+                if (strncmp(b->exclusive.v[i], harness, n) == 0 && b->exclusive.v[i][n] == '=')
+                        return b->exclusive.v[i][n + 1] ? b->exclusive.v[i] + n + 1 : NULL;
+        struct plugin p;
+        struct tb_error err = { 0 };
+        bool loaded = plugin_load(b->opt->plugin_path, harness, &p, &err) == 0;
+        strv_addf(&b->exclusive, "%s=%s", harness, loaded && p.exclusive ? p.exclusive : "");
+        if (loaded)
+                plugin_unload(&p);
+        return harness_exclusive(b, harness);
+}
+
+void batch_trials_init(struct batch *b)
+{
+        if (b->t)
+                return;
+        b->n = b->plan.n;
+        b->t = xcalloc(b->n, sizeof *b->t);
+        for (size_t i = 0; i < b->n; i++)
+                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1,
+                                           .exclusive = harness_exclusive(b, b->plan.v[i].harness) };
+}
+
 /* Settle every Trial from its folder, writing the results known so far. */
 int batch_begin(struct batch *b, struct tb_error *err)
 {
-        b->n = b->plan.n;
-        if (!b->t) {
-                b->t = xcalloc(b->n, sizeof *b->t);
-                for (size_t i = 0; i < b->n; i++)
-                        b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
-        }
+        batch_trials_init(b);
         if (b->opt->index >= 0) {
                 settle(b, &b->t[b->opt->index], (size_t)b->opt->index, -1, true);
                 return 0;
@@ -616,6 +647,8 @@ int batch_run(const struct batch_options *opt)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(&fds[i]);
         free(b.t);
+        strv_done(&b.held);
+        strv_done(&b.exclusive);
         free(b.results_path);
         plan_done(&b.plan);
         return status;

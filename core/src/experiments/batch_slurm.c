@@ -202,10 +202,7 @@ int batch_slurm_run(struct batch *b, struct tb_error *err)
         char *const *env = batch_environ(b);
         _cleanup_free_ char *job_path = slurm_job_path(b);
         long long saved = slurm_job_read(job_path);
-        b->n = b->plan.n;
-        b->t = xcalloc(b->n, sizeof *b->t);
-        for (size_t i = 0; i < b->n; i++)
-                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1 };
+        batch_trials_init(b);
         if (b->opt->slurm) { /* --slurm-args are checked as the plan is, whether or not they are used */
                 struct strv argv = { 0 };
                 struct slurm_array_request check = { .trialbox = "/", .plan = "/", .tasks = b->n, .log_dir = "/",

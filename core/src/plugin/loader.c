@@ -104,6 +104,7 @@ static void plugin_take_harness(struct plugin *out, const struct tb_harness *h, 
         out->env = REACHES(h, env) ? h->env : NULL;
         out->flags = REACHES(h, flags) ? h->flags : 0;
         out->endpoints = REACHES(h, endpoints) ? h->endpoints : NULL;
+        out->exclusive = REACHES(h, exclusive) ? h->exclusive : NULL;
 }
 #undef REACHES
 
@@ -157,6 +158,12 @@ static int check_harness(const struct tb_harness *h, const char *path, const cha
                                path, h->name ? h->name : "(null)", expected_name);
         if (!h->default_binary || !h->default_binary[0])
                 return tb_fail(err, -EINVAL, "plugin '%s' has no default binary; fix the plugin", path);
+        if (h->size >= offsetof(struct tb_harness, exclusive) + sizeof h->exclusive && h->exclusive &&
+            !harness_exclusive_valid(h->exclusive))
+                return tb_fail(err, -EINVAL,
+                               "plugin '%s' names an exclusive resource that is not 1 to 64 characters of "
+                               "[a-z0-9._-]; fix the plugin",
+                               path);
         return 0;
 }
 

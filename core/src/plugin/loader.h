@@ -19,6 +19,8 @@ struct plugin {
         tb_hook_fn preflight, prepare_login, env, endpoints;
         /* TB_HARNESS_* bits; 0 when the plugin's size does not reach them. */
         uint32_t flags;
+        /* The resource its Trials cannot share at once (ABI 1.2), or NULL. */
+        const char *exclusive;
 };
 
 /* Does the Harness run its own sandbox and need nested user namespaces

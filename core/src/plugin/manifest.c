@@ -33,7 +33,7 @@ struct kv {
 enum { HOOK_PREFLIGHT, HOOK_PREPARE_LOGIN, HOOK_ENV, HOOK_ENDPOINTS, HOOK_COUNT };
 
 struct manifest {
-        char *name, *summary, *default_binary, *how;
+        char *name, *summary, *default_binary, *how, *exclusive;
         struct kv *env, *home_files;
         size_t n_env, n_home_files;
         struct manifest_login *logins;
@@ -62,6 +62,7 @@ void manifest_free(struct manifest *m)
         free(m->summary);
         free(m->default_binary);
         free(m->how);
+        free(m->exclusive);
         for (size_t i = 0; i < m->n_env; i++) {
                 free(m->env[i].name);
                 free(m->env[i].value);
@@ -237,11 +238,24 @@ static int build_vtable(struct manifest *m, struct tb_error *err, const char *pa
                 .prepare_login = code[HOOK_PREPARE_LOGIN],
                 .env = code[HOOK_ENV],
                 .endpoints = m->n_endpoints ? code[HOOK_ENDPOINTS] : NULL,
+                .exclusive = m->exclusive,
         };
         return 0;
 }
 
 /* ---- parsing ---- */
+
+bool harness_exclusive_valid(const char *name)
+{
+        size_t n = strlen(name);
+        if (n == 0 || n > 64)
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-'))
+                        return false;
+        return true;
+}
+
 
 static int bad(struct tb_error *err, const char *path, const char *field, const char *what)
 {
@@ -433,7 +447,8 @@ static int parse_endpoints(json_object *o, struct manifest *m, const char *path,
 }
 
 static const char *const known_fields[] = { "name", "summary", "default_binary", "env", "home_files",
-                                            "logins", "credentials", "require_any", "how", "endpoints" };
+                                            "logins", "credentials", "require_any", "how", "endpoints",
+                                            "exclusive" };
 
 /* The manifest's text as one JSON object, strictly (nothing after it):
  * 0 with *out, or -EINVAL saying where the JSON breaks. */
@@ -519,6 +534,10 @@ int manifest_parse(const char *text, size_t len, const char *path, const char *e
                 r = bad(err, path, "default_binary", "must not be empty");
         if (r == 0)
                 r = get_string(root, "how", "how", false, &m->how, path, err);
+        if (r == 0)
+                r = get_string(root, "exclusive", "exclusive", false, &m->exclusive, path, err);
+        if (r == 0 && m->exclusive && !harness_exclusive_valid(m->exclusive))
+                r = bad(err, path, "exclusive", "must be 1 to 64 characters of [a-z0-9._-]");
         if (r == 0)
                 r = parse_kv(root, "env", true, &m->env, &m->n_env, path, err);
         if (r == 0)

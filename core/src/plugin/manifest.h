@@ -18,6 +18,8 @@
  *     "require_any": true,                    void unless some login or key is present
  *     "endpoints": [{"host": "api.example.com:443", "required": true}],
  *                                             the network hosts it needs (ABI 1.1)
+ *     "exclusive": "name",                    a resource its Trials cannot share at
+ *                                             once (ABI 1.2: one at a time in a batch)
  *     "how": "one sentence: how to provide the login or key"
  *   }
  * What voids a Trial: a required login or key that is missing; with
@@ -46,5 +48,9 @@ int manifest_load(const char *path, const char *expected_name, struct manifest *
 const struct tb_harness *manifest_harness(const struct manifest *m);
 
 void manifest_free(struct manifest *m);
+
+/* Is `name` a valid exclusive resource of a Harness (tb_harness.exclusive,
+ * a manifest's "exclusive"): 1 to 64 characters of [a-z0-9._-]? */
+bool harness_exclusive_valid(const char *name);
 
 #endif
