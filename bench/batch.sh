@@ -1,5 +1,5 @@
 #!/bin/sh
-# The batch runner (`trialbox batch`, issue 13):
+# The batch runner (`trialbox batch`):
 #  - throughput: 200 no-op Trials (`shell`, session `true`) with --jobs 2,
 #    against GNU parallel -j2 running the same 200 bare bwrap command lines
 #    (the --dry-run line of such a Trial), side by side in one hyperfine run;

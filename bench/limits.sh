@@ -3,7 +3,7 @@
 # with --memory --pids --cpus against the same Trial without, side by side in
 # one hyperfine run. The difference is the Trial's cgroup: the probe, its
 # creation with the limits written, the keeper joining it, the usage read and
-# its removal (issue 11: well under 2 ms). Needs root or a delegated cgroup
+# its removal (well under 2 ms). Needs root or a delegated cgroup
 # (see `trialbox check`'s limits line); elsewhere it says why and stops.
 #
 #   bench/limits.sh            (BUILD=folder, RUNS=50, WARMUP=3)

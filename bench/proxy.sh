@@ -1,5 +1,5 @@
 #!/bin/sh
-# The allowlist proxy (issue 12) against a direct connection to the same
+# The allowlist proxy against a direct connection to the same
 # loopback server, measured side by side in one run by bench/proxy-bench.c:
 # bulk throughput (server to client, CONNECT tunnel; target >= 0.8x direct)
 # and the latency a proxied connection adds (target < 1 ms at p50): for a new

@@ -45,7 +45,7 @@ struct batch_options {
         long index;            /* >= 0: run only this Trial (0-based), as a Slurm array task; -1: all */
         const char *plugin_path; /* tb_env's: where the Harnesses' plugins are (their exclusive resources) */
         long long backoff_ms;  /* TRIALBOX_BATCH_BACKOFF_MS, or the default */
-        /* Slurm (issue 13): see "Slurm" below. */
+        /* Slurm: see "Slurm" below. */
         char **environ;        /* tb_env's environment: Slurm's clients, a task's job ids; NULL: this process's */
         bool slurm;            /* --slurm: submit the plan as one job array, wait, gather */
         const char *slurm_args; /* --slurm-args, or NULL */

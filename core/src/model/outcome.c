@@ -209,7 +209,7 @@ static char *json_line(json_object *j)
         return s;
 }
 
-/* The Slurm job the Trial ran in (issue 13): both null outside one. */
+/* The Slurm job the Trial ran in: both null outside one. */
 static void add_slurm_ids(json_object *j, const struct outcome *o)
 {
         bool in_job = o->slurm_job_id > 0;

@@ -69,18 +69,18 @@ struct outcome {
         bool sandboxed;
         const char *home;
         long long duration_ms;
-        /* Since issue 11. Times are Unix milliseconds (UTC); 0: unknown (null). */
+        /* Times are Unix milliseconds (UTC); 0: unknown (null). */
         long long started_at_ms, ended_at_ms;
         const struct trial_limits *limits; /* NULL: none asked (every key null) */
         char host[256];                    /* "" : unknown (null) */
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
-        /* Since issue 13: the Slurm job the Trial ran in (slurm_ids_from_env),
+        /* The Slurm job the Trial ran in (slurm_ids_from_env),
          * outcome.json's slurm_job_id and slurm_array_task_id, in the final
          * Outcome and the running record. <= 0 job id: not in a job (both
          * null); < 0 task: not an array task (null). */
         long long slurm_job_id, slurm_array_task_id;
-        /* Since issue 12: the `network` object (trial_net.h), a json-c object
+        /* The `network` object (trial_net.h), a json-c object
          * the owner of `o` puts; NULL: null (host network, unsandboxed). */
         struct json_object *network;
 };

@@ -1,4 +1,4 @@
-/* A Trial's network (issue 12): `run --network host|none|allow`.
+/* A Trial's network: `run --network host|none|allow`.
  *
  *  host   the host's network namespace, as before (the default).
  *  none   bwrap --unshare-net: a namespace of its own with loopback only.

@@ -9,7 +9,7 @@
  * trialbox dies (SIGUSR2, its parent-death signal) or asks (SIGUSR1), or when
  * bwrap has exited, it kills every process left under it. It forwards
  * SIGINT, SIGTERM and SIGHUP to bwrap, and ends with bwrap's own status.
- * With limits (issue 11) it joins the Trial's cgroup before it starts bwrap
+ * With limits it joins the Trial's cgroup before it starts bwrap
  * (the supervisor's exec path calls cgroup_attach_self), so every process of
  * the session is born inside; and since it reaps every process under it
  * before it exits, its rusage (wait4) counts the whole session. */

@@ -55,9 +55,9 @@ struct sandbox_spec {
         int seccomp_fd;      /* > 0: a BPF program bwrap loads (--seccomp N, first); owned, closed by _free */
         bool disable_userns; /* --unshare-user --disable-userns: no nested user namespaces */
         /* > 0: the size in bytes of every tmpfs (`--size N` before each
-         * `--tmpfs`; issue 11: /tmp and TMPDIR are bounded by --memory). */
+         * `--tmpfs`; /tmp and TMPDIR are bounded by --memory). */
         long long tmpfs_size;
-        /* Network (issue 12): a network namespace of its own, loopback only (--unshare-net). */
+        /* Network: a network namespace of its own, loopback only (--unshare-net). */
         bool unshare_net;
 };
 

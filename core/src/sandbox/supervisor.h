@@ -43,7 +43,7 @@ struct supervisor_run {
                            * (the supervisor adds --block-fd KEEPER_BLOCK_FD) */
         struct supervisor_watch *watches;
         size_t n_watches;
-        /* Limits (issue 11). With a cgroup (NULL: none), the keeper (the
+        /* Limits. With a cgroup (NULL: none), the keeper (the
          * session, unsandboxed) joins it before it starts bwrap, so every
          * process of the session is born inside; its OOM events are
          * watched. With a timeout (timeout_ms > 0; LIMIT_UNSET: none), at
@@ -58,7 +58,7 @@ struct supervisor_run {
          * (the keeper is a subreaper that waits for every process under it,
          * so that is the whole session). */
         struct rusage *rusage;
-        /* Network (issue 12), bwrap only. When set, the session is held (its
+        /* Network, bwrap only. When set, the session is held (its
          * --block-fd byte is not written) until bwrap reports the sandbox's
          * pid ("child-pid") and hold() returns 0 for it; hold() may fill
          * *watch (fd -1: none), watched like the others from then on and
@@ -92,7 +92,7 @@ struct supervisor_seen {
         int forwarded;         /* the signal trialbox forwarded to the session, or 0 */
         bool killed;           /* trialbox ended the session with SIGKILL after the grace */
         char bwrap_msg[512];   /* the last "bwrap: ..." line on bwrap's stderr, or "" */
-        /* Limits (issue 11). */
+        /* Limits. */
         bool timed_out;          /* the deadline passed: SIGTERM was sent to the session */
         bool killed_after_grace; /* SIGKILL was needed --kill-after the deadline's SIGTERM */
         long long oom_kills;     /* the cgroup's OOM kills seen (0 without a cgroup) */

@@ -123,11 +123,11 @@ struct trial {
         enum outcome_cause cause; /* why the Trial is void, when a step failed */
         struct repo_guard guard;
         long long start_ms;
-        /* Limits and the record (issue 11). */
+        /* Limits and the record. */
         struct cgroup_probe probe; /* when a limit needs a cgroup */
         struct cgroup *cgroup;     /* the Trial's, while the session runs */
         struct outcome_file final; /* the final record's reserved space */
-        struct trial_net net; /* issue 12 */
+        struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
 };
@@ -394,7 +394,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .limits = &opt->limits,
         };
         outcome_start(&t->outcome);
-        /* The Slurm job this Trial runs in, if any (issue 13). */
+        /* The Slurm job this Trial runs in, if any. */
         struct slurm_ids ids = slurm_ids_from_env(t->env->environ);
         t->outcome.slurm_job_id = ids.job_id;
         t->outcome.slurm_array_task_id = ids.array_task_id;

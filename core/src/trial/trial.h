@@ -25,7 +25,7 @@ struct trial_options {
         int verbosity;
         char **session_args; /* NULL-terminated, passed unchanged */
         struct trial_limits limits; /* --timeout, --kill-after, --memory, --pids, --cpus */
-        /* Network (issue 12): the mode, and the --allow-host patterns (checked by the caller). */
+        /* Network: the mode, and the --allow-host patterns (checked by the caller). */
         enum trial_network network;
         const char *allow_hosts[TRIAL_MAX_ALLOW_HOSTS];
         size_t n_allow_hosts;
