@@ -3,33 +3,32 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <unistd.h>
 
+#include "base/tree.h"
+#include "gitguard/gitdata.h"
 #include "gitguard/hostgit.h"
+#include "gitguard/tool_files.h"
 
-/* The files that make git run a program or read another config, per git
- * directory (the common one and each submodule's). */
-static const char *const control_files[] = { "config", "config.worktree", "commondir", "objects/info/alternates" };
-/* The same, per linked worktree (C/worktrees/<name>). */
-static const char *const worktree_files[] = { "commondir", "gitdir", "config.worktree" };
+/* The longest path a record shows: a longer one keeps its tail. */
+#define SHOWN_MAX 200
+/* The largest ref file, pseudo-ref or message git writes; packed-refs. */
+#define REF_MAX 4096
+#define TEXT_MAX ((size_t)1 << 20)
+#define PACKED_REFS_MAX ((size_t)256 << 20)
 /* Submodules nest (modules/a/modules/b) and their names may hold '/'. */
-#define MAX_DEPTH 8
-#define MAX_ENTRIES 256
-/* An embedded repository's `.git` may be anywhere in the worktree. */
-#define MAX_WALK_DEPTH 64
+#define MODULES_MAX_DEPTH 32
 
-
-/* ---- reading what a session may have planted ---- */
+/* ---- reading ---- */
 
 /* The regular file `name` in `dirfd`, never following a link or blocking on
  * a FIFO, up to `max` bytes: malloc'd (NUL-terminated), or NULL with errno
- * (EFBIG when larger, EINVAL when not a regular file): read_file_at with the mode. */
+ * (EFBIG when larger, EINVAL when not a regular file). */
 static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, mode_t *mode_out)
 {
         struct stat st;
@@ -37,20 +36,6 @@ static char *read_at(int dirfd, const char *name, size_t max, size_t *len_out, m
         if (buf && mode_out)
                 *mode_out = st.st_mode & 07777;
         return buf;
-}
-
-/* What trialbox makes or restores in a repository is its owner's, as when
- * git made it: trialbox may run as root for another user's repository. Not
- * root, it is ours already, and the error says nothing. */
-static void give_back(int dirfd, const char *name, uid_t uid, gid_t gid)
-{
-        int r = fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW);
-        (void)r;
-}
-
-static int open_dir_at(int dirfd, const char *name)
-{
-        return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 }
 
 /* The first line of a small file, trimmed. */
@@ -74,63 +59,43 @@ static bool is_reg_at(int dirfd, const char *name)
         return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Remove `name` in `dirfd` whatever it is, folders recursively, never
- * following a link. */
-static int rm_rf_at(int dfd, const char *name, int depth)
+static bool exists_at(int dirfd, const char *name)
 {
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return -errno;
-        int sub = open_dir_at(dfd, name);
-        if (sub < 0)
-                return -errno;
-        DIR *d = fdopendir(sub);
+        struct stat st;
+        return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int open_dir_at(int dirfd, const char *name)
+{
+        return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* The names in the folder open at `fd` (not "." and ".."), in `out`. */
+static int list_names(int fd, struct strv *out)
+{
+        int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
         if (!d) {
-                close(sub);
+                if (dup_fd >= 0)
+                        close(dup_fd);
                 return -errno;
         }
-        int r = 0;
-        for (struct dirent *e; r == 0 && depth < 64 && (e = readdir(d));)
+        for (struct dirent *e; (errno = 0, e = readdir(d));)
                 if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                        r = rm_rf_at(dirfd(d), e->d_name, depth + 1);
+                        strv_add(out, e->d_name);
+        int r = errno ? -errno : 0;
         closedir(d);
-        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-                r = -errno;
         return r;
 }
 
-/* The names in a folder (not "." and ".."), at most `max`. */
-static void list_max_at(int dirfd, const char *name, struct strv *out, size_t max)
+/* `s` shown in a record: at most SHOWN_MAX bytes, its tail kept. */
+static char *shown(const char *s)
 {
-        int fd = open_dir_at(dirfd, name);
-        if (fd < 0)
-                return;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
-        for (struct dirent *e; out->n < max && (e = readdir(d));)
-                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                        strv_add(out, e->d_name);
-        closedir(d);
-}
-
-static void list_at(int dirfd, const char *name, struct strv *out)
-{
-        list_max_at(dirfd, name, out, MAX_ENTRIES);
+        size_t n = strlen(s);
+        return n <= SHOWN_MAX ? xstrdup(s) : xasprintf(".../%s", s + n - SHOWN_MAX);
 }
 
 /* ---- the worktree's common directory ---- */
-
-/* A git directory's HEAD as git takes it: a regular file, or a link (git
- * follows one into refs/). */
-static bool has_head_at(int fd)
-{
-        struct stat st;
-        return fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode));
-}
 
 static bool is_git_dir(const char *dir)
 {
@@ -244,190 +209,187 @@ char *repo_guard_common_dir(const struct repo_guard_host *host, const struct san
         return steal_pointer(&c);
 }
 
-/* ---- before the session ---- */
+/* ---- the record ---- */
 
-static void add_file(struct repo_guard *g, const char *rel, bool existed, char *data, size_t len, mode_t mode)
+const char *repo_guard_status_name(enum guard_status s)
 {
-        GREEDY_REALLOC(g->files, g->cap_files, g->n_files + 1);
-        g->files[g->n_files++] = (struct repo_guard_file){
-                .rel = xstrdup(rel), .existed = existed, .data = data, .len = len, .mode = mode
+        switch (s) {
+        case GUARD_RESTORED:
+                return "restored";
+        case GUARD_QUARANTINED:
+                return "quarantined";
+        case GUARD_FAILED:
+                return "failed";
+        default:
+                return "none";
+        }
+}
+
+static void note_move(struct repo_guard *g, const char *path, char *to, const char *why)
+{
+        GREEDY_REALLOC(g->moved, g->cap_moved, g->n_moved + 1);
+        g->moved[g->n_moved++] = (struct guard_move){ .path = shown(path), .to = to, .why = why };
+}
+
+/* A step that could not be done: the first one's words are the detail. */
+static int note_failure(struct repo_guard *g, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int note_failure(struct repo_guard *g, int r, const char *fmt, ...)
+{
+        if (!g->detail[0]) {
+                char what[400];
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(what, sizeof what, fmt, ap);
+                va_end(ap);
+                snprintf(g->detail, sizeof g->detail, "%s: %s", what, strerror(r < 0 ? -r : EIO));
+        }
+        return r < 0 ? r : -EIO;
+}
+
+/* Move `name` in `dirfd` (shown as `path`) to the quarantine, noting it. */
+static int move_out(struct repo_guard *g, int dirfd, const char *name, const char *path, const char *why)
+{
+        char *to = NULL;
+        int r = quarantine_move(&g->q, dirfd, name, &to);
+        if (r < 0)
+                return note_failure(g, r, "cannot move '%s' out of the repository", path);
+        note_move(g, path, to, why);
+        return 0;
+}
+
+static void note_change(struct repo_guard *g, const char *path, const char *change, bool kept, bool host,
+                        char *saved)
+{
+        GREEDY_REALLOC(g->changes, g->cap_changes, g->n_changes + 1);
+        g->changes[g->n_changes++] = (struct guard_change){
+                .path = shown(path), .change = change, .kept = kept, .host_config = host, .saved = saved
         };
 }
 
-/* Walk `rel` (relative, '/'-separated) from `dirfd` to its parent folder,
- * never following a link: an fd, or -1. *leaf points into rel. */
-static int open_parent(int dirfd, const char *rel, const char **leaf)
-{
-        int fd = dup(dirfd);
-        const char *p = rel;
-        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
-                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
-                int next = open_dir_at(fd, part);
-                close(fd);
-                fd = next;
-        }
-        *leaf = p;
-        return fd;
-}
+/* ---- before the session ---- */
 
-static int snap_file(struct repo_guard *g, int dirfd, const char *prefix, const char *name, struct tb_error *err)
-{
-        _cleanup_free_ char *rel = xasprintf("%s%s", prefix, name);
-        const char *leaf;
-        _cleanup_close_ int pfd = open_parent(dirfd, name, &leaf);
-        struct stat st;
-        if (pfd < 0 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                add_file(g, rel, false, NULL, 0, 0);
-                return 0;
-        }
-        size_t len = 0;
-        mode_t mode = 0;
-        char *data = read_at(pfd, leaf, REPO_GUARD_MAX_FILE, &len, &mode);
-        if (!data)
-                return tb_fail(err, -EINVAL,
-                               "'%s/%s' is not a regular file of at most %zu KiB; trialbox can protect only such git "
-                               "files: make it one",
-                               g->common, rel, REPO_GUARD_MAX_FILE / 1024);
-        add_file(g, rel, true, data, len, mode);
-        g->files[g->n_files - 1].uid = st.st_uid;
-        g->files[g->n_files - 1].gid = st.st_gid;
-        strv_addf(&g->ro, "%s/%s", g->common, rel);
-        return 0;
-}
+static int snap_gitdir(struct repo_guard *g, int fd, const char *key, const char *rel, int depth,
+                       struct tb_error *err);
 
-static void snap_hooks(struct repo_guard *g, int dirfd, const char *prefix, bool make)
-{
-        GREEDY_REALLOC(g->hooks, g->cap_hooks, g->n_hooks + 1);
-        struct repo_guard_hooks *h = &g->hooks[g->n_hooks++];
-        *h = (struct repo_guard_hooks){ .rel = xasprintf("%shooks", prefix) };
-        struct stat st;
-        /* bwrap needs a mount point for the read-only bind: an empty hooks
-         * folder is what `git init` makes anyway. */
-        if (make && mkdirat(dirfd, "hooks", 0755) == 0) {
-                /* Trialbox run as root for another user's repository: the
-                 * folder is the repository owner's, as git would have made it. */
-                struct stat gd;
-                if (fstat(dirfd, &gd) == 0)
-                        give_back(dirfd, "hooks", gd.st_uid, gd.st_gid);
-        }
-        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0 || !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
-                return;
-        h->existed = true;
-        h->dev = st.st_dev;
-        h->ino = st.st_ino;
-        _cleanup_free_ char *path = xasprintf("%s/%s", g->common, h->rel);
-        if (S_ISLNK(st.st_mode)) {
-                /* The host's own link (to a folder of the worktree, often):
-                 * that folder is what must stay as it is. */
-                h->link = true;
-                char buf[PATH_MAX];
-                ssize_t n = readlinkat(dirfd, "hooks", buf, sizeof buf - 1);
-                if (n > 0) {
-                        buf[n] = '\0';
-                        strv_add(&h->names, buf);
-                }
-                _cleanup_free_ char *target = realpath(path, NULL);
-                if (target && path_is_under(target, g->repo) && strcmp(target, g->repo) != 0 && is_dir_at(AT_FDCWD, target))
-                        strv_add(&g->ro, target);
-                return;
-        }
-        list_max_at(dirfd, "hooks", &h->names, SIZE_MAX);
-        strv_add(&g->ro, path);
-}
-
-static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
-                        struct tb_error *err);
-
-/* One git directory (the common one, a submodule's) at `dirfd`. */
-static int snap_gitdir(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
-                       struct tb_error *err)
-{
-        for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++) {
-                int r = snap_file(g, dirfd, prefix, control_files[i], err);
-                if (r < 0)
-                        return r;
-        }
-        snap_hooks(g, dirfd, prefix, make);
-        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
-        _cleanup_close_ int mfd = open_dir_at(dirfd, "modules");
-        if (mfd >= 0) {
-                strv_addf(&g->pins, "%s/%smodules", g->common, prefix);
-                return snap_modules(g, mfd, mprefix, depth + 1, make, err);
-        }
-        return 0;
-}
-
-static int snap_modules(struct repo_guard *g, int dirfd, const char *prefix, int depth, bool make,
+/* What modules/ holds below `key` (a git directory's "modules/"): each
+ * submodule's git directory (it has a HEAD), and the folders of names with a
+ * '/' on the way to them; anything else as a control entry. */
+static int snap_modules(struct repo_guard *g, int fd, const char *key, const char *rel, int depth,
                         struct tb_error *err)
 {
-        struct strv names = { 0 };
-        int r = 0;
-        list_at(dirfd, ".", &names);
-        for (size_t i = 0; r == 0 && depth < MAX_DEPTH && i < names.n; i++) {
-                _cleanup_close_ int fd = open_dir_at(dirfd, names.v[i]);
-                if (fd < 0)
-                        continue;
-                _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
-                strv_addf(&g->pins, "%s/%s%s", g->common, prefix, names.v[i]);
-                r = has_head_at(fd) ? snap_gitdir(g, fd, sub, depth, make, err)
-                                          : snap_modules(g, fd, sub, depth + 1, make, err);
-        }
-        strv_done(&names);
-        return r;
-}
-
-static int snap_worktrees(struct repo_guard *g, struct tb_error *err)
-{
-        struct strv names = { 0 };
-        int r = 0;
-        _cleanup_close_ int wfd = open_dir_at(g->common_fd, "worktrees");
-        if (wfd < 0)
-                return 0;
-        strv_addf(&g->pins, "%s/worktrees", g->common);
-        list_at(wfd, ".", &names);
+        if (depth > MODULES_MAX_DEPTH)
+                return tb_fail(err, -ELOOP, "'%s/%s' nests submodules more than %d deep; trialbox cannot guard it",
+                               g->common, rel, MODULES_MAX_DEPTH);
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(fd, &names);
         for (size_t i = 0; r == 0 && i < names.n; i++) {
-                _cleanup_close_ int fd = open_dir_at(wfd, names.v[i]);
-                if (fd < 0)
+                _cleanup_free_ char *k = xasprintf("%s%s", key, names.v[i]);
+                _cleanup_free_ char *sub = xasprintf("%s%s", rel, names.v[i]);
+                _cleanup_close_ int cfd = open_dir_at(fd, names.v[i]);
+                if (cfd < 0) {
+                        r = snapshot_add(&g->snap, fd, names.v[i], k);
                         continue;
-                _cleanup_free_ char *prefix = xasprintf("worktrees/%s/", names.v[i]);
-                strv_addf(&g->pins, "%s/worktrees/%s", g->common, names.v[i]);
-                for (size_t j = 0; r == 0 && j < TB_ARRAY_SIZE(worktree_files); j++)
-                        r = snap_file(g, fd, prefix, worktree_files[j], err);
-                /* A linked worktree's submodules live in its own git directory. */
-                _cleanup_close_ int mfd = open_dir_at(fd, "modules");
-                _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
-                if (r == 0 && mfd >= 0)
-                        r = snap_modules(g, mfd, mprefix, 1, false, err);
+                }
+                _cleanup_free_ char *k2 = xasprintf("%s/", k);
+                _cleanup_free_ char *sub2 = xasprintf("%s/", sub);
+                if (exists_at(cfd, "HEAD")) {
+                        strv_add(&g->modules, sub);
+                        r = snap_gitdir(g, cfd, k2, sub2, depth + 1, err);
+                } else {
+                        r = snap_modules(g, cfd, k2, sub2, depth + 1, err);
+                }
         }
-        strv_done(&names);
         return r;
 }
 
-static void snap_dotgit(struct repo_guard *g)
+/* A linked worktree's own git directory (the Trial's): its control entries. */
+static int snap_private(struct repo_guard *g, int fd, const char *key)
 {
-        struct stat st;
-        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return;
-        g->dotgit_dev = st.st_dev;
-        g->dotgit_ino = st.st_ino;
-        g->dotgit_uid = st.st_uid;
-        g->dotgit_gid = st.st_gid;
-        if (S_ISDIR(st.st_mode)) {
-                g->dotgit_kind = 'd';
-                strv_addf(&g->pins, "%s/.git", g->repo);
-        } else if (S_ISREG(st.st_mode)) {
-                g->dotgit_data = read_at(g->repo_fd, ".git", 4096, &g->dotgit_len, NULL);
-                if (g->dotgit_data) {
-                        g->dotgit_kind = 'f';
-                        strv_addf(&g->ro, "%s/.git", g->repo);
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(fd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                enum gitdata_kind k = gitdata_kind(names.v[i], true);
+                if (k == GITDATA_CONTROL || k == GITDATA_HEAD) {
+                        _cleanup_free_ char *kk = xasprintf("%s%s", key, names.v[i]);
+                        r = snapshot_add(&g->snap, fd, names.v[i], kk);
                 }
-        } else {
-                g->dotgit_kind = S_ISLNK(st.st_mode) ? 'l' : 'x';
         }
+        return r;
+}
+
+static int snap_entry(struct repo_guard *g, int fd, const char *name, const char *key, const char *rel, int depth,
+                      struct tb_error *err)
+{
+        _cleanup_free_ char *k = xasprintf("%s%s", key, name);
+        switch (gitdata_kind(name, false)) {
+        case GITDATA_CONTROL:
+        case GITDATA_HEAD:
+        case GITDATA_PACKED_REFS: /* data, but put back whole when the session's does not validate */
+                return snapshot_add(&g->snap, fd, name, k);
+        case GITDATA_OBJECTS: {
+                /* The files of objects/info/ that name other object stores. */
+                _cleanup_close_ int ifd = openat(fd, "objects/info", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                static const char *const alt[] = { "alternates", "http-alternates" };
+                int r = 0;
+                for (size_t i = 0; ifd >= 0 && r == 0 && i < TB_ARRAY_SIZE(alt); i++) {
+                        _cleanup_free_ char *ak = xasprintf("%sobjects/info/%s", key, alt[i]);
+                        r = snapshot_add(&g->snap, ifd, alt[i], ak);
+                }
+                return r;
+        }
+        case GITDATA_MODULES: {
+                _cleanup_close_ int mfd = open_dir_at(fd, name);
+                if (mfd < 0)
+                        return snapshot_add(&g->snap, fd, name, k);
+                _cleanup_free_ char *mk = xasprintf("%s/", k);
+                _cleanup_free_ char *mrel = xasprintf("%smodules/", rel);
+                return snap_modules(g, mfd, mk, mrel, depth, err);
+        }
+        case GITDATA_WORKTREES: {
+                _cleanup_close_ int wfd = open_dir_at(fd, name);
+                if (wfd < 0)
+                        return snapshot_add(&g->snap, fd, name, k);
+                _cleanup_strv_ struct strv names = { 0 };
+                int r = list_names(wfd, &names);
+                for (size_t i = 0; r == 0 && i < names.n; i++) {
+                        _cleanup_free_ char *wk = xasprintf("%s/%s", k, names.v[i]);
+                        bool own = depth == 0 && g->worktree && strcmp(names.v[i], g->worktree) == 0;
+                        _cleanup_close_ int pfd = own ? open_dir_at(wfd, names.v[i]) : -1;
+                        if (pfd >= 0) {
+                                _cleanup_free_ char *pk = xasprintf("%s/", wk);
+                                r = snap_private(g, pfd, pk);
+                        } else {
+                                r = snapshot_add(&g->snap, wfd, names.v[i], wk);
+                        }
+                }
+                return r;
+        }
+        default:
+                return 0;
+        }
+}
+
+/* One git directory (the common one, a submodule's) open at `fd`: `key`
+ * prefixes its snapshot keys, `rel` is its path from the common one. */
+static int snap_gitdir(struct repo_guard *g, int fd, const char *key, const char *rel, int depth,
+                       struct tb_error *err)
+{
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(fd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++)
+                r = snap_entry(g, fd, names.v[i], key, rel, depth, err);
+        if (r == -E2BIG)
+                return tb_fail(err, r, "the git directory '%s' holds more control files than trialbox can keep (%zu); "
+                               "remove what git does not need there",
+                               g->common, (size_t)SNAPSHOT_MAX_ITEMS);
+        if (r < 0 && !err->msg[0])
+                return tb_fail(err, r, "cannot keep the control files of the git directory '%s': %s", g->common,
+                               strerror(-r));
+        return r;
 }
 
 /* A path the host's own config names, made absolute: `~/` against the
- * home, a relative one against `base`. malloc'd. */
+ * home, a relative one against `base`. malloc'd, or NULL. */
 static char *config_path_abs(const char *value, const char *base, const char *home)
 {
         if (value[0] == '/')
@@ -437,80 +399,28 @@ static char *config_path_abs(const char *value, const char *base, const char *ho
         return xasprintf("%s/%s", base, value);
 }
 
-/* Pin each folder strictly between the repository and `real` (an absolute
- * path inside it, links resolved), and `real` itself when `inclusive`. */
-static void pin_folders_to(struct repo_guard *g, const char *real, bool inclusive)
+/* The worktree paths the host's own git config names as a hooks folder or
+ * a config to include (husky's `core.hooksPath = .husky`, a shared
+ * `include.path = ../team.gitconfig`): the session could write git code
+ * there. From the repository's config and the host user's global one, as
+ * before the session. Lexically inside the repository, not in its .git. */
+static void find_host_paths(struct repo_guard *g, const struct repo_guard_host *host)
 {
-        if (strcmp(real, g->repo) == 0)
-                return;
-        _cleanup_free_ char *path = xstrdup(real);
-        for (char *p = path + strlen(g->repo) + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (!strv_contains(&g->pins, path))
-                        strv_add(&g->pins, path);
-                *p = '/';
-        }
-        if (inclusive && !strv_contains(&g->pins, path))
-                strv_add(&g->pins, path);
-}
-
-/* A path named by the host's config: inside the worktree (not its .git), an
- * existing file or folder is bound read-only; a missing one is watched: its
- * first missing part is renamed aside after the session if it appeared. */
-static void guard_config_path(struct repo_guard *g, const char *abs)
-{
-        _cleanup_free_ char *probe = xstrdup(abs);
-        _cleanup_free_ char *missing = NULL;
-        _cleanup_free_ char *real = NULL;
-        /* The deepest part that exists, and the first part that does not. */
-        while (!(real = realpath(probe, NULL))) {
-                char *slash = strrchr(probe, '/');
-                if (errno != ENOENT || !slash || slash == probe)
-                        return;
-                free(missing);
-                missing = xstrdup(slash + 1);
-                *slash = '\0';
-        }
-        if (!path_is_under(real, g->repo) || (g->common && path_is_under(real, g->common)))
-                return;
-        /* Every folder from the repository down to it pinned (bound onto
-         * itself): else the session renames one above it and makes a new
-         * path in its place, which nothing after the session looks at. The
-         * deepest folder that exists is pinned too when the rest is missing. */
-        pin_folders_to(g, real, missing != NULL);
-        if (!missing) {
-                struct stat st;
-                if (strcmp(real, g->repo) != 0 && lstat(real, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                        strv_add(&g->ro, real);
-                return;
-        }
-        if (strcmp(missing, ".") == 0 || strcmp(missing, "..") == 0)
-                return;
-        strv_add(&g->watch_dir, strcmp(real, g->repo) == 0 ? "" : real + strlen(g->repo) + 1);
-        strv_add(&g->watch_name, missing);
-}
-
-/* The host's own config may name a hooks folder or a config to include
- * inside the worktree (husky's `core.hooksPath = .husky`, a shared
- * `include.path = ../.gitconfig`): the session could write git code there. */
-static void snap_config_paths(struct repo_guard *g, const struct repo_guard_host *host)
-{
-        static const char *const files[] = { "config", "config.worktree" };
         _cleanup_free_ char *git = host->path ? find_on_path("git", host->path) : NULL;
-        for (size_t i = 0; git && i < TB_ARRAY_SIZE(files); i++) {
-                const struct repo_guard_file *f = NULL;
-                for (size_t j = 0; j < g->n_files && !f; j++)
-                        if (strcmp(g->files[j].rel, files[i]) == 0 && g->files[j].existed)
-                                f = &g->files[j];
-                if (!f)
+        if (!git)
+                return;
+        _cleanup_free_ char *repo_config = g->common ? xasprintf("%s/config", g->common) : NULL;
+        const char *files[] = { repo_config, NULL };
+        for (size_t i = 0; i < 2; i++) {
+                if (i == 0 && !repo_config)
                         continue;
-                _cleanup_free_ char *file = xasprintf("%s/%s", g->common, files[i]);
-                _cleanup_free_ char *out = xmalloc(REPO_GUARD_MAX_FILE);
-                const char *const args[] = { "config", "--file", file, "--get-regexp",
-                                             "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
-                if (!host_git_run(git, NULL, args, out, REPO_GUARD_MAX_FILE, NULL))
+                _cleanup_free_ char *out = xmalloc(65536);
+                const char *const args_file[] = { "config", "--file", files[0] ? files[0] : "/dev/null", "--get-regexp",
+                                                  "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
+                const char *const args_global[] = { "config", "--global", "--get-regexp",
+                                                    "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
+                if (!host_git_run(git, i == 0 ? NULL : host->host_home, i == 0 ? args_file : args_global, out, 65536,
+                                  NULL))
                         continue;
                 char *save = NULL;
                 for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -518,383 +428,1110 @@ static void snap_config_paths(struct repo_guard *g, const struct repo_guard_host
                         if (!value || !*++value)
                                 continue;
                         bool hooks = str_has_prefix(line, "core.hookspath ");
-                        _cleanup_free_ char *abs = config_path_abs(value, hooks ? g->repo : g->common, host->host_home);
-                        if (abs)
-                                guard_config_path(g, abs);
+                        const char *base = hooks ? g->repo : i == 0 && g->common ? g->common : host->host_home;
+                        _cleanup_free_ char *abs = base ? config_path_abs(value, base, host->host_home) : NULL;
+                        if (!abs || !path_is_under(abs, g->repo) || strcmp(abs, g->repo) == 0 ||
+                            (g->common && path_is_under(abs, g->common)) || strstr(abs, "/../") || strstr(abs, "/./"))
+                                continue;
+                        const char *rel = abs + strlen(g->repo) + 1;
+                        if (!strv_contains(&g->host_paths, rel))
+                                strv_add(&g->host_paths, rel);
                 }
         }
+}
+
+/* Open the folder `rel`'s parent below the repository, never through a
+ * link; *leaf points into rel. An fd or -1 with errno. */
+static int open_parent_rel(int repo_fd, const char *rel, const char **leaf)
+{
+        int fd = fcntl(repo_fd, F_DUPFD_CLOEXEC, 3);
+        const char *p = rel;
+        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
+                int next = open_dir_at(fd, part);
+                int e = errno;
+                close(fd);
+                fd = next;
+                errno = e;
+        }
+        *leaf = p;
+        return fd;
+}
+
+/* Snapshot a worktree control path (`kind`: "host:" or "tool:"). */
+static int snap_path(struct repo_guard *g, const char *kind, const char *rel)
+{
+        _cleanup_free_ char *key = xasprintf("%s%s", kind, rel);
+        const char *leaf;
+        _cleanup_close_ int pfd = open_parent_rel(g->repo_fd, rel, &leaf);
+        if (pfd < 0) { /* a part missing (or not a folder): absent */
+                GREEDY_REALLOC(g->snap.v, g->snap.cap, g->snap.n + 1);
+                g->snap.v[g->snap.n++] = (struct snap_item){ .key = xstrdup(key), .absent = true };
+                g->snap.sorted = false;
+                return 0;
+        }
+        return snapshot_add(&g->snap, pfd, leaf, key);
+}
+
+/* The other tools' control files: each row's path, or its folder's
+ * matching entries. */
+static int snap_tool_files(struct repo_guard *g)
+{
+        size_t n;
+        const struct tool_file *t = tool_files(&n);
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                if (!t[i].prefix) {
+                        strv_add(&g->tool_paths, t[i].path);
+                        r = snap_path(g, "tool:", t[i].path);
+                        continue;
+                }
+                _cleanup_close_ int fd = open_dir_at(g->repo_fd, t[i].path);
+                _cleanup_strv_ struct strv names = { 0 };
+                if (fd >= 0)
+                        list_names(fd, &names);
+                for (size_t j = 0; r == 0 && j < names.n; j++) {
+                        size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                                continue;
+                        _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
+                        strv_add(&g->tool_paths, rel);
+                        r = snap_path(g, "tool:", rel);
+                }
+        }
+        return r;
+}
+
+static int cmp_seen(const void *a, const void *b)
+{
+        return strcmp(((const struct guard_seen *)a)->path, ((const struct guard_seen *)b)->path);
+}
+
+/* The worktree before the session: its links, FIFOs, sockets and devices,
+ * and the `.git` files below its top (a submodule's, a linked worktree's). */
+static int seen_pre(struct tree_dir *d, void *ctx)
+{
+        struct repo_guard *g = ctx;
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                bool dotgit = strcmp(e->name, ".git") == 0;
+                if (dotgit && d->depth == 0) {
+                        e->skip = true;
+                        continue;
+                }
+                if (e->type == DT_DIR || (e->type == DT_REG && !dotgit))
+                        continue;
+                GREEDY_REALLOC(g->seen, g->cap_seen, g->n_seen + 1);
+                struct guard_seen *s = &g->seen[g->n_seen++];
+                *s = (struct guard_seen){ .path = tree_dir_path(d, e->name, 0), .type = e->type };
+                if (e->type == DT_LNK) {
+                        char buf[PATH_MAX];
+                        ssize_t k = readlinkat(d->fd, e->name, buf, sizeof buf - 1);
+                        if (k >= 0) {
+                                s->data = strndup(buf, (size_t)k);
+                                s->len = (size_t)k;
+                        }
+                } else if (e->type == DT_REG) {
+                        s->data = read_at(d->fd, e->name, 4096, &s->len, NULL);
+                }
+        }
+        return 0;
 }
 
 int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
                     struct tb_error *err)
 {
-        *g = (struct repo_guard){ .repo = xstrdup(host->repo), .repo_fd = -1, .common_fd = -1 };
+        *g = (struct repo_guard){ .repo = xstrdup(host->repo), .repo_fd = -1, .common_fd = -1,
+                                  .keep_control_files = host->keep_control_files, .q = QUARANTINE_INIT };
         g->repo_fd = open(host->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (g->repo_fd < 0)
                 return tb_fail(err, -errno, "repository '%s': %s", host->repo, strerror(errno));
-        snap_dotgit(g);
-        /* A link: git follows it to control files trialbox cannot pin or
-         * restore through it. (Anything else that is neither a folder nor a
-         * file is no repository to git.) */
-        if (g->dotgit_kind == 'l')
-                return tb_fail(err, -EINVAL,
-                               "'%s/.git' is a link: git would follow it to files trialbox cannot protect; make it "
-                               "the git folder itself, or a 'gitdir:' file",
-                               host->repo);
-        if (g->dotgit_kind == 'd') {
-                g->common = xasprintf("%s/.git", host->repo);
-        } else if (g->dotgit_kind == 'f') {
-                g->common = repo_guard_common_dir(host, spec, &g->refused);
-                g->worktree = g->common != NULL;
+        struct stat st;
+        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                /* A link: git follows it to control files trialbox cannot keep through it. */
+                if (S_ISLNK(st.st_mode))
+                        return tb_fail(err, -EINVAL,
+                                       "'%s/.git' is a link: git would follow it to files trialbox cannot protect; "
+                                       "make it the git folder itself, or a 'gitdir:' file",
+                                       host->repo);
+                g->dotgit = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'x';
         }
-        if (!g->common)
-                return 0;
-        g->common_fd = open(g->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (g->common_fd < 0)
-                return tb_fail(err, -errno, "git directory '%s': %s", g->common, strerror(errno));
-        int r = snap_gitdir(g, g->common_fd, "", 0, !host->dry_run, err);
+        int r = 0;
+        if (g->dotgit == 'd') {
+                g->common = xasprintf("%s/.git", host->repo);
+        } else if (g->dotgit == 'f') {
+                r = snapshot_add(&g->snap, g->repo_fd, ".git", "dotgit");
+                g->common = repo_guard_common_dir(host, spec, &g->refused);
+                if (g->common) {
+                        /* Its own git directory is C/worktrees/NAME (proven above): the name. */
+                        _cleanup_free_ char *gd = read_line_at(g->repo_fd, ".git");
+                        const char *slash = gd ? strrchr(gd, '/') : NULL;
+                        g->worktree = slash && slash[1] ? xstrdup(slash + 1) : NULL;
+                }
+        }
+        if (r == 0 && g->common) {
+                g->common_fd = open(g->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (g->common_fd < 0 || fstat(g->common_fd, &st) < 0)
+                        return tb_fail(err, -errno, "git directory '%s': %s", g->common, strerror(errno));
+                g->git_dev = st.st_dev;
+                g->git_ino = st.st_ino;
+                r = snap_gitdir(g, g->common_fd, "git:", "", 0, err);
+        }
+        if (r < 0)
+                return err->msg[0] ? r : tb_fail(err, r, "cannot keep '%s/.git': %s", host->repo, strerror(-r));
+        find_host_paths(g, host);
+        for (size_t i = 0; r == 0 && i < g->host_paths.n; i++)
+                r = snap_path(g, "host:", g->host_paths.v[i]);
         if (r == 0)
-                r = snap_worktrees(g, err);
-        if (r == 0)
-                snap_config_paths(g, host);
-        return r;
+                r = snap_tool_files(g);
+        if (r == 0) {
+                const struct tree_ops ops = { .pre = seen_pre };
+                r = tree_walk(g->repo_fd, &ops, g);
+                qsort(g->seen, g->n_seen, sizeof *g->seen, cmp_seen);
+        }
+        if (r == -E2BIG)
+                return tb_fail(err, r, "the control files of '%s' are more than trialbox can keep (%zu); remove what "
+                               "is not needed",
+                               host->repo, (size_t)SNAPSHOT_MAX_ITEMS);
+        if (r < 0)
+                return tb_fail(err, r, "cannot read the repository '%s' before the session: %s", host->repo,
+                               strerror(-r));
+        return 0;
 }
 
 void repo_guard_add_binds(const struct repo_guard *g, struct sandbox_spec *spec)
 {
-        if (g->worktree && !path_is_under(g->common, g->repo))
+        if (g->worktree && g->common && !path_is_under(g->common, g->repo))
                 sandbox_add(spec, SANDBOX_BIND, g->common, g->common);
-        /* Pins first (a folder onto itself: it can no longer be renamed or
-         * replaced), then the read-only files inside them. */
-        for (size_t i = 0; i < g->pins.n; i++)
-                sandbox_add(spec, SANDBOX_BIND, g->pins.v[i], g->pins.v[i]);
-        for (size_t i = 0; i < g->ro.n; i++)
-                sandbox_add(spec, SANDBOX_RO_BIND, g->ro.v[i], g->ro.v[i]);
+}
+
+/* ---- after the session: the git directory ---- */
+
+/* The context of one git directory being rebuilt. */
+struct gd {
+        struct repo_guard *g;
+        int fd;
+        const char *key;   /* its snapshot keys' prefix ("git:", "git:modules/a/") */
+        const char *shown; /* its path as the record shows it (".git/", "/x/.git/modules/a/") */
+        const char *rel;   /* its path from the common git directory ("", "modules/a/") */
+        bool worktree;     /* a linked worktree's own */
+        int depth;
+};
+
+static char *gd_path(const struct gd *d, const char *name) { return xasprintf("%s%s", d->shown, name); }
+
+/* A control entry: kept when the same as before, else the session's moved
+ * out and the snapshot's put back. */
+static int fix_control(struct repo_guard *g, int dirfd, const char *name, const char *key, const char *path)
+{
+        if (snapshot_same(&g->snap, dirfd, name, key))
+                return 0;
+        bool existed = snapshot_existed(&g->snap, key);
+        if (exists_at(dirfd, name)) {
+                int r = move_out(g, dirfd, name, path, existed ? "a control entry the session changed" :
+                                                                 "a control entry the session made");
+                if (r < 0)
+                        return r;
+        }
+        if (!existed)
+                return 0;
+        int r = snapshot_restore(&g->snap, dirfd, name, key);
+        if (r < 0)
+                return note_failure(g, r, "cannot put '%s' back as it was before the session", path);
+        strv_add_take(&g->restored, shown(path));
+        return 0;
+}
+
+/* A data file: kept when a regular file of at most `max` bytes whose
+ * content `valid` accepts (NULL: any); else moved out, and put back from
+ * the snapshot when `key` was kept. */
+static int fix_data_file(const struct gd *d, const char *name, size_t max, bool (*valid)(const char *, size_t),
+                         const char *key)
+{
+        struct stat st;
+        if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        const char *why = NULL;
+        if (!S_ISREG(st.st_mode)) {
+                why = "data that is not a regular file";
+        } else if ((size_t)st.st_size > max) {
+                why = "data larger than git writes";
+        } else if (valid) {
+                size_t len = 0;
+                _cleanup_free_ char *text = read_at(d->fd, name, max, &len, NULL);
+                if (!text || !valid(text, len))
+                        why = "data git would not read as such";
+        }
+        if (!why)
+                return 0;
+        _cleanup_free_ char *path = gd_path(d, name);
+        int r = move_out(d->g, d->fd, name, path, why);
+        if (r == 0 && key && snapshot_existed(&d->g->snap, key)) {
+                r = snapshot_restore(&d->g->snap, d->fd, name, key);
+                if (r < 0)
+                        return note_failure(d->g, r, "cannot put '%s' back as it was before the session", path);
+                strv_add_take(&d->g->restored, shown(path));
+        }
+        return r;
+}
+
+static bool index_valid(const char *s, size_t len) { return len >= 12 && memcmp(s, "DIRC", 4) == 0; }
+
+static bool any_bytes(const char *s, size_t len)
+{
+        (void)s;
+        (void)len;
+        return true;
+}
+
+/* A data folder walked: `ok` says whether an entry may stay. */
+struct data_walk {
+        const struct gd *d;
+        const char *top; /* "refs", "objects", "logs" */
+        bool (*ok)(struct data_walk *w, struct tree_dir *dir, struct tree_entry *e, const char *rel);
+        int r;
+};
+
+static int data_pre(struct tree_dir *dir, void *ctx)
+{
+        struct data_walk *w = ctx;
+        for (size_t i = 0; i < dir->n; i++) {
+                struct tree_entry *e = &dir->v[i];
+                _cleanup_free_ char *rel = tree_dir_path(dir, e->name, 0);
+                if (w->ok(w, dir, e, rel))
+                        continue;
+                e->skip = true;
+                _cleanup_free_ char *path = xasprintf("%s%s/%s", w->d->shown, w->top, rel);
+                int r = move_out(w->d->g, dir->fd, e->name, path, "data git would not read as such");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static bool ref_ok(struct data_walk *w, struct tree_dir *dir, struct tree_entry *e, const char *rel)
+{
+        (void)w;
+        _cleanup_free_ char *name = xasprintf("refs/%s", rel);
+        if (!gitdata_refname_valid(name))
+                return false;
+        if (e->type == DT_DIR)
+                return true;
+        if (e->type != DT_REG)
+                return false;
+        size_t len = 0;
+        _cleanup_free_ char *v = read_at(dir->fd, e->name, REF_MAX, &len, NULL);
+        return v && gitdata_ref_value_valid(v, len);
+}
+
+static bool object_ok(struct data_walk *w, struct tree_dir *dir, struct tree_entry *e, const char *rel)
+{
+        bool is_dir = e->type == DT_DIR;
+        if (!is_dir && e->type != DT_REG)
+                return false;
+        if (dir->depth == 0)
+                return gitdata_object_name_valid(NULL, e->name, is_dir);
+        _cleanup_free_ char *parent = strndup(rel, strlen(rel) - strlen(e->name) - 1);
+        if (strcmp(parent, "info") == 0 && !is_dir &&
+            (strcmp(e->name, "alternates") == 0 || strcmp(e->name, "http-alternates") == 0)) {
+                /* Not data: other object stores. The control entry's own check. */
+                _cleanup_free_ char *key = xasprintf("%sobjects/info/%s", w->d->key, e->name);
+                _cleanup_free_ char *path = xasprintf("%sobjects/info/%s", w->d->shown, e->name);
+                int r = fix_control(w->d->g, dir->fd, e->name, key, path);
+                if (r < 0)
+                        w->r = r;
+                return true;
+        }
+        return gitdata_object_name_valid(parent, e->name, is_dir);
+}
+
+static bool log_ok(struct data_walk *w, struct tree_dir *dir, struct tree_entry *e, const char *rel)
+{
+        (void)w;
+        (void)dir;
+        (void)rel;
+        return e->type == DT_DIR || e->type == DT_REG;
+}
+
+/* refs/, objects/ or logs/: a folder whose entries `ok` accepts; one that
+ * is not a folder is moved out (and an empty one made for refs/ and
+ * objects/, which git needs). */
+static int fix_data_dir(const struct gd *d, const char *name,
+                        bool (*ok)(struct data_walk *, struct tree_dir *, struct tree_entry *, const char *))
+{
+        _cleanup_free_ char *path = gd_path(d, name);
+        int fd = open_dir_at(d->fd, name);
+        if (fd < 0) {
+                if (!exists_at(d->fd, name))
+                        return 0;
+                int r = move_out(d->g, d->fd, name, path, "data that is not a folder");
+                if (r < 0)
+                        return r;
+        } else {
+                struct data_walk w = { .d = d, .top = name, .ok = ok };
+                const struct tree_ops ops = { .pre = data_pre, .flags = TREE_FIX_MODES };
+                int r = tree_walk(fd, &ops, &w);
+                close(fd);
+                if (r == 0)
+                        r = w.r;
+                return r < 0 ? note_failure(d->g, r, "cannot check '%s'", path) : 0;
+        }
+        return 0;
+}
+
+/* What a git directory needs to be one, made when missing: refs/ and
+ * objects/ (a full one), and whatever control entry the session removed. */
+static int restore_missing(const struct gd *d)
+{
+        struct snapshot *s = &d->g->snap;
+        size_t k = strlen(d->key);
+        for (size_t i = 0; i < s->n; i++) {
+                const struct snap_item *it = &s->v[i];
+                if (it->absent || strncmp(it->key, d->key, k) != 0 || strchr(it->key + k, '/'))
+                        continue;
+                const char *name = it->key + k;
+                if (exists_at(d->fd, name))
+                        continue;
+                _cleanup_free_ char *key = xstrdup(it->key);
+                _cleanup_free_ char *path = gd_path(d, name);
+                int r = snapshot_restore(s, d->fd, name, key);
+                if (r < 0)
+                        return note_failure(d->g, r, "cannot put '%s' back as it was before the session", path);
+                strv_add_take(&d->g->restored, shown(path));
+        }
+        static const char *const needed[] = { "refs", "objects" };
+        for (size_t i = 0; !d->worktree && i < TB_ARRAY_SIZE(needed); i++) {
+                if (exists_at(d->fd, needed[i]))
+                        continue;
+                _cleanup_free_ char *path = gd_path(d, needed[i]);
+                if (mkdirat(d->fd, needed[i], 0755) < 0)
+                        return note_failure(d->g, -errno, "cannot make '%s'", path);
+                strv_add_take(&d->g->restored, shown(path));
+        }
+        return 0;
+}
+
+static int fix_gitdir(const struct gd *d);
+
+/* A linked worktree's own git directory (the Trial's). */
+static int fix_private(const struct gd *d)
+{
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(d->fd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                const char *n = names.v[i];
+                _cleanup_free_ char *key = xasprintf("%s%s", d->key, n);
+                _cleanup_free_ char *path = gd_path(d, n);
+                switch (gitdata_kind(n, true)) {
+                case GITDATA_HEAD:
+                        r = fix_data_file(d, n, REF_MAX, gitdata_ref_value_valid, key);
+                        break;
+                case GITDATA_INDEX:
+                        r = fix_data_file(d, n, SIZE_MAX, index_valid, NULL);
+                        break;
+                case GITDATA_PSEUDO_REF:
+                        r = fix_data_file(d, n, TEXT_MAX, gitdata_pseudo_ref_valid, NULL);
+                        break;
+                case GITDATA_TEXT:
+                        r = fix_data_file(d, n, TEXT_MAX, any_bytes, NULL);
+                        break;
+                case GITDATA_LOGS:
+                        r = fix_data_dir(d, n, log_ok);
+                        break;
+                default:
+                        r = fix_control(d->g, d->fd, n, key, path);
+                }
+        }
+        return r < 0 ? r : restore_missing(d);
+}
+
+/* modules/ (below `d`, at `fd`, `rel` its path from the common directory). */
+static int fix_modules(const struct gd *d, int fd, const char *key, const char *shown_prefix, const char *rel,
+                       int depth)
+{
+        struct repo_guard *g = d->g;
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(fd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                const char *n = names.v[i];
+                _cleanup_free_ char *k = xasprintf("%s%s", key, n);
+                _cleanup_free_ char *path = xasprintf("%s%s", shown_prefix, n);
+                _cleanup_free_ char *sub = xasprintf("%s%s", rel, n);
+                _cleanup_free_ char *sub_prefix = xasprintf("%s/", sub);
+                bool module = strv_contains(&g->modules, sub), on_the_way = false;
+                for (size_t j = 0; j < g->modules.n && !module; j++)
+                        on_the_way = on_the_way || str_has_prefix(g->modules.v[j], sub_prefix);
+                _cleanup_close_ int cfd = (module || on_the_way) ? open_dir_at(fd, n) : -1;
+                _cleanup_free_ char *k2 = xasprintf("%s/", k);
+                _cleanup_free_ char *p2 = xasprintf("%s/", path);
+                if (cfd >= 0 && module) {
+                        struct gd sd = { .g = g, .fd = cfd, .key = k2, .shown = p2, .rel = sub_prefix,
+                                         .depth = d->depth + 1 };
+                        r = fix_gitdir(&sd);
+                } else if (cfd >= 0 && depth < MODULES_MAX_DEPTH) {
+                        r = fix_modules(d, cfd, k2, p2, sub_prefix, depth + 1);
+                } else if (snapshot_has(&g->snap, k)) {
+                        r = fix_control(g, fd, n, k, path);
+                } else {
+                        r = move_out(g, fd, n, path,
+                                     module || on_the_way ? "a submodule's git directory replaced by the session"
+                                                          : "a git directory the session made under modules/");
+                }
+        }
+        return r;
+}
+
+static int fix_worktrees(const struct gd *d, const char *name)
+{
+        struct repo_guard *g = d->g;
+        _cleanup_free_ char *key = xasprintf("%s%s/", d->key, name);
+        _cleanup_free_ char *path = gd_path(d, name);
+        _cleanup_free_ char *prefix = xasprintf("%s/", path);
+        _cleanup_close_ int wfd = open_dir_at(d->fd, name);
+        if (wfd < 0)
+                return move_out(g, d->fd, name, path, "worktrees/ that is not a folder");
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(wfd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                const char *n = names.v[i];
+                _cleanup_free_ char *k = xasprintf("%s%s", key, n);
+                _cleanup_free_ char *p = xasprintf("%s%s", prefix, n);
+                bool own = d->depth == 0 && g->worktree && strcmp(n, g->worktree) == 0;
+                _cleanup_close_ int pfd = own ? open_dir_at(wfd, n) : -1;
+                if (pfd >= 0) {
+                        _cleanup_free_ char *k2 = xasprintf("%s/", k);
+                        _cleanup_free_ char *p2 = xasprintf("%s/", p);
+                        struct gd pd = { .g = g, .fd = pfd, .key = k2, .shown = p2, .worktree = true, .depth = 1 };
+                        r = fix_private(&pd);
+                } else {
+                        r = fix_control(g, wfd, n, k, p);
+                }
+        }
+        if (r == 0) {
+                struct gd wd = { .g = g, .fd = wfd, .key = key, .shown = prefix, .worktree = true, .depth = 1 };
+                r = restore_missing(&wd);
+        }
+        return r;
+}
+
+/* A full git directory (the common one, a submodule's). */
+static int fix_gitdir(const struct gd *d)
+{
+        _cleanup_strv_ struct strv names = { 0 };
+        int r = list_names(d->fd, &names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                const char *n = names.v[i];
+                _cleanup_free_ char *key = xasprintf("%s%s", d->key, n);
+                _cleanup_free_ char *path = gd_path(d, n);
+                switch (gitdata_kind(n, false)) {
+                case GITDATA_HEAD:
+                        r = fix_data_file(d, n, REF_MAX, gitdata_ref_value_valid, key);
+                        break;
+                case GITDATA_PACKED_REFS:
+                        r = fix_data_file(d, n, PACKED_REFS_MAX, gitdata_packed_refs_valid, key);
+                        break;
+                case GITDATA_INDEX:
+                        r = fix_data_file(d, n, SIZE_MAX, strcmp(n, "index") == 0 ? index_valid : any_bytes, NULL);
+                        break;
+                case GITDATA_PSEUDO_REF:
+                        r = fix_data_file(d, n, TEXT_MAX, gitdata_pseudo_ref_valid, NULL);
+                        break;
+                case GITDATA_TEXT:
+                        r = fix_data_file(d, n, TEXT_MAX, any_bytes, NULL);
+                        break;
+                case GITDATA_REFS:
+                        r = fix_data_dir(d, n, ref_ok);
+                        break;
+                case GITDATA_OBJECTS:
+                        r = fix_data_dir(d, n, object_ok);
+                        break;
+                case GITDATA_LOGS:
+                        r = fix_data_dir(d, n, log_ok);
+                        break;
+                case GITDATA_MODULES: {
+                        _cleanup_close_ int mfd = open_dir_at(d->fd, n);
+                        _cleanup_free_ char *mk = xasprintf("%s/", key);
+                        _cleanup_free_ char *mp = xasprintf("%s/", path);
+                        _cleanup_free_ char *mrel = xasprintf("%smodules/", d->rel);
+                        if (mfd < 0)
+                                r = snapshot_has(&d->g->snap, key) ? fix_control(d->g, d->fd, n, key, path)
+                                                                   : move_out(d->g, d->fd, n, path, "modules/ that is not a folder");
+                        else
+                                r = fix_modules(d, mfd, mk, mp, mrel, 0);
+                        break;
+                }
+                case GITDATA_WORKTREES:
+                        r = fix_worktrees(d, n);
+                        break;
+                default:
+                        r = fix_control(d->g, d->fd, n, key, path);
+                }
+        }
+        if (r == 0)
+                r = restore_missing(d);
+        /* objects/info/alternates the session removed. */
+        static const char *const alt[] = { "alternates", "http-alternates" };
+        for (size_t i = 0; r == 0 && i < TB_ARRAY_SIZE(alt); i++) {
+                _cleanup_free_ char *key = xasprintf("%sobjects/info/%s", d->key, alt[i]);
+                if (!snapshot_existed(&d->g->snap, key))
+                        continue;
+                if (mkdirat(d->fd, "objects/info", 0755) < 0 && errno != EEXIST)
+                        return note_failure(d->g, -errno, "cannot make '%sobjects/info'", d->shown);
+                _cleanup_close_ int ifd = openat(d->fd, "objects/info", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_free_ char *path = xasprintf("%sobjects/info/%s", d->shown, alt[i]);
+                r = ifd < 0 ? note_failure(d->g, -errno, "cannot open '%sobjects/info'", d->shown)
+                            : fix_control(d->g, ifd, alt[i], key, path);
+        }
+        return r;
+}
+
+/* The git folder the session left at `.git`: the very one kept before (by
+ * its fd), moved back there when the session renamed it. An fd, or -1 when
+ * it is gone (g->detail says why). */
+static int find_gitdir(struct repo_guard *g)
+{
+        struct stat st;
+        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_dev == g->git_dev && st.st_ino == g->git_ino)
+                return openat(g->repo_fd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char self[64], where[PATH_MAX];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", g->common_fd);
+        ssize_t n = readlink(self, where, sizeof where - 1);
+        if (n < 0 || fstat(g->common_fd, &st) < 0 || st.st_nlink == 0) {
+                note_failure(g, -ENOENT, "the session removed the git folder '%s/.git'", g->repo);
+                return -1;
+        }
+        where[n] = '\0';
+        _cleanup_free_ char *inside = xasprintf("%s/", g->repo);
+        if (!str_has_prefix(where, inside)) {
+                note_failure(g, -EXDEV, "the git folder of '%s' is now at '%s'", g->repo, where);
+                return -1;
+        }
+        if (exists_at(g->repo_fd, ".git") && move_out(g, g->repo_fd, ".git", ".git", "the session's .git in place of the repository's") < 0)
+                return -1;
+        if (renameat(AT_FDCWD, where, g->repo_fd, ".git") < 0) {
+                note_failure(g, -errno, "cannot move the git folder back from '%s'", where);
+                return -1;
+        }
+        _cleanup_free_ char *from = xasprintf("git folder moved back from %s", where + strlen(inside));
+        strv_add_take(&g->restored, shown(from));
+        return find_gitdir(g);
+}
+
+/* The top `.git` file (a linked worktree's, or one not bound): its bytes as before. */
+static int fix_dotgit_file(struct repo_guard *g)
+{
+        return fix_control(g, g->repo_fd, ".git", "dotgit", ".git");
+}
+
+/* Fail closed: the whole `.git` to the quarantine, none left. */
+static void quarantine_dotgit(struct repo_guard *g)
+{
+        char *to = NULL;
+        if (!exists_at(g->repo_fd, ".git")) {
+                g->status = GUARD_QUARANTINED;
+                return;
+        }
+        int r = quarantine_move(&g->q, g->repo_fd, ".git", &to);
+        if (r < 0) {
+                g->status = GUARD_FAILED;
+                size_t k = strlen(g->detail);
+                snprintf(g->detail + k, sizeof g->detail - k, "; and the .git could not be moved out: %s",
+                         strerror(-r));
+                return;
+        }
+        note_move(g, ".git", to, "the whole git folder: a step of its rebuild could not be done");
+        g->status = GUARD_QUARANTINED;
+}
+
+static int rebuild_git(struct repo_guard *g)
+{
+        if (g->dotgit == 'f')
+                return fix_dotgit_file(g);
+        if (g->dotgit != 'd') { /* none before: any .git now is the session's */
+                if (exists_at(g->repo_fd, ".git"))
+                        return move_out(g, g->repo_fd, ".git", ".git", "a .git the session made");
+                return 0;
+        }
+        _cleanup_close_ int fd = find_gitdir(g);
+        if (fd < 0)
+                return -EIO;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700 && fchmod(fd, (st.st_mode & 07777) | 0700) < 0)
+                return note_failure(g, -errno, "cannot give '%s/.git' its permissions back", g->repo);
+        struct gd d = { .g = g, .fd = fd, .key = "git:", .shown = ".git/", .rel = "" };
+        return fix_gitdir(&d);
+}
+
+static int rebuild_common(struct repo_guard *g)
+{
+        int r = fix_dotgit_file(g);
+        if (r < 0 || !g->common)
+                return r;
+        _cleanup_free_ char *prefix = xasprintf("%s/", g->common);
+        struct gd d = { .g = g, .fd = g->common_fd, .key = "git:", .shown = prefix, .rel = "" };
+        return fix_gitdir(&d);
+}
+
+/* ---- after the session: the worktree ---- */
+
+struct scan {
+        struct repo_guard *g;
+        uid_t uid;
+        size_t *bare; /* the depths of folders found in a git directory's shape, to move once walked */
+        size_t n_bare, cap_bare;
+        int r;
+};
+
+static const struct guard_seen *seen_find(const struct repo_guard *g, const char *path)
+{
+        struct guard_seen k = { .path = (char *)path };
+        return bsearch(&k, g->seen, g->n_seen, sizeof *g->seen, cmp_seen);
+}
+
+static bool has_name(const struct tree_dir *d, const char *name)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i].name, name) == 0)
+                        return true;
+        return false;
+}
+
+/* A `.git` below the top that may stay: a submodule's or linked worktree's
+ * `.git` file, the same bytes as before the session. */
+static bool dotgit_kept(struct repo_guard *g, const struct tree_dir *d, const struct tree_entry *e, const char *path)
+{
+        const struct guard_seen *s = seen_find(g, path);
+        if (!s || s->type != DT_REG || e->type != DT_REG || !s->data)
+                return false;
+        size_t len = 0;
+        _cleanup_free_ char *now = read_at(d->fd, e->name, 4096, &len, NULL);
+        return now && len == s->len && memcmp(now, s->data, len) == 0;
+}
+
+static void note_special(struct repo_guard *g, int dirfd, const struct tree_entry *e, char *path)
+{
+        char target[PATH_MAX] = "";
+        if (e->type == DT_LNK) {
+                ssize_t k = readlinkat(dirfd, e->name, target, sizeof target - 1);
+                target[k > 0 ? k : 0] = '\0';
+        }
+        const struct guard_seen *s = seen_find(g, path);
+        if (s && s->type == e->type && (e->type != DT_LNK || (s->data && strcmp(s->data, target) == 0))) {
+                free(path);
+                return;
+        }
+        GREEDY_REALLOC(g->special, g->cap_special, g->n_special + 1);
+        g->special[g->n_special++] = (struct guard_seen){ .path = path, .type = e->type,
+                                                          .data = e->type == DT_LNK ? shown(target) : NULL };
+}
+
+/* Clear setuid and setgid of the regular file `name` in `dirfd`. */
+static int clear_setuid(struct repo_guard *g, int dirfd, const char *name, uid_t uid, const struct tree_dir *d,
+                        const char *shown_prefix)
+{
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            !(st.st_mode & (S_ISUID | S_ISGID)))
+                return 0;
+        /* Never a file that is also elsewhere and not the session's (a link to a system program). */
+        if (st.st_uid != uid && st.st_nlink != 1)
+                return 0;
+        _cleanup_free_ char *rel = tree_dir_path(d, name, 0);
+        _cleanup_free_ char *path = xasprintf("%s%s", shown_prefix, rel);
+        if (fchmodat(dirfd, name, st.st_mode & 0777 & ~(mode_t)(S_ISUID | S_ISGID), 0) < 0)
+                return note_failure(g, -errno, "cannot clear the setuid bit of '%s'", path);
+        strv_add_take(&g->setuid_cleared, shown(path));
+        return 0;
+}
+
+static int scan_pre(struct tree_dir *d, void *ctx)
+{
+        struct scan *s = ctx;
+        struct repo_guard *g = s->g;
+        /* A folder git would take for a git directory (setup.c's
+         * is_git_directory: HEAD, and objects/ with refs/ or a commondir). */
+        bool bare = has_name(d, "HEAD") && (has_name(d, "commondir") || (has_name(d, "objects") && has_name(d, "refs")));
+        if (bare && d->depth > 0) {
+                for (size_t i = 0; i < d->n; i++)
+                        d->v[i].skip = true;
+                GREEDY_REALLOC(s->bare, s->cap_bare, s->n_bare + 1);
+                s->bare[s->n_bare++] = d->depth;
+                return 0;
+        }
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                int r = 0;
+                if (d->depth == 0 && strcmp(e->name, ".git") == 0) {
+                        e->skip = true; /* the repository's own: rebuilt above */
+                        continue;
+                }
+                if (bare && (strcmp(e->name, "HEAD") == 0 || strcmp(e->name, "commondir") == 0)) {
+                        e->skip = true;
+                        r = move_out(g, d->fd, e->name, e->name, "makes the repository's top look like a git directory");
+                } else if (strcmp(e->name, ".git") == 0) {
+                        _cleanup_free_ char *path = tree_dir_path(d, e->name, 0);
+                        e->skip = true;
+                        if (!dotgit_kept(g, d, e, path))
+                                r = move_out(g, d->fd, e->name, path, "a .git below the repository's top");
+                } else if (e->type == DT_REG) {
+                        r = clear_setuid(g, d->fd, e->name, s->uid, d, "");
+                } else if (e->type != DT_DIR) {
+                        note_special(g, d->fd, e, tree_dir_path(d, e->name, 0));
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int scan_post(struct tree_dir *d, const char *name, void *ctx)
+{
+        struct scan *s = ctx;
+        if (s->n_bare == 0 || s->bare[s->n_bare - 1] != d->depth + 1)
+                return 0;
+        s->n_bare--;
+        _cleanup_free_ char *path = tree_dir_path(d, name, 0);
+        return move_out(s->g, d->fd, name, path, "a folder in a git directory's shape (HEAD, objects/, refs/)");
+}
+
+/* ---- after the session: other tools' control files and the host's paths ---- */
+
+/* The worktree control path `rel` (snapshot key `key`): a change listed,
+ * and with `revert` the session's version moved out and the one before put
+ * back. A folder on the way that the session replaced (by a link, a file)
+ * is moved out too, and made again, when reverting. */
+static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool revert, bool host)
+{
+        bool existed = snapshot_existed(&g->snap, key);
+        _cleanup_close_ int fd = fcntl(g->repo_fd, F_DUPFD_CLOEXEC, 3);
+        const char *p = rel;
+        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
+                _cleanup_free_ char *upto = strndup(rel, (size_t)(slash - rel));
+                int next = open_dir_at(fd, part);
+                if (next < 0 && exists_at(fd, part)) { /* replaced by what is not a folder */
+                        if (!revert) {
+                                note_change(g, rel, existed ? "changed" : "new", true, host, NULL);
+                                return 0;
+                        }
+                        int r = move_out(g, fd, part, upto, "replaced a folder above a control file");
+                        if (r < 0)
+                                return r;
+                }
+                if (next < 0 && existed) {
+                        if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST)
+                                return note_failure(g, -errno, "cannot make '%s'", upto);
+                        next = open_dir_at(fd, part);
+                }
+                close(fd);
+                fd = next;
+        }
+        if (fd < 0) /* not there, and was not */
+                return existed ? note_failure(g, -errno, "cannot reach '%s'", rel) : 0;
+        if (snapshot_same(&g->snap, fd, p, key))
+                return 0;
+        bool present = exists_at(fd, p);
+        const char *change = !existed ? "new" : present ? "changed" : "removed";
+        char *saved = NULL;
+        if (revert && present) {
+                int r = quarantine_move(&g->q, fd, p, &saved);
+                if (r < 0)
+                        return note_failure(g, r, "cannot move '%s' out of the repository", rel);
+        }
+        if (revert && existed) {
+                int r = snapshot_restore(&g->snap, fd, p, key);
+                if (r < 0) {
+                        free(saved);
+                        return note_failure(g, r, "cannot put '%s' back as it was before the session", rel);
+                }
+        }
+        note_change(g, rel, change, !revert, host, saved);
+        return 0;
+}
+
+static int fix_paths(struct repo_guard *g)
+{
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < g->host_paths.n; i++) {
+                _cleanup_free_ char *key = xasprintf("host:%s", g->host_paths.v[i]);
+                r = fix_path(g, g->host_paths.v[i], key, true, true);
+        }
+        /* New entries of the folders whose matching entries are control files. */
+        size_t n;
+        const struct tool_file *t = tool_files(&n);
+        for (size_t i = 0; i < n; i++) {
+                if (!t[i].prefix)
+                        continue;
+                _cleanup_close_ int fd = open_dir_at(g->repo_fd, t[i].path);
+                _cleanup_strv_ struct strv names = { 0 };
+                if (fd >= 0)
+                        list_names(fd, &names);
+                for (size_t j = 0; j < names.n; j++) {
+                        size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                                continue;
+                        _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
+                        if (!strv_contains(&g->tool_paths, rel))
+                                strv_add(&g->tool_paths, rel);
+                }
+        }
+        for (size_t i = 0; r == 0 && i < g->tool_paths.n; i++) {
+                if (strv_contains(&g->host_paths, g->tool_paths.v[i]))
+                        continue;
+                _cleanup_free_ char *key = xasprintf("tool:%s", g->tool_paths.v[i]);
+                r = fix_path(g, g->tool_paths.v[i], key, !g->keep_control_files, false);
+        }
+        return r;
 }
 
 /* ---- after the session ---- */
 
-struct undo {
+struct sweep {
         struct repo_guard *g;
-        struct strv *lines;
-        struct strv gitdirs; /* the submodule git directories checked (relative) */
-        int n, failed;
+        uid_t uid;
+        const char *shown;
 };
 
-static void undo_note(struct undo *u, int r, const char *path, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-static void undo_note(struct undo *u, int r, const char *path, const char *fmt, ...)
+static int sweep_pre(struct tree_dir *d, void *ctx)
 {
+        struct sweep *s = ctx;
+        for (size_t i = 0; i < d->n; i++) {
+                if (d->v[i].type != DT_REG)
+                        continue;
+                int r = clear_setuid(s->g, d->fd, d->v[i].name, s->uid, d, s->shown);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int repo_guard_clear_setuid(struct repo_guard *g, int dirfd, const char *shown_prefix, uid_t session_uid)
+{
+        struct sweep s = { .g = g, .uid = session_uid, .shown = shown_prefix };
+        const struct tree_ops ops = { .pre = sweep_pre, .flags = TREE_FIX_MODES };
+        return tree_walk(dirfd, &ops, &s);
+}
+
+void repo_guard_restore(struct repo_guard *g, int output_fd, uid_t session_uid)
+{
+        if (!g->repo || g->repo_fd < 0) /* never opened (a zeroed guard) */
+                return;
+        if (g->q.out_fd < 0 && output_fd >= 0)
+                g->q.out_fd = fcntl(output_fd, F_DUPFD_CLOEXEC, 3);
+        g->status = GUARD_RESTORED;
+        int r = g->dotgit == 'f' && g->common ? rebuild_common(g) : rebuild_git(g);
         if (r < 0) {
-                strv_addf(u->lines, "could not undo a change to '%s': %s; remove it by hand before running git there",
-                          path, strerror(-r));
-                u->failed = r;
-                return;
-        }
-        va_list ap;
-        va_start(ap, fmt);
-        char *line = xvasprintf(fmt, ap);
-        va_end(ap);
-        strv_add_take(u->lines, line);
-        u->n++;
-}
-
-static const struct repo_guard_file *find_file(const struct repo_guard *g, const char *rel)
-{
-        for (size_t i = 0; i < g->n_files; i++)
-                if (strcmp(g->files[i].rel, rel) == 0)
-                        return &g->files[i];
-        return NULL;
-}
-
-static const struct repo_guard_hooks *find_hooks(const struct repo_guard *g, const char *rel)
-{
-        for (size_t i = 0; i < g->n_hooks; i++)
-                if (strcmp(g->hooks[i].rel, rel) == 0)
-                        return &g->hooks[i];
-        return NULL;
-}
-
-static void check_file(struct undo *u, int dirfd, const char *prefix, const char *name)
-{
-        _cleanup_free_ char *rel = xasprintf("%s%s", prefix, name);
-        _cleanup_free_ char *path = xasprintf("%s/%s", u->g->common, rel);
-        const struct repo_guard_file *before = find_file(u->g, rel);
-        const char *leaf;
-        _cleanup_close_ int pfd = open_parent(dirfd, name, &leaf);
-        struct stat st;
-        if (pfd < 0 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return; /* gone: nothing runs from a missing file */
-        size_t len = 0;
-        _cleanup_free_ char *now = read_at(pfd, leaf, REPO_GUARD_MAX_FILE, &len, NULL);
-        if (before && before->existed && now && len == before->len && memcmp(now, before->data, len) == 0)
-                return;
-        int r = rm_rf_at(pfd, leaf, 0);
-        if (r == 0 && before && before->existed) {
-                r = write_file_atomic_at_flags(pfd, leaf, before->data, before->len, before->mode, 0);
-                if (r == 0)
-                        give_back(pfd, leaf, before->uid, before->gid);
-                undo_note(u, r, path, "restored '%s' to its content before the session", path);
-                return;
-        }
-        undo_note(u, r, path, "removed '%s', made by the session", path);
-}
-
-/* Hook files the session added (sample hooks git itself writes never run). */
-static void check_hooks(struct undo *u, int dirfd, const char *prefix)
-{
-        _cleanup_free_ char *rel = xasprintf("%shooks", prefix);
-        const struct repo_guard_hooks *before = find_hooks(u->g, rel);
-        struct stat st;
-        if (fstatat(dirfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return;
-        _cleanup_free_ char *path = xasprintf("%s/%s", u->g->common, rel);
-        if (before && before->link) {
-                int r = rm_rf_at(dirfd, "hooks", 0);
-                if (r == 0 && before->names.n == 1 && symlinkat(before->names.v[0], dirfd, "hooks") < 0)
-                        r = -errno;
-                undo_note(u, r, path, "restored the link '%s', replaced by the session", path);
-                return;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-                undo_note(u, rm_rf_at(dirfd, "hooks", 0), path, "removed '%s', made by the session", path);
-                return;
-        }
-        bool same = before && before->existed && before->dev == st.st_dev && before->ino == st.st_ino;
-        if (same && before->link)
-                return;
-        struct strv names = { 0 };
-        list_max_at(dirfd, "hooks", &names, SIZE_MAX);
-        _cleanup_close_ int hfd = open_dir_at(dirfd, "hooks");
-        for (size_t i = 0; hfd >= 0 && i < names.n; i++) {
-                const char *n = names.v[i];
-                size_t l = strlen(n);
-                if ((same && strv_contains(&before->names, n)) || (l > 7 && strcmp(n + l - 7, ".sample") == 0 &&
-                                                                   is_reg_at(hfd, n)))
-                        continue;
-                _cleanup_free_ char *hook = xasprintf("%s/%s", path, n);
-                undo_note(u, rm_rf_at(hfd, n, 0), hook, "removed the hook '%s', made by the session", hook);
-        }
-        strv_done(&names);
-}
-
-static void check_modules(struct undo *u, int dirfd, const char *prefix, int depth);
-
-static void check_gitdir(struct undo *u, int dirfd, const char *prefix, int depth)
-{
-        for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++)
-                check_file(u, dirfd, prefix, control_files[i]);
-        check_hooks(u, dirfd, prefix);
-        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
-        check_modules(u, dirfd, mprefix, depth + 1);
-}
-
-static void quarantine(struct undo *u, int dirfd, const char *dir, const char *name);
-
-/* `modules` in `dirfd`: each entry a submodule's git directory (it has a
- * HEAD) or a folder of them (a name with '/'). Too deep, or not a folder:
- * removed whole. */
-static void check_modules(struct undo *u, int parent, const char *prefix, int depth)
-{
-        _cleanup_free_ char *path = xasprintf("%s/%.*s", u->g->common, (int)strlen(prefix) - 1, prefix);
-        struct stat st;
-        const char *name = strrchr(path, '/') + 1;
-        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return;
-        if (!S_ISDIR(st.st_mode) || depth >= MAX_DEPTH) {
-                undo_note(u, rm_rf_at(parent, name, 0), path, "removed '%s', which git would read", path);
-                return;
-        }
-        _cleanup_close_ int dirfd = open_dir_at(parent, name);
-        struct strv names = { 0 };
-        list_at(dirfd, ".", &names);
-        for (size_t i = 0; dirfd >= 0 && i < names.n; i++) {
-                _cleanup_close_ int fd = open_dir_at(dirfd, names.v[i]);
-                struct stat est;
-                /* A link there is the session's (git makes folders): git would
-                 * follow it to a git directory of its choosing. */
-                if (fd < 0 && fstatat(dirfd, names.v[i], &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(est.st_mode))
-                        quarantine(u, dirfd, path, names.v[i]);
-                if (fd < 0)
-                        continue;
-                _cleanup_free_ char *sub = xasprintf("%s%s/", prefix, names.v[i]);
-                if (has_head_at(fd)) {
-                        strv_add(&u->gitdirs, sub);
-                        check_gitdir(u, fd, sub, depth);
+                if (g->dotgit == 'f' && g->common) {
+                        /* The common directory is shared with the host's other
+                         * worktrees: it cannot be moved away; this one's link to it is. */
+                        quarantine_dotgit(g);
+                        g->status = GUARD_FAILED;
                 } else {
-                        _cleanup_free_ char *subname = xasprintf("%s%s/", prefix, names.v[i]);
-                        check_modules(u, dirfd, subname, depth + 1);
+                        quarantine_dotgit(g);
                 }
         }
-        strv_done(&names);
-}
-
-/* check_modules takes the folder's parent: the walk below names it by prefix. */
-static void check_modules_in(struct undo *u, int dirfd, const char *prefix)
-{
-        _cleanup_free_ char *mprefix = xasprintf("%smodules/", prefix);
-        check_modules(u, dirfd, mprefix, 1);
-}
-
-static void check_worktrees(struct undo *u)
-{
-        struct strv names = { 0 };
-        _cleanup_close_ int wfd = open_dir_at(u->g->common_fd, "worktrees");
-        list_at(wfd, ".", &names);
-        for (size_t i = 0; wfd >= 0 && i < names.n; i++) {
-                _cleanup_close_ int fd = open_dir_at(wfd, names.v[i]);
-                if (fd < 0)
-                        continue;
-                _cleanup_free_ char *prefix = xasprintf("worktrees/%s/", names.v[i]);
-                for (size_t j = 0; j < TB_ARRAY_SIZE(worktree_files); j++)
-                        check_file(u, fd, prefix, worktree_files[j]);
-                check_modules_in(u, fd, prefix);
+        if (g->status == GUARD_RESTORED && g->dotgit == 'd') {
+                _cleanup_close_ int fd = openat(g->repo_fd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 && repo_guard_clear_setuid(g, fd, ".git/", session_uid) < 0)
+                        g->status = GUARD_FAILED;
         }
-        strv_done(&names);
-}
-
-static void quarantine(struct undo *u, int dirfd, const char *dir, const char *name)
-{
-        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
-        for (int i = 1; i < 1000; i++) {
-                _cleanup_free_ char *to = xasprintf("%s.trialbox-quarantine-%d", name, i);
-                if (renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE) == 0) {
-                        undo_note(u, 0, path, "renamed '%s', made by the session, to '%s' (git would read it)", path, to);
-                        return;
-                }
-                if (errno != EEXIST)
-                        break;
-        }
-        undo_note(u, errno ? -errno : -EEXIST, path, "%s", path);
-}
-
-static void check_dotgit(struct undo *u)
-{
-        struct repo_guard *g = u->g;
-        struct stat st;
-        if (fstatat(g->repo_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return;
-        bool same = g->dotgit_kind != 0 && st.st_dev == g->dotgit_dev && st.st_ino == g->dotgit_ino;
-        size_t len = 0;
-        _cleanup_free_ char *now = g->dotgit_kind == 'f' ? read_at(g->repo_fd, ".git", 4096, &len, NULL) : NULL;
-        if (same && g->dotgit_kind == 'f' && !(now && len == g->dotgit_len && memcmp(now, g->dotgit_data, len) == 0))
-                same = false;
-        if (same)
-                return;
-        quarantine(u, g->repo_fd, g->repo, ".git");
-        if (g->dotgit_kind == 'f') {
-                int r = write_file_atomic_at_flags(g->repo_fd, ".git", g->dotgit_data, g->dotgit_len, 0644, 0);
-                if (r == 0)
-                        give_back(g->repo_fd, ".git", g->dotgit_uid, g->dotgit_gid);
-                _cleanup_free_ char *path = xasprintf("%s/.git", g->repo);
-                undo_note(u, r, path, "restored '%s' to its content before the session", path);
+        if (fix_paths(g) < 0)
+                g->status = GUARD_FAILED;
+        struct scan s = { .g = g, .uid = session_uid };
+        const struct tree_ops ops = { .pre = scan_pre, .post = scan_post, .flags = TREE_FIX_MODES };
+        r = tree_walk(g->repo_fd, &ops, &s);
+        free(s.bare);
+        if (r < 0) {
+                note_failure(g, r, "cannot walk the repository '%s' after the session", g->repo);
+                g->status = GUARD_FAILED;
         }
 }
 
-/* Is the `.git` file in `dirfd` a submodule's, naming a git directory under
- * `modules/` that check_modules has just checked, or that of a worktree the
- * host had made? */
-static bool is_checked_submodule(struct undo *u, int dirfd, const char *dir)
+/* ---- the record as JSON ---- */
+
+static json_object *jstr(const char *s) { return s ? json_object_new_string(s) : NULL; }
+
+/* `n` items of a list through `one`, at most REPO_GUARD_LIST_MAX; the rest counted in `more_key`. */
+static void add_list(json_object *o, const char *key, const char *more_key, size_t n,
+                     json_object *(*one)(const void *list, size_t i), const void *list)
 {
-        _cleanup_free_ char *target = dotgit_target(dirfd, dir);
-        _cleanup_free_ char *real = target ? realpath(target, NULL) : NULL;
-        if (!real || !u->g->common || !path_is_under(real, u->g->common) || strcmp(real, u->g->common) == 0)
-                return false;
-        _cleanup_free_ char *rel = xasprintf("%s/", real + strlen(u->g->common) + 1);
-        if (strv_contains(&u->gitdirs, rel))
-                return true;
-        /* A linked worktree of the host's inside this one: its entry was
-         * there before, and check_worktrees has just checked it. */
-        _cleanup_free_ char *commondir = xasprintf("%scommondir", rel);
-        const struct repo_guard_file *f = find_file(u->g, commondir);
-        return str_has_prefix(rel, "worktrees/") && strchr(rel + strlen("worktrees/"), '/') == rel + strlen(rel) - 1 &&
-               f && f->existed;
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < n && i < REPO_GUARD_LIST_MAX; i++)
+                json_object_array_add(a, one(list, i));
+        json_object_object_add(o, key, a);
+        if (more_key)
+                json_object_object_add(o, more_key,
+                                       json_object_new_int64(n > REPO_GUARD_LIST_MAX ? (int64_t)(n - REPO_GUARD_LIST_MAX) : 0));
 }
 
-/* Embedded repositories: a `.git` below the top of the worktree. */
-static void check_embedded(struct undo *u, int dirfd, const char *dir, int depth)
+static json_object *one_move(const void *list, size_t i)
 {
-        struct strv names = { 0 };
-        list_max_at(dirfd, ".", &names, SIZE_MAX);
-        for (size_t i = 0; i < names.n; i++) {
-                const char *n = names.v[i];
-                if (strcmp(n, ".git") == 0) {
-                        if (depth > 0 && !is_checked_submodule(u, dirfd, dir))
-                                quarantine(u, dirfd, dir, n);
-                        continue;
-                }
-                if (depth >= MAX_WALK_DEPTH)
-                        continue;
-                _cleanup_close_ int fd = open_dir_at(dirfd, n);
-                if (fd < 0)
-                        continue;
-                _cleanup_free_ char *sub = xasprintf("%s/%s", dir, n);
-                check_embedded(u, fd, sub, depth + 1);
-        }
-        strv_done(&names);
+        const struct guard_move *m = &((const struct guard_move *)list)[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", jstr(m->path));
+        json_object_object_add(o, "to", jstr(m->to));
+        json_object_object_add(o, "why", jstr(m->why));
+        return o;
 }
 
-/* The hooks folders and included configs the host's config names in the
- * worktree that did not exist: made by the session, renamed aside. */
-static void check_watched(struct undo *u)
+static json_object *one_string(const void *list, size_t i) { return jstr(((char *const *)list)[i]); }
+
+json_object *repo_guard_json(const struct repo_guard *g)
 {
-        struct repo_guard *g = u->g;
-        for (size_t i = 0; i < g->watch_dir.n; i++) {
-                const char *dir = g->watch_dir.v[i];
-                _cleanup_free_ char *rel = xasprintf("%s%s.", dir, dir[0] ? "/" : "");
-                const char *leaf;
-                _cleanup_close_ int pfd = open_parent(g->repo_fd, rel, &leaf);
-                struct stat st;
-                if (pfd < 0 || fstatat(pfd, g->watch_name.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                _cleanup_free_ char *where = dir[0] ? xasprintf("%s/%s", g->repo, dir) : xstrdup(g->repo);
-                quarantine(u, pfd, where, g->watch_name.v[i]);
-        }
+        if (g->status == GUARD_NONE)
+                return NULL;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "status", jstr(repo_guard_status_name(g->status)));
+        json_object_object_add(o, "detail", g->detail[0] ? jstr(g->detail) : NULL);
+        add_list(o, "moved", "moved_more", g->n_moved, one_move, g->moved);
+        add_list(o, "restored", "restored_more", g->restored.n, one_string, g->restored.v);
+        add_list(o, "setuid_cleared", "setuid_cleared_more", g->setuid_cleared.n, one_string, g->setuid_cleared.v);
+        json_object_object_add(o, "control_files_total", json_object_new_int64((int64_t)g->n_changes));
+        json_object_object_add(o, "special_files_total", json_object_new_int64((int64_t)g->n_special));
+        return o;
 }
 
-int repo_guard_restore(struct repo_guard *g, struct strv *undone)
+static json_object *one_change(const void *list, size_t i)
 {
-        struct undo u = { .g = g, .lines = undone };
-        if (!g->repo || g->repo_fd < 0)
-                return 0; /* never opened (a zeroed guard) */
-        check_dotgit(&u);
-        if (g->common_fd >= 0) {
-                for (size_t i = 0; i < TB_ARRAY_SIZE(control_files); i++)
-                        check_file(&u, g->common_fd, "", control_files[i]);
-                check_hooks(&u, g->common_fd, "");
-                check_modules_in(&u, g->common_fd, "");
-                check_worktrees(&u);
+        const struct guard_change *c = &((const struct guard_change *)list)[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", jstr(c->path));
+        json_object_object_add(o, "change", jstr(c->change));
+        json_object_object_add(o, "kept", json_object_new_boolean(c->kept));
+        json_object_object_add(o, "host_config", json_object_new_boolean(c->host_config));
+        json_object_object_add(o, "saved", jstr(c->saved));
+        return o;
+}
+
+json_object *repo_guard_control_json(const struct repo_guard *g)
+{
+        if (g->status == GUARD_NONE)
+                return NULL;
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < g->n_changes && i < REPO_GUARD_LIST_MAX; i++)
+                json_object_array_add(a, one_change(g->changes, i));
+        return a;
+}
+
+static const char *type_name(unsigned char t)
+{
+        return t == DT_LNK ? "link" : t == DT_FIFO ? "fifo" : t == DT_SOCK ? "socket" : "device";
+}
+
+static json_object *one_special(const void *list, size_t i)
+{
+        const struct guard_seen *s = &((const struct guard_seen *)list)[i];
+        json_object *o = json_object_new_object();
+        _cleanup_free_ char *p = shown(s->path);
+        json_object_object_add(o, "path", jstr(p));
+        json_object_object_add(o, "kind", jstr(type_name(s->type)));
+        json_object_object_add(o, "target", jstr(s->data));
+        return o;
+}
+
+json_object *repo_guard_special_json(const struct repo_guard *g)
+{
+        if (g->status == GUARD_NONE)
+                return NULL;
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < g->n_special && i < REPO_GUARD_LIST_MAX; i++)
+                json_object_array_add(a, one_special(g->special, i));
+        return a;
+}
+
+static void log_line(FILE *f, json_object *o)
+{
+        fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+}
+
+int repo_guard_write_log(const struct repo_guard *g, int dirfd, const char *name)
+{
+        if (g->status == GUARD_NONE)
+                return 0;
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+        if (!f) {
+                int e = -errno;
+                if (fd >= 0)
+                        close(fd);
+                return e;
         }
-        check_watched(&u);
-        check_embedded(&u, g->repo_fd, g->repo, 0);
-        strv_done(&u.gitdirs);
-        return u.failed < 0 ? u.failed : u.n;
+        for (size_t i = 0; i < g->n_moved; i++) {
+                json_object *o = one_move(g->moved, i);
+                json_object_object_add(o, "action", json_object_new_string("moved"));
+                log_line(f, o);
+        }
+        for (size_t i = 0; i < g->restored.n; i++) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "action", json_object_new_string("restored"));
+                json_object_object_add(o, "path", jstr(g->restored.v[i]));
+                log_line(f, o);
+        }
+        for (size_t i = 0; i < g->setuid_cleared.n; i++) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "action", json_object_new_string("setuid_cleared"));
+                json_object_object_add(o, "path", jstr(g->setuid_cleared.v[i]));
+                log_line(f, o);
+        }
+        for (size_t i = 0; i < g->n_changes; i++) {
+                json_object *o = one_change(g->changes, i);
+                json_object_object_add(o, "action", json_object_new_string("control_file"));
+                log_line(f, o);
+        }
+        for (size_t i = 0; i < g->n_special; i++) {
+                json_object *o = one_special(g->special, i);
+                json_object_object_add(o, "action", json_object_new_string("special_file"));
+                log_line(f, o);
+        }
+        int r = fflush(f) == 0 ? 0 : -errno;
+        fclose(f);
+        return r;
 }
 
 void repo_guard_done(struct repo_guard *g)
 {
-        for (size_t i = 0; i < g->n_files; i++) {
-                free(g->files[i].rel);
-                free(g->files[i].data);
+        if (!g->repo) { /* never opened: a zeroed guard's fds are not its */
+                *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1, .q = QUARANTINE_INIT };
+                return;
         }
-        free(g->files);
-        for (size_t i = 0; i < g->n_hooks; i++) {
-                free(g->hooks[i].rel);
-                strv_done(&g->hooks[i].names);
+        if (g->repo_fd >= 0)
+                close(g->repo_fd);
+        if (g->common_fd >= 0)
+                close(g->common_fd);
+        if (g->q.out_fd >= 0)
+                close(g->q.out_fd);
+        quarantine_done(&g->q);
+        snapshot_done(&g->snap);
+        strv_done(&g->modules);
+        strv_done(&g->host_paths);
+        strv_done(&g->tool_paths);
+        strv_done(&g->restored);
+        strv_done(&g->setuid_cleared);
+        for (size_t i = 0; i < g->n_seen; i++) {
+                free(g->seen[i].path);
+                free(g->seen[i].data);
         }
-        free(g->hooks);
-        strv_done(&g->pins);
-        strv_done(&g->ro);
-        strv_done(&g->watch_dir);
-        strv_done(&g->watch_name);
-        /* A zeroed guard that was never opened holds no fds (0 is not one). */
-        if (g->repo) {
-                tb_closep(&g->repo_fd);
-                tb_closep(&g->common_fd);
+        free(g->seen);
+        for (size_t i = 0; i < g->n_moved; i++) {
+                free(g->moved[i].path);
+                free(g->moved[i].to);
         }
+        free(g->moved);
+        for (size_t i = 0; i < g->n_changes; i++) {
+                free(g->changes[i].path);
+                free(g->changes[i].saved);
+        }
+        free(g->changes);
+        for (size_t i = 0; i < g->n_special; i++) {
+                free(g->special[i].path);
+                free(g->special[i].data);
+        }
+        free(g->special);
         free(g->repo);
         free(g->common);
-        free(g->dotgit_data);
+        free(g->worktree);
         free(g->refused);
-        *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1 };
+        *g = (struct repo_guard){ .repo_fd = -1, .common_fd = -1, .q = QUARANTINE_INIT };
 }

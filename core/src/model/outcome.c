@@ -239,6 +239,9 @@ static json_object *outcome_json(const struct outcome *o)
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
         json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
+        json_object_object_add(j, "repo_guard", o->repo_guard ? json_object_get(o->repo_guard) : NULL);
+        json_object_object_add(j, "control_files", o->control_files ? json_object_get(o->control_files) : NULL);
+        json_object_object_add(j, "special_files", o->special_files ? json_object_get(o->special_files) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         add_slurm_ids(j, o);
@@ -278,6 +281,10 @@ int outcome_write(const struct outcome *o, const char *output_dir, struct tb_err
 
 int outcome_exit_status(const struct outcome *o)
 {
+        if (o->kind != OUTCOME_VOID && o->guard_status && strcmp(o->guard_status, "quarantined") == 0)
+                return TB_EXIT_QUARANTINED;
+        if (o->kind != OUTCOME_VOID && o->guard_status && strcmp(o->guard_status, "failed") == 0)
+                return TB_EXIT_ERROR;
         switch (o->kind) {
         case OUTCOME_COMPLETED:
                 return 0;

@@ -136,6 +136,9 @@ static void trial_done(struct trial *t)
 {
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
+        json_object_put(t->outcome.repo_guard);
+        json_object_put(t->outcome.control_files);
+        json_object_put(t->outcome.special_files);
         trial_net_done(&t->net);
         host_done(&t->host);
         repo_guard_done(&t->guard);
@@ -365,8 +368,8 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
         /* After the system binds, which it is checked not to override. */
         const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run,
-                .path = t->env->path,
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
+                .keep_control_files = t->opt->keep_control_files,
         };
         int r = repo_guard_open(&t->guard, &gh, spec, err);
         if (r < 0)
@@ -687,6 +690,52 @@ static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* Nothing in the record says completed or failed without saying what the
+ * guard could not do. */
+static void trial_guard_detail(struct trial *t)
+{
+        const struct repo_guard *g = &t->guard;
+        if (g->status != GUARD_QUARANTINED && g->status != GUARD_FAILED)
+                return;
+        size_t k = strlen(t->outcome.detail);
+        snprintf(t->outcome.detail + k, sizeof t->outcome.detail - k, "%s%s", k ? "; " : "",
+                 g->status == GUARD_QUARANTINED ? "the repository's .git was quarantined (see repo_guard)"
+                                                : "the repository guard failed: the repository may hold what the "
+                                                  "session wrote (see repo_guard)");
+}
+
+/* After the session: the repository comes back as data, setuid bits go
+ * from the output folder (the home, the quarantine), and the record says
+ * what was done. */
+static void trial_guard_restore(struct trial *t)
+{
+        if (!t->guard.repo) /* not guarded: unsandboxed, or void before it was opened */
+                return;
+        uid_t uid = t->user.drop ? t->user.uid : geteuid();
+        _cleanup_close_ int out_fd = open(t->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        repo_guard_restore(&t->guard, out_fd, uid);
+        if (out_fd >= 0 && repo_guard_clear_setuid(&t->guard, out_fd, "OUTPUT_DIR/", uid) < 0)
+                t->guard.status = GUARD_FAILED;
+        struct repo_guard *g = &t->guard;
+        t->outcome.guard_status = repo_guard_status_name(g->status);
+        t->outcome.repo_guard = repo_guard_json(g);
+        t->outcome.control_files = repo_guard_control_json(g);
+        t->outcome.special_files = repo_guard_special_json(g);
+        if (out_fd >= 0 && repo_guard_write_log(g, out_fd, "guard.jsonl") < 0)
+                log_warn("cannot write '%s/guard.jsonl': %s", t->output, strerror(errno));
+        if (g->status == GUARD_QUARANTINED)
+                log_error("the repository's .git was moved to '%s/quarantine' (%s); the repository has none now",
+                          t->output, g->detail);
+        else if (g->status == GUARD_FAILED)
+                log_error("the repository guard could not finish (%s): do not run git in '%s' before looking at "
+                          "'%s/guard.jsonl'",
+                          g->detail, t->repo, t->output);
+        else if (g->n_moved || g->n_changes)
+                log_notice("the repository guard moved %zu entries out of '%s' and listed %zu control file changes "
+                           "(see '%s/guard.jsonl')",
+                           g->n_moved, t->repo, g->n_changes, t->output);
+}
+
 /* Run the session (or, with --dry-run, print its command line): 0, or a
  * negative errno with `err` and t->cause saying why the Trial is void. */
 static int trial_execute(struct trial *t, struct tb_error *err)
@@ -762,10 +811,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 res.started = false;
         trial_limits_end(t, &ru, &res);
         /* Whatever the session's end, before anything else runs git there. */
-        _cleanup_strv_ struct strv undone = { 0 };
-        repo_guard_restore(&t->guard, &undone);
-        for (size_t i = 0; i < undone.n; i++)
-                log_warn("%s", undone.v[i]);
+        trial_guard_restore(t);
         /* Whatever the session made of its home's mode, by the fd opened
          * before it ran. */
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
@@ -775,6 +821,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 return r;
         }
         outcome_from_session(&t->outcome, &res);
+        trial_guard_detail(t);
         return 0;
 }
 
