@@ -399,6 +399,62 @@ static char *config_path_abs(const char *value, const char *base, const char *ho
         return xasprintf("%s/%s", base, value);
 }
 
+/* `path` (absolute) with "." and ".." resolved lexically, as git does for
+ * a config path, links not followed. malloc'd. */
+static char *normalize(const char *path)
+{
+        struct strv parts = { 0 };
+        _cleanup_free_ char *copy = xstrdup(path);
+        char *save = NULL;
+        for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+                if (strcmp(p, ".") == 0)
+                        continue;
+                if (strcmp(p, "..") == 0) {
+                        if (parts.n > 0) {
+                                free(parts.v[--parts.n]);
+                                parts.v[parts.n] = NULL;
+                        }
+                        continue;
+                }
+                strv_add(&parts, p);
+        }
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        for (size_t i = 0; i < parts.n; i++)
+                strbuf_addf(&sb, "/%s", parts.v[i]);
+        strv_done(&parts);
+        if (sb.len == 0)
+                strbuf_add(&sb, "/");
+        return sb.s;
+}
+
+/* Note `abs` as a worktree path the host's git reads when it lies inside
+ * the repository (not in its git directory). */
+static void add_host_path(struct repo_guard *g, const char *abs)
+{
+        _cleanup_free_ char *n = normalize(abs);
+        if (!path_is_under(n, g->repo) || strcmp(n, g->repo) == 0 || (g->common && path_is_under(n, g->common)))
+                return;
+        const char *rel = n + strlen(g->repo) + 1;
+        if (!strv_contains(&g->host_paths, rel))
+                strv_add(&g->host_paths, rel);
+}
+
+/* The links among the git directory's control entries (a hooks folder, a
+ * hook) that point into the worktree: the host's git follows them there. */
+static void find_link_targets(struct repo_guard *g)
+{
+        for (size_t i = 0; i < g->snap.n; i++) {
+                const struct snap_item *it = &g->snap.v[i];
+                if (it->absent || !S_ISLNK(it->mode) || !it->data || !str_has_prefix(it->key, "git:"))
+                        continue;
+                _cleanup_free_ char *at = xasprintf("%s/%s", g->common, it->key + 4);
+                _cleanup_free_ char *dir = path_dirname(at);
+                _cleanup_free_ char *target = it->data[0] == '/' ? xstrdup(it->data) : xasprintf("%s/%s", dir, it->data);
+                add_host_path(g, target);
+        }
+}
+
 /* The worktree paths the host's own git config names as a hooks folder or
  * a config to include (husky's `core.hooksPath = .husky`, a shared
  * `include.path = ../team.gitconfig`): the session could write git code
@@ -430,12 +486,8 @@ static void find_host_paths(struct repo_guard *g, const struct repo_guard_host *
                         bool hooks = str_has_prefix(line, "core.hookspath ");
                         const char *base = hooks ? g->repo : i == 0 && g->common ? g->common : host->host_home;
                         _cleanup_free_ char *abs = base ? config_path_abs(value, base, host->host_home) : NULL;
-                        if (!abs || !path_is_under(abs, g->repo) || strcmp(abs, g->repo) == 0 ||
-                            (g->common && path_is_under(abs, g->common)) || strstr(abs, "/../") || strstr(abs, "/./"))
-                                continue;
-                        const char *rel = abs + strlen(g->repo) + 1;
-                        if (!strv_contains(&g->host_paths, rel))
-                                strv_add(&g->host_paths, rel);
+                        if (abs)
+                                add_host_path(g, abs);
                 }
         }
 }
@@ -580,6 +632,7 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (r < 0)
                 return err->msg[0] ? r : tb_fail(err, r, "cannot keep '%s/.git': %s", host->repo, strerror(-r));
         find_host_paths(g, host);
+        find_link_targets(g);
         for (size_t i = 0; r == 0 && i < g->host_paths.n; i++)
                 r = snap_path(g, "host:", g->host_paths.v[i]);
         if (r == 0)
