@@ -174,7 +174,7 @@ static int fix_control(struct repo_guard *g, int dirfd, const char *name, const 
         int r = snapshot_restore(&g->snap, dirfd, name, key);
         if (r < 0)
                 return guard_note_failure(g, r, "cannot put '%s' back as it was before the session", path);
-        strv_add_take(&g->restored, guard_shown(path));
+        guard_note_restored(g, path);
         return 0;
 }
 
@@ -206,7 +206,7 @@ static int fix_data_file(const struct gd *d, const char *name, size_t max, bool 
                 r = snapshot_restore(&d->g->snap, d->fd, name, key);
                 if (r < 0)
                         return guard_note_failure(d->g, r, "cannot put '%s' back as it was before the session", path);
-                strv_add_take(&d->g->restored, guard_shown(path));
+                guard_note_restored(d->g, path);
         }
         return r;
 }
@@ -333,7 +333,7 @@ static int restore_missing(const struct gd *d)
                 int r = snapshot_restore(s, d->fd, name, key);
                 if (r < 0)
                         return guard_note_failure(d->g, r, "cannot put '%s' back as it was before the session", path);
-                strv_add_take(&d->g->restored, guard_shown(path));
+                guard_note_restored(d->g, path);
         }
         static const char *const needed[] = { "refs", "objects" };
         for (size_t i = 0; !d->worktree && i < TB_ARRAY_SIZE(needed); i++) {
@@ -342,7 +342,7 @@ static int restore_missing(const struct gd *d)
                 _cleanup_free_ char *path = gd_path(d, needed[i]);
                 if (mkdirat(d->fd, needed[i], 0755) < 0)
                         return guard_note_failure(d->g, -errno, "cannot make '%s'", path);
-                strv_add_take(&d->g->restored, guard_shown(path));
+                guard_note_restored(d->g, path);
         }
         return 0;
 }
@@ -550,7 +550,7 @@ static int find_gitdir(struct repo_guard *g)
                 return -1;
         }
         _cleanup_free_ char *from = xasprintf("git folder moved back from %s", where + strlen(inside));
-        strv_add_take(&g->restored, guard_shown(from));
+        guard_note_restored(g, from);
         return find_gitdir(g);
 }
 

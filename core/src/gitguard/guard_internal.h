@@ -55,6 +55,9 @@ void guard_note_move(struct repo_guard *g, const char *path, char *to, const cha
 int guard_note_failure(struct repo_guard *g, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Move `name` in `dirfd` (shown as `path`) to the quarantine, noting it. */
 int guard_move_out(struct repo_guard *g, int dirfd, const char *name, const char *path, const char *why);
+/* Note a control entry put back, a setuid bit cleared. */
+void guard_note_restored(struct repo_guard *g, const char *path);
+void guard_note_setuid(struct repo_guard *g, const char *path);
 /* Note a control file's change (takes `saved`). */
 void guard_note_change(struct repo_guard *g, const char *path, const char *change, bool kept, bool host,
                        char *saved);

@@ -104,6 +104,10 @@ const char *repo_guard_status_name(enum guard_status s)
 
 void guard_note_move(struct repo_guard *g, const char *path, char *to, const char *why)
 {
+        if (g->total_moved++ >= GUARD_KEEP_MAX) {
+                free(to);
+                return;
+        }
         GREEDY_REALLOC(g->moved, g->cap_moved, g->n_moved + 1);
         g->moved[g->n_moved++] = (struct guard_move){ .path = guard_shown(path), .to = to, .why = why };
 }
@@ -137,8 +141,24 @@ int guard_move_out(struct repo_guard *g, int dirfd, const char *name, const char
 void guard_note_change(struct repo_guard *g, const char *path, const char *change, bool kept, bool host,
                         char *saved)
 {
+        if (g->total_changes++ >= GUARD_KEEP_MAX) {
+                free(saved);
+                return;
+        }
         GREEDY_REALLOC(g->changes, g->cap_changes, g->n_changes + 1);
         g->changes[g->n_changes++] = (struct guard_change){
                 .path = guard_shown(path), .change = change, .kept = kept, .host_config = host, .saved = saved
         };
+}
+
+void guard_note_restored(struct repo_guard *g, const char *path)
+{
+        if (g->total_restored++ < GUARD_KEEP_MAX)
+                strv_add_take(&g->restored, guard_shown(path));
+}
+
+void guard_note_setuid(struct repo_guard *g, const char *path)
+{
+        if (g->total_setuid++ < GUARD_KEEP_MAX)
+                strv_add_take(&g->setuid_cleared, guard_shown(path));
 }

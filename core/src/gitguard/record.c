@@ -20,17 +20,17 @@
 
 static json_object *jstr(const char *s) { return s ? json_object_new_string(s) : NULL; }
 
-/* `n` items of a list through `one`, at most REPO_GUARD_LIST_MAX; the rest counted in `more_key`. */
-static void add_list(json_object *o, const char *key, const char *more_key, size_t n,
+/* The first REPO_GUARD_LIST_MAX of `n` items (of `total`) through `one`;
+ * the rest counted in `more_key`. */
+static void add_list(json_object *o, const char *key, const char *more_key, size_t n, size_t total,
                      json_object *(*one)(const void *list, size_t i), const void *list)
 {
         json_object *a = json_object_new_array();
-        for (size_t i = 0; i < n && i < REPO_GUARD_LIST_MAX; i++)
+        size_t shown_n = n < REPO_GUARD_LIST_MAX ? n : REPO_GUARD_LIST_MAX;
+        for (size_t i = 0; i < shown_n; i++)
                 json_object_array_add(a, one(list, i));
         json_object_object_add(o, key, a);
-        if (more_key)
-                json_object_object_add(o, more_key,
-                                       json_object_new_int64(n > REPO_GUARD_LIST_MAX ? (int64_t)(n - REPO_GUARD_LIST_MAX) : 0));
+        json_object_object_add(o, more_key, json_object_new_int64((int64_t)(total - shown_n)));
 }
 
 static json_object *one_move(const void *list, size_t i)
@@ -52,11 +52,12 @@ json_object *repo_guard_json(const struct repo_guard *g)
         json_object *o = json_object_new_object();
         json_object_object_add(o, "status", jstr(repo_guard_status_name(g->status)));
         json_object_object_add(o, "detail", g->detail[0] ? jstr(g->detail) : NULL);
-        add_list(o, "moved", "moved_more", g->n_moved, one_move, g->moved);
-        add_list(o, "restored", "restored_more", g->restored.n, one_string, g->restored.v);
-        add_list(o, "setuid_cleared", "setuid_cleared_more", g->setuid_cleared.n, one_string, g->setuid_cleared.v);
-        json_object_object_add(o, "control_files_total", json_object_new_int64((int64_t)g->n_changes));
-        json_object_object_add(o, "special_files_total", json_object_new_int64((int64_t)g->n_special));
+        add_list(o, "moved", "moved_more", g->n_moved, g->total_moved, one_move, g->moved);
+        add_list(o, "restored", "restored_more", g->restored.n, g->total_restored, one_string, g->restored.v);
+        add_list(o, "setuid_cleared", "setuid_cleared_more", g->setuid_cleared.n, g->total_setuid,
+                 one_string, g->setuid_cleared.v);
+        json_object_object_add(o, "control_files_total", json_object_new_int64((int64_t)g->total_changes));
+        json_object_object_add(o, "special_files_total", json_object_new_int64((int64_t)g->total_special));
         return o;
 }
 
@@ -151,6 +152,23 @@ int repo_guard_write_log(const struct repo_guard *g, int dirfd, const char *name
         for (size_t i = 0; i < g->n_special; i++) {
                 json_object *o = one_special(g->special, i);
                 json_object_object_add(o, "action", json_object_new_string("special_file"));
+                log_line(f, o);
+        }
+        const struct {
+                const char *kind;
+                size_t kept, total;
+        } left[] = { { "moved", g->n_moved, g->total_moved },
+                     { "restored", g->restored.n, g->total_restored },
+                     { "setuid_cleared", g->setuid_cleared.n, g->total_setuid },
+                     { "control_file", g->n_changes, g->total_changes },
+                     { "special_file", g->n_special, g->total_special } };
+        for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+                if (left[i].total <= left[i].kept)
+                        continue;
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "action", json_object_new_string("omitted"));
+                json_object_object_add(o, "of", json_object_new_string(left[i].kind));
+                json_object_object_add(o, "count", json_object_new_int64((int64_t)(left[i].total - left[i].kept)));
                 log_line(f, o);
         }
         int r = fflush(f) == 0 ? 0 : -errno;

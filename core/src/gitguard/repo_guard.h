@@ -126,7 +126,12 @@ struct repo_guard {
         size_t n_changes, cap_changes;
         struct guard_seen *special; /* new links, FIFOs, sockets and devices */
         size_t n_special, cap_special;
+        /* How many of each there were: the lists keep the first GUARD_KEEP_MAX
+         * (a session can make millions), guard.jsonl says how many it left out. */
+        size_t total_moved, total_restored, total_setuid, total_changes, total_special;
 };
+
+#define GUARD_KEEP_MAX 10000
 
 /* The common git directory of the worktree at `repo` when it is provably the
  * same repository: `repo/.git` is a regular file `gitdir: G`; `G/commondir`

@@ -99,6 +99,10 @@ static void note_special(struct repo_guard *g, int dirfd, const struct tree_entr
                 free(path);
                 return;
         }
+        if (g->total_special++ >= GUARD_KEEP_MAX) {
+                free(path);
+                return;
+        }
         GREEDY_REALLOC(g->special, g->cap_special, g->n_special + 1);
         g->special[g->n_special++] = (struct guard_seen){ .path = path, .type = e->type,
                                                           .data = e->type == DT_LNK ? guard_shown(target) : NULL };
@@ -119,7 +123,7 @@ static int clear_setuid(struct repo_guard *g, int dirfd, const char *name, uid_t
         _cleanup_free_ char *path = xasprintf("%s%s", shown_prefix, rel);
         if (fchmodat(dirfd, name, st.st_mode & 0777 & ~(mode_t)(S_ISUID | S_ISGID), 0) < 0)
                 return guard_note_failure(g, -errno, "cannot clear the setuid bit of '%s'", path);
-        strv_add_take(&g->setuid_cleared, guard_shown(path));
+        guard_note_setuid(g, path);
         return 0;
 }
 

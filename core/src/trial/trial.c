@@ -730,10 +730,10 @@ static void trial_guard_restore(struct trial *t)
                 log_error("the repository guard could not finish (%s): do not run git in '%s' before looking at "
                           "'%s/guard.jsonl'",
                           g->detail, t->repo, t->output);
-        else if (g->n_moved || g->n_changes)
+        else if (g->total_moved || g->total_changes)
                 log_notice("the repository guard moved %zu entries out of '%s' and listed %zu control file changes "
                            "(see '%s/guard.jsonl')",
-                           g->n_moved, t->repo, g->n_changes, t->output);
+                           g->total_moved, t->repo, g->total_changes, t->output);
 }
 
 /* Run the session (or, with --dry-run, print its command line): 0, or a
