@@ -3,6 +3,7 @@
  * again), real clones. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <pwd.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -313,6 +314,49 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
 }
 END_TEST
 
+/* A launcher that ran the session but could not write its final Outcome
+ * (here its reserved record is removed under it: an I/O error would do
+ * the same) is its own state, `unrecorded`: never a void run again. */
+START_TEST(a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker; touch started; sleep 2", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        _cleanup_free_ char *out = path_in(e.dir, "out.log"), *err = path_in(e.dir, "err.log");
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, out, err);
+        _cleanup_free_ char *started = path_in(e.repo, "started");
+        ck_assert_msg(wait_for_file(started, 20000), "the session did not start");
+        _cleanup_free_ char *tdir = path_in(e.dir, "out/t");
+        DIR *d = opendir(tdir);
+        int removed = 0;
+        for (struct dirent *de; d && (de = readdir(d));)
+                if (str_has_prefix(de->d_name, ".outcome.json.final-")) {
+                        _cleanup_free_ char *p = path_in(tdir, de->d_name);
+                        removed += unlink(p) == 0;
+                }
+        if (d)
+                closedir(d);
+        ck_assert_int_eq(removed, 1);
+        int status = wait_status(pid);
+        ck_assert_msg(status == 1, "batch exit status %d, not 1", status);
+        assert_result(&e, "t", "outcome", "unrecorded");
+        assert_result(&e, "t", "attempts", "1");
+        /* Run again: it is final, the session does not run a second time. */
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_int_eq(r.status, 1);
+        assert_result(&e, "t", "outcome", "unrecorded");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        ck_assert_msg(!exists(e.dir, "out/t.attempt-1"), "the Trial was moved aside to run again");
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 static void git(const char *dir, const char *args)
 {
         char cmd[2048];
@@ -612,6 +656,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_batch_killed_midway_and_run_again_finishes_every_trial_once);
         tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
         tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
+        tcase_add_test(tc, a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
         tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);

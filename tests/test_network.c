@@ -310,6 +310,47 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
 }
 END_TEST
 
+/* A session that asks the proxy for hundreds of long, distinct names (a
+ * failing session did, and its Outcome outgrew the space reserved for it:
+ * no final Outcome, and a batch counted the Trial void and ran it again).
+ * The Outcome keeps the 20 names asked for most and sums the rest; it is
+ * written, the Trial is the session's own failure; network.jsonl has all. */
+START_TEST(hundreds_of_long_names_asked_of_the_proxy_never_break_the_outcome)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        tb(&r, &f, NULL,
+           EXTRA("--network", "allow", "--", "-c",
+                 "l=$(printf 'a%.0s' $(seq 60)); n=$l.$l.$l; for i in $(seq 300); do "
+                 "curl -s -o /dev/null --max-time 5 http://$n.x$i.example.test/; done; "
+                 "for i in 1 2 3; do curl -s -o /dev/null http://often.example.test/; done; exit 3"));
+        ck_assert_msg(r.status == 3, "exit status %d, not the session's 3: %s", r.status, r.err);
+        assert_outcome(&f, "outcome", "failed");
+        _cleanup_free_ char *net = outcome_field(f.out, "network");
+        json_object *j = json_tokener_parse(net), *hosts, *other, *v;
+        ck_assert_msg(j && json_object_object_get_ex(j, "hosts", &hosts), "%s", net);
+        ck_assert_int_eq(json_object_object_length(hosts), 20);
+        ck_assert_msg(json_object_object_get_ex(hosts, "often.example.test", &v), "the most asked host is missing: %s",
+                      net);
+        ck_assert(json_object_object_get_ex(j, "other_hosts", &other));
+        ck_assert(json_object_object_get_ex(other, "hosts", &v));
+        ck_assert_int_eq(json_object_get_int64(v), 281);
+        ck_assert(json_object_object_get_ex(j, "denied", &v));
+        ck_assert_int_eq(json_object_get_int64(v), 303);
+        json_object_put(j);
+        _cleanup_free_ char *outcome = path_in(f.out, "outcome.json");
+        struct stat st;
+        ck_assert_int_eq(stat(outcome, &st), 0);
+        ck_assert_int_lt(st.st_size, 16384);
+        _cleanup_free_ char *log = path_in(f.out, "network.jsonl");
+        _cleanup_free_ char *rec = read_text(log);
+        ck_assert_uint_eq(count_lines(rec), 303);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(host_mode_keeps_the_host_network)
 {
         struct server s;
@@ -482,6 +523,7 @@ static Suite *suite(void)
         tcase_add_test(tc, two_concurrent_trials_cannot_reach_each_other);
         tcase_add_test(tc, allow_reaches_allowed_names_only_and_records_every_decision);
         tcase_add_test(tc, host_mode_keeps_the_host_network);
+        tcase_add_test(tc, hundreds_of_long_names_asked_of_the_proxy_never_break_the_outcome);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
         tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
         suite_add_tcase(s, tc);

@@ -68,6 +68,8 @@ int batch_kind_from_name(const char *s)
                 return OUTCOME_COMPLETED;
         if (s && strcmp(s, "failed") == 0)
                 return OUTCOME_FAILED;
+        if (s && strcmp(s, "unrecorded") == 0)
+                return BATCH_KIND_UNRECORDED;
         return OUTCOME_VOID;
 }
 
@@ -162,6 +164,23 @@ json_object *batch_record_lost(const struct btrial *t, json_object *running, con
         json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
         json_object_object_add(j, "outcome", json_object_new_string("void"));
         json_object_object_add(j, "cause", json_object_new_string("launcher_lost"));
+        json_object_object_add(j, "detail", json_object_new_string(detail));
+        json_object_object_add(j, "exit_code", NULL);
+        json_object_object_add(j, "signal", NULL);
+        batch_write_json_at(t->p->output_dir, "outcome.json", j);
+        return j;
+}
+
+json_object *batch_record_unrecorded(const struct btrial *t, json_object *running)
+{
+        json_object *j = running;
+        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
+        _cleanup_free_ char *detail = xasprintf("the session ran, but trialbox could not write its final Outcome (its "
+                                                "log's last line: %s); it is not run again",
+                                                tail);
+        json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
+        json_object_object_add(j, "outcome", json_object_new_string("unrecorded"));
+        json_object_object_add(j, "cause", NULL);
         json_object_object_add(j, "detail", json_object_new_string(detail));
         json_object_object_add(j, "exit_code", NULL);
         json_object_object_add(j, "signal", NULL);

@@ -30,23 +30,27 @@ extern char **environ;
 
 /* ---- small helpers ---- */
 
-/* Is the resource `t`'s Harness declares exclusive (its plugin's
- * `exclusive`) held by a running Trial? Such Trials wait for it without
+/* Is a resource `t` cannot share (its Harness's `exclusive`, its shared
+ * repository) held by a running Trial? Such Trials wait for it without
  * holding a slot. */
 static bool exclusive_busy(const struct batch *b, const struct btrial *t)
 {
-        return t->exclusive && strv_contains(&b->held, t->exclusive);
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                if (t->exclusive[k] && strv_contains(&b->held, t->exclusive[k]))
+                        return true;
+        return false;
 }
 
 static void exclusive_release(struct batch *b, const struct btrial *t)
 {
-        for (size_t i = 0; t->exclusive && i < b->held.n; i++)
-                if (strcmp(b->held.v[i], t->exclusive) == 0) {
-                        free(b->held.v[i]);
-                        b->held.v[i] = b->held.v[--b->held.n];
-                        b->held.v[b->held.n] = NULL;
-                        return;
-                }
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                for (size_t i = 0; t->exclusive[k] && i < b->held.n; i++)
+                        if (strcmp(b->held.v[i], t->exclusive[k]) == 0) {
+                                free(b->held.v[i]);
+                                b->held.v[i] = b->held.v[--b->held.n];
+                                b->held.v[b->held.n] = NULL;
+                                break;
+                        }
 }
 
 /* ---- deciding a Trial from its folder ---- */
@@ -71,8 +75,9 @@ static void set_running(struct batch *b, struct btrial *t)
         t->slots = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
         b->used += t->slots;
         b->running++;
-        if (t->exclusive)
-                strv_add(&b->held, t->exclusive);
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                if (t->exclusive[k])
+                        strv_add(&b->held, t->exclusive[k]);
 }
 
 /* A launcher found alive on disk (`path`: its record): wait for it through a
@@ -110,6 +115,7 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
         b->completed += kind == OUTCOME_COMPLETED;
         b->failed += kind == OUTCOME_FAILED;
         b->voids += kind == OUTCOME_VOID;
+        b->unrecorded += kind == BATCH_KIND_UNRECORDED;
         batch_note_finished(b, t, rec);
         _cleanup_free_ char *line = batch_result_line(t, rec);
         batch_results_append(b, line);
@@ -194,6 +200,12 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         }
         if (launcher != *rec)
                 json_object_put(launcher);
+        if (kind && exit_status >= 0 && WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == TB_EXIT_ERROR) {
+                /* It ran the session and said it could not write the end of it:
+                 * its own state, never a void run again. */
+                *rec = batch_record_unrecorded(t, *rec);
+                return FOUND_RECORD;
+        }
         _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
         *rec = batch_record_lost(t, *rec, why);
         return FOUND_RECORD;
@@ -562,15 +574,36 @@ static const char *harness_exclusive(struct batch *b, const char *harness)
         return harness_exclusive(b, harness);
 }
 
+/* "repo:PATH" for a shared repository, kept once in b->repo_keys. */
+static const char *repo_key(struct batch *b, const char *shared)
+{
+        if (!shared)
+                return NULL;
+        _cleanup_free_ char *key = xasprintf("repo:%s", shared);
+        for (size_t i = 0; i < b->repo_keys.n; i++)
+                if (strcmp(b->repo_keys.v[i], key) == 0)
+                        return b->repo_keys.v[i];
+        strv_add(&b->repo_keys, key);
+        return b->repo_keys.v[b->repo_keys.n - 1];
+}
+
 void batch_trials_init(struct batch *b)
 {
         if (b->t)
                 return;
         b->n = b->plan.n;
+        /* Keys are pointers into the vectors: make them all before taking any. */
+        for (size_t i = 0; i < b->n; i++) {
+                harness_exclusive(b, b->plan.v[i].harness);
+                repo_key(b, b->plan.v[i].shared_repo);
+        }
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
                 b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1,
-                                           .exclusive = harness_exclusive(b, b->plan.v[i].harness) };
+                                           .exclusive = { harness_exclusive(b, b->plan.v[i].harness),
+                                                          repo_key(b, b->plan.v[i].shared_repo) } };
+        for (size_t i = 0; i < b->plan.notes.n; i++)
+                log_notice("%s", b->plan.notes.v[i]);
 }
 
 /* Settle every Trial from its folder, writing the results known so far. */
@@ -610,7 +643,8 @@ int batch_finish(struct batch *b, struct tb_error *err)
                 return 128 + b->stopping;
         for (size_t i = 0; i < b->n; i++)
                 if ((b->opt->index < 0 || (long)i == b->opt->index) &&
-                    (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID))
+                    (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID ||
+                     b->t[i].kind == BATCH_KIND_UNRECORDED))
                         return TB_BATCH_EXIT_VOID;
         return 0;
 }
@@ -649,6 +683,7 @@ int batch_run(const struct batch_options *opt)
         free(b.t);
         strv_done(&b.held);
         strv_done(&b.exclusive);
+        strv_done(&b.repo_keys);
         free(b.results_path);
         plan_done(&b.plan);
         return status;

@@ -115,7 +115,7 @@ static void slurm_scan_reset(struct batch *b)
 {
         for (size_t i = 0; i < b->n; i++)
                 b->t[i].state = T_PENDING;
-        b->done = b->completed = b->failed = b->voids = b->running = 0;
+        b->done = b->completed = b->failed = b->voids = b->unrecorded = b->running = 0;
 }
 
 /* After every squeue poll: a signal cancels the array (once; its running

@@ -250,10 +250,37 @@ static json_object *outcome_json(const struct outcome *o)
 
 char *outcome_to_json(const struct outcome *o) { return json_line(outcome_json(o)); }
 
-/* The JSON and a newline, its length in *len. */
+/* The record without what a session can grow (the lists of the network
+ * and the guard): their counts stay, and "record_reduced" says so. For an
+ * Outcome that would not fit its reservation, which the bounds on each list
+ * should make impossible: the Outcome is written whatever the session did. */
+static char *outcome_reduced_json(const struct outcome *o)
+{
+        json_object *j = outcome_json(o), *v;
+        if (json_object_object_get_ex(j, "network", &v) && v) {
+                json_object_object_del(v, "hosts");
+                json_object_object_del(v, "other_hosts");
+        }
+        if (json_object_object_get_ex(j, "repo_guard", &v) && v) {
+                json_object_object_del(v, "moved");
+                json_object_object_del(v, "restored");
+                json_object_object_del(v, "setuid_cleared");
+        }
+        json_object_object_add(j, "control_files", NULL);
+        json_object_object_add(j, "special_files", NULL);
+        json_object_object_add(j, "record_reduced", json_object_new_boolean(true));
+        return json_line(j);
+}
+
+/* The JSON and a newline, its length in *len: the reduced record when the
+ * whole one is larger than OUTCOME_RESERVE. */
 static char *outcome_record(const struct outcome *o, size_t *len)
 {
         char *json = outcome_to_json(o);
+        if (strlen(json) + 1 > OUTCOME_RESERVE) {
+                free(json);
+                json = outcome_reduced_json(o);
+        }
         size_t n = strlen(json);
         json = xrealloc(json, n + 2);
         json[n++] = '\n';

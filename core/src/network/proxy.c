@@ -186,7 +186,7 @@ static void count(struct proxy *p, const char *host, bool allowed)
         struct json_object *h;
         if (!json_object_object_get_ex(p->hosts, host, &h)) {
                 if (json_object_object_length(p->hosts) >= HOSTS_MAX) {
-                        h = p->other_hosts;
+                        h = p->other_hosts; /* its "hosts" counts requests past the map, not names */
                 } else {
                         h = json_object_new_object();
                         json_object_object_add(h, "allowed", json_object_new_int64(0));
@@ -973,16 +973,58 @@ void proxy_finish(struct proxy *p)
         free_dead(p);
 }
 
+struct host_count {
+        const char *name;
+        int64_t allowed, denied;
+};
+
+static int by_count(const void *a, const void *b)
+{
+        const struct host_count *x = a, *y = b;
+        int64_t nx = x->allowed + x->denied, ny = y->allowed + y->denied;
+        return nx != ny ? (nx < ny ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+static int64_t field(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
 struct json_object *proxy_stats_json(const struct proxy *p)
 {
         struct json_object *o = json_object_new_object();
-        struct json_object *hosts = NULL, *other = NULL;
         json_object_object_add(o, "allowed", json_object_new_int64(p->allowed));
         json_object_object_add(o, "denied", json_object_new_int64(p->denied));
-        json_object_deep_copy(p->hosts, &hosts, NULL);
+        /* The record is bounded whatever the session asks for: the hosts asked
+         * for most, then one sum for the rest (network.jsonl has them all). */
+        size_t n = (size_t)json_object_object_length(p->hosts), k = 0;
+        struct host_count *v = xcalloc(n ? n : 1, sizeof *v);
+        json_object_object_foreach(p->hosts, name, h)
+                v[k++] = (struct host_count){ .name = name, .allowed = field(h, "allowed"), .denied = field(h, "denied") };
+        qsort(v, k, sizeof *v, by_count);
+        struct json_object *hosts = json_object_new_object();
+        int64_t rest_allowed = field(p->other_hosts, "allowed"), rest_denied = field(p->other_hosts, "denied");
+        int64_t rest_hosts = field(p->other_hosts, "hosts");
+        for (size_t i = 0; i < k; i++) {
+                if (i < PROXY_RECORD_HOSTS) {
+                        struct json_object *one = json_object_new_object();
+                        json_object_object_add(one, "allowed", json_object_new_int64(v[i].allowed));
+                        json_object_object_add(one, "denied", json_object_new_int64(v[i].denied));
+                        json_object_object_add(hosts, v[i].name, one);
+                } else {
+                        rest_allowed += v[i].allowed;
+                        rest_denied += v[i].denied;
+                        rest_hosts++;
+                }
+        }
+        free(v);
         json_object_object_add(o, "hosts", hosts);
-        if (json_object_object_length(p->hosts) >= HOSTS_MAX) {
-                json_object_deep_copy(p->other_hosts, &other, NULL);
+        if (rest_allowed || rest_denied) {
+                struct json_object *other = json_object_new_object();
+                json_object_object_add(other, "allowed", json_object_new_int64(rest_allowed));
+                json_object_object_add(other, "denied", json_object_new_int64(rest_denied));
+                json_object_object_add(other, "hosts", json_object_new_int64(rest_hosts));
                 json_object_object_add(o, "other_hosts", other);
         }
         return o;
