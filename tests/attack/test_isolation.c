@@ -4,7 +4,7 @@
  * can, a positive control shows that the same probe sees the thing when
  * nothing hides it (--no-sandbox, or the host itself).
  *
- * It must pass as root and as an unprivileged user (tests/as-unprivileged.sh);
+ * It must pass as root and as an unprivileged user (tests/fixtures/as-unprivileged.sh);
  * a part that needs root to set up (a folder under /home, a file under /run)
  * is skipped, with a note on stderr, when unprivileged. Markers are split in
  * the probes' own command lines ('AB''CD') so a probe never finds itself. */
@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 static bool is_root(void) { return getuid() == 0; }

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))

@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
+#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
 
 enum {
         S_CLAUDE,

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 #define FAKE_SO(target, file) FAKE_PLUGIN_DIR "/" target "/" file ".so"

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 /* `trialbox run` takes --timeout (issue 11): the twelve-Trial plan has its
@@ -453,7 +453,7 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
         for (int i = 1; i <= 2; i++)
                 strbuf_addf(&plan, "{\"id\":\"g%d\",\"harness\":\"grok\",\"repo\":\"repo\",\"output_dir\":\"out/g%d\","
                                    "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"0.6\"]}\n",
-                            i, i, TESTS_SOURCE_DIR "/fake/fake-grok", i);
+                            i, i, TESTS_SOURCE_DIR "/fakes/fake-grok", i);
         add_trial(&plan, "s1", "date +%s%N > times-s1; sleep 0.3", NULL);
         add_trial(&plan, "s2", "date +%s%N > times-s2; sleep 0.3", NULL);
         write_plan(e.plan, plan.s);
@@ -497,7 +497,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         ck_assert_int_eq(r.status, 2);
         assert_one_line(r.err);
         proc_result_free(&r);
-        /* An array task runs its one Trial here: --index does not go with --slurm (tests/test_slurm.c has --slurm). */
+        /* An array task runs its one Trial here: --index does not go with --slurm (tests/integration/test_slurm.c has --slurm). */
         batch(&r, &e, EXTRA("--slurm", "--index", "1"));
         ck_assert_int_eq(r.status, 2);
         ck_assert_ptr_nonnull(strstr(r.err, "does not go with --slurm"));

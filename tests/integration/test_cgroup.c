@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "limits/cgroup.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 #define MIB (1024LL * 1024)
 

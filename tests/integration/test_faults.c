@@ -35,10 +35,10 @@
 #include <unistd.h>
 
 #include "logins/credentials.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
+#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
 
 /* ---- small helpers ---- */
 

@@ -21,7 +21,7 @@
 
 #include "limits/cgroup.h"
 #include "model/outcome.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 #define MIB (1024LL * 1024)

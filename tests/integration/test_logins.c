@@ -16,10 +16,10 @@
 
 #include <json-c/json.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
+#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
 
 
 static void assert_file(const char *path, const char *want)

@@ -11,7 +11,7 @@
 #include "plugin/host.h"
 #include "plugin/manifest.h"
 #include "plugin/loader.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static const char good[] = "{\"name\": \"demo\", \"summary\": \"a demo\", \"default_binary\": \"/bin/true\","
                            " \"env\": {\"DEMO_NO_UPDATE\": \"1\"},"
@@ -162,7 +162,7 @@ START_TEST(a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neit
         char settings[1200];
         snprintf(settings, sizeof settings, "%s/home/.gemini/settings.json", f.out);
         tb_run(&r, "gemini", &f, ENV(env_home),
-               EXTRA("--credentials", creds, "--harness-bin", TESTS_SOURCE_DIR "/fake/print-env", "--", settings));
+               EXTRA("--credentials", creds, "--harness-bin", TESTS_SOURCE_DIR "/fakes/print-env", "--", settings));
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_ptr_nonnull(strstr(r.out, "\nGEMINI_API_KEY=AIza-tbtest\n"));
         ck_assert_ptr_null(strstr(r.out, "nope"));

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "network/trial_net.h"
 #include "base/util.h"
 

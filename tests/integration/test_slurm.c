@@ -1,7 +1,7 @@
 /* Slurm: the sbatch command line a plan becomes (--slurm-args, limits, the
  * one quoted shell line), the ids a task reads from its environment, the
  * jobcomp records; then, on the real single-node cluster of
- * tests/slurm/cluster (the ctest fixture starts it), an array submitted,
+ * tests/fixtures/slurm-cluster (the ctest fixture starts it), an array submitted,
  * waited for, cancelled, and bwrap inside its tasks as root and as an
  * unprivileged submitter. Without a running cluster the cluster cases are
  * skipped (exit 77) once the others passed. */
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "experiments/slurm.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 extern char **environ;
 
@@ -774,7 +774,7 @@ START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_t
 }
 END_TEST
 
-/* SLURM_CONF from the environment, or tests/slurm/cluster's; true when a
+/* SLURM_CONF from the environment, or tests/fixtures/slurm-cluster's; true when a
  * cluster answers there. */
 static bool cluster_up(void)
 {
@@ -825,7 +825,7 @@ int main(void)
         }
         int r = run_suite(s);
         if (r == 0 && !up) {
-                printf("slurm: no cluster answers at SLURM_CONF (start one: tests/slurm/cluster start): "
+                printf("slurm: no cluster answers at SLURM_CONF (start one: tests/fixtures/slurm-cluster start): "
                        "the cluster cases are skipped\n");
                 return 77;
         }

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 /* Every Trial here is of the `shell` Harness. */
@@ -260,7 +260,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         char marker_file[1100];
         fixture_new(&f);
         snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
-        tb(&r, &f, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"), EXTRA("--", "-c", "touch RAN"));
+        tb(&r, &f, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"), EXTRA("--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "outcome", "void");
         assert_outcome(&f, "cause", "sandbox_unavailable");
@@ -270,7 +270,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         proc_result_free(&r);
 
         /* check says so too, with the fix. */
-        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"),
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"),
                  (char *[]){ TRIALBOX_BIN, "check", NULL });
         ck_assert_int_eq(r.status, 1);
         ck_assert_ptr_nonnull(strstr(r.out, "setting up uid map: Permission denied"));
@@ -278,7 +278,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         ck_assert_ptr_nonnull(strstr(r.out, "/etc/apparmor.d/bwrap"));
         ck_assert_ptr_nonnull(strstr(r.out, "FAIL namespaces"));
         proc_result_free(&r);
-        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fake/bwrap-refuses"),
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"),
                  (char *[]){ TRIALBOX_BIN, "check", "--json", NULL });
         ck_assert_int_eq(r.status, 1);
         ck_assert(str_has_prefix(r.out, "{\"ready\":false,\"checks\":["));

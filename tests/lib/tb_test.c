@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 #include <check.h>

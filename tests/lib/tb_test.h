@@ -6,8 +6,8 @@
  * Helpers documented "(asserts)" fail the running test, naming what they were
  * doing, instead of returning an error; call them only inside a test or a
  * checked fixture. */
-#ifndef TB_TESTUTIL_H
-#define TB_TESTUTIL_H
+#ifndef TB_TEST_H
+#define TB_TEST_H
 
 #include <stdbool.h>
 #include <sys/types.h>

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "sandbox/confine.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static int find_arg(const struct strv *a, const char *x)
 {

@@ -11,7 +11,7 @@
 
 #include "logins/credentials.h"
 #include "base/env.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 /* Planted in every malformed file: no message may ever contain it. */
 #define SECRET "s3cr3t-PLANTED-value"

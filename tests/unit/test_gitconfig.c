@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gitguard/gitconfig.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 /* What git says for HOME=home: name and email by gitconfig_identity_take's

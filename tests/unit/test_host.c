@@ -12,7 +12,7 @@
 
 #include "base/env.h"
 #include "plugin/host.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "logins/trials_home.h"
 
 static char *creds_file(const char *dir)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model/limits.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static const struct {
         const char *text;

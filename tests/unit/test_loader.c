@@ -12,7 +12,7 @@
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "sandbox/spec.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static char path_buf[4096];
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "model/outcome.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static struct outcome base(void)
 {

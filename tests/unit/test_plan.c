@@ -8,7 +8,7 @@
 
 #include "experiments/plan.h"
 #include "experiments/report.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 static char *plan_in(const char *dir, const char *text)
 {

@@ -25,7 +25,7 @@
 #include "network/netpolicy.h"
 #include "network/proxy.h"
 #include "network/proxy_request.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 
 #include "sandbox/spec.h"
 #include "sandbox/secret_places.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "sandbox/toolchain.h"
 
 /* Index of `flag src dest` in argv, or -1. */

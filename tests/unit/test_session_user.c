@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "sandbox/session_user.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 START_TEST(the_session_user_follows_the_rules_for_root_and_for_others)

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "sandbox/supervisor.h"
-#include "testutil.h"
+#include "tb_test.h"
 
 /* What was seen, then the result it must give. */
 struct result_case {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/env.h"
-#include "testutil.h"
+#include "tb_test.h"
 #include "base/util.h"
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
