@@ -36,28 +36,11 @@ static bool is_root(void) { return getuid() == 0; }
 
 /* ---- running probes ---- */
 
-/* A fixture whose Trials each get a new output folder (DIR/out0, out1, …). */
-struct box {
-        struct fixture f;
-        int n;
-};
-
-static void box_new(struct box *b)
-{
-        fixture_new(&b->f);
-        b->n = 0;
-}
-
-static void box_free(struct box *b) { fixture_free(&b->f); }
-
-static void box_next(struct box *b) { snprintf(b->f.out, sizeof b->f.out, "%s/out%d", b->f.dir, b->n++); }
-
-
 /* Run `script` as the session (`sh -c`) of a Trial of `harness`, with
  * `flags` before the `--` (another Harness than shell runs /bin/sh through
  * --harness-bin); a new output folder each time. Returns what the session
  * printed (malloc'd); the Trial must have completed. */
-static char *run_script(struct box *b, const char *harness, char *const env[], const char *const flags[],
+static char *run_script(struct fixture *b, const char *harness, char *const env[], const char *const flags[],
                         const char *script)
 {
         const char *extra[32];
@@ -72,21 +55,21 @@ static char *run_script(struct box *b, const char *harness, char *const env[], c
         extra[n++] = "-c";
         extra[n++] = script;
         extra[n] = NULL;
-        box_next(b);
+        fixture_next_out(b);
         struct proc_result r;
-        tb_run(&r, harness, &b->f, env, extra);
+        tb_run(&r, harness, b, env, extra);
         ck_assert_msg(r.status == 0, "the probe's %s Trial ended with status %d: %s", harness, r.status, r.err);
         char *out = r.out;
         free(r.err);
         return out;
 }
 
-static char *sandboxed(struct box *b, char *const env[], const char *script)
+static char *sandboxed(struct fixture *b, char *const env[], const char *script)
 {
         return run_script(b, "shell", env, NULL, script);
 }
 
-static char *unsandboxed(struct box *b, char *const env[], const char *script)
+static char *unsandboxed(struct fixture *b, char *const env[], const char *script)
 {
         return run_script(b, "shell", env, EXTRA("--no-sandbox"), script);
 }
@@ -169,98 +152,20 @@ static void assert_mount_ro(const char *out, const char *mountpoint)
         ck_assert_msg(ro == 1, "'%s' is mounted writable in the sandbox", mountpoint);
 }
 
-/* A number no other process on the host has on its command line: a valid,
- * long duration for sleep(1). */
-static void sleep_number(char *buf, size_t n)
-{
-        static unsigned k;
-        snprintf(buf, n, "9%d%ld.%u", (int)getpid() % 100000, (long)time(NULL) % 100000, k++);
-}
-
-/* Host processes named `comm` whose whole command line holds `needle`:
- * their pids (up to `cap`) and how many. */
-static size_t host_procs(const char *comm, const char *needle, pid_t *pids, size_t cap)
-{
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        size_t found = 0;
-        while (d && (e = readdir(d))) {
-                if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
-                        continue;
-                char p[300];
-                size_t len;
-                snprintf(p, sizeof p, "/proc/%s/comm", e->d_name);
-                _cleanup_free_ char *c = read_text(p);
-                if (!c || strncmp(c, comm, strlen(comm)) != 0 || c[strlen(comm)] != '\n')
-                        continue;
-                snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
-                _cleanup_free_ char *cmd = read_all(p, &len, true);
-                if (!cmd || !memmem(cmd, len, needle, strlen(needle)))
-                        continue;
-                if (found < cap)
-                        pids[found] = atoi(e->d_name);
-                found++;
-        }
-        if (d)
-                closedir(d);
-        return found;
-}
-
-/* Wait up to `ms` for no `sleep NUM` to be left on the host. */
-static bool sleepers_gone(const char *num, int ms)
-{
-        pid_t p[8];
-        for (int waited = 0; waited <= ms; waited += 20) {
-                if (host_procs("sleep", num, p, 8) == 0)
-                        return true;
-                usleep(20000);
-        }
-        return false;
-}
-
 static void kill_sleepers(const char *num)
 {
         pid_t p[32];
-        size_t n = host_procs("sleep", num, p, 32);
+        size_t n = host_pids(num, "sleep", NULL, p, 32);
         for (size_t i = 0; i < n && i < 32; i++)
                 kill(p[i], SIGKILL);
-}
-
-/* Start argv with a clean fd table: /dev/null (or the pty slave `tty`, made
- * the controlling terminal of a new session) on stdin, the files on
- * stdout/stderr, `keep` (when >= 0) as fd 9, and nothing else. */
-static pid_t spawn_clean(char *const env[], char *const argv[], const char *out, const char *err, int keep,
-                         const char *tty)
-{
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid;
-        if (tty && setsid() < 0)
-                _exit(126);
-        int in = tty ? open(tty, O_RDWR) : open("/dev/null", O_RDONLY);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-                _exit(126);
-        if (keep >= 0) {
-                if (dup2(keep, 9) < 0)
-                        _exit(126);
-                close_range(3, 8, 0);
-                close_range(10, ~0U, 0);
-        } else {
-                close_range(3, ~0U, 0);
-        }
-        apply_env(env);
-        execv(argv[0], argv);
-        _exit(127);
 }
 
 /* ---- unbound host paths are invisible ---- */
 
 START_TEST(the_real_home_is_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *home = getenv("HOME");
         ck_assert_ptr_nonnull(home);
         _cleanup_free_ char *m = marker("tbtest-home");
@@ -286,7 +191,7 @@ START_TEST(the_real_home_is_invisible)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -303,8 +208,8 @@ static bool holds_any_of(const char *dir, const char *list)
 
 START_TEST(other_users_homes_are_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         struct strv paths = { 0 };
         _cleanup_free_ char *m = marker("tbtest-user");
         _cleanup_free_ char *made = xasprintf("/home/%s", m);
@@ -355,15 +260,15 @@ START_TEST(other_users_homes_are_invisible)
         free(out);
         free(sb.s);
         strv_done(&paths);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_grok_trials_home_is_invisible_from_another_harness)
 {
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *state = path_in(b.f.dir, "state");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *state = path_in(b.dir, "state");
         _cleanup_free_ char *grok = path_in(state, "trialbox/trials/grok");
         _cleanup_free_ char *auth = path_in(grok, "auth.json");
         ck_assert_int_eq(mkdir_p(grok, 0700), 0);
@@ -379,7 +284,7 @@ START_TEST(the_grok_trials_home_is_invisible_from_another_harness)
         assert_hidden(shell, auth);
         assert_line(shell, "grok_home=unset");
         /* Nor from a Harness that has a login of its own. */
-        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_home = path_in(b.dir, "codex");
         _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         write_text(codex_auth, "{}", 0600);
@@ -395,14 +300,14 @@ START_TEST(the_grok_trials_home_is_invisible_from_another_harness)
         free(shell);
         free(g);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(var_is_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbtest-var");
         _cleanup_free_ char *planted = xasprintf("/var/tmp/%s", m);
         bool plant = access("/var/tmp", W_OK) == 0;
@@ -425,14 +330,14 @@ START_TEST(var_is_invisible)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(run_and_the_user_runtime_folders_are_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         struct strv paths = { 0 };
         struct stat st;
         _cleanup_free_ char *m = marker("tbtest-run");
@@ -474,14 +379,14 @@ START_TEST(run_and_the_user_runtime_folders_are_invisible)
         free(out);
         free(sb.s);
         strv_done(&paths);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_host_tmp_is_invisible_and_the_session_tmp_is_a_private_tmpfs)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbtest-tmp");
         _cleanup_free_ char *host_file = xasprintf("/tmp/%s-host", m);
         _cleanup_free_ char *session_file = xasprintf("/tmp/%s-session", m);
@@ -508,17 +413,17 @@ START_TEST(the_host_tmp_is_invisible_and_the_session_tmp_is_a_private_tmpfs)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_host_dev_shm_is_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         if (access("/dev/shm", W_OK) != 0) {
                 skip_note("the_host_dev_shm_is_invisible", "the host has no writable /dev/shm");
-                box_free(&b);
+                fixture_free(&b);
                 return;
         }
         _cleanup_free_ char *m = marker("tbtest-shm");
@@ -534,14 +439,14 @@ START_TEST(the_host_dev_shm_is_invisible)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(host_sysv_shared_memory_is_out_of_reach)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* SysV IPC is not a file: only an IPC namespace of the sandbox's
          * own hides it (bwrap --unshare-ipc). A segment only we (and root)
          * may use, as an X server's or a database's would be. Marked for removal at once: it goes when
@@ -562,14 +467,14 @@ START_TEST(host_sysv_shared_memory_is_out_of_reach)
         assert_line(in, "segment=hidden");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(sys_is_invisible)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         struct strbuf sb = { 0 };
         probe_exists(&sb, "/sys/kernel");
         probe_exists(&sb, "/sys/class");
@@ -581,7 +486,7 @@ START_TEST(sys_is_invisible)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -599,8 +504,8 @@ static bool basic_dev_node(const char *name)
 
 START_TEST(dev_holds_only_the_basic_nodes)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *script = "for n in $(ls -A /dev); do echo \"dev $n\"; done";
         char *in = sandboxed(&b, NULL, script);
         char *out = unsandboxed(&b, NULL, script);
@@ -622,16 +527,16 @@ START_TEST(dev_holds_only_the_basic_nodes)
                 skip_note("dev_holds_only_the_basic_nodes", "the host's own /dev holds only basic nodes: no control");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(a_link_in_the_repository_to_a_host_secret_resolves_to_nothing)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbtest-key");
-        _cleanup_free_ char *fake_home = path_in(b.f.dir, "fake-home");
+        _cleanup_free_ char *fake_home = path_in(b.dir, "fake-home");
         _cleanup_free_ char *ssh = path_in(fake_home, ".ssh");
         _cleanup_free_ char *key = path_in(ssh, "id_rsa");
         ck_assert_int_eq(mkdir_p(ssh, 0700), 0);
@@ -648,7 +553,7 @@ START_TEST(a_link_in_the_repository_to_a_host_secret_resolves_to_nothing)
         };
         struct strbuf sb = { 0 };
         for (size_t i = 0; i < TB_ARRAY_SIZE(links); i++) {
-                _cleanup_free_ char *l = path_in(b.f.repo, links[i].name);
+                _cleanup_free_ char *l = path_in(b.repo, links[i].name);
                 ck_assert_int_eq(symlink(links[i].target, l), 0);
                 const char *file = strcmp(links[i].name, "dir-link") == 0 ? "dir-link/id_rsa" : links[i].name;
                 strbuf_addf(&sb, "if grep -q 'PRIVATE KEY' '%s' 2>/dev/null; then echo 'read %s'; else echo 'nothing %s'; fi; ",
@@ -666,7 +571,7 @@ START_TEST(a_link_in_the_repository_to_a_host_secret_resolves_to_nothing)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -674,9 +579,9 @@ END_TEST
 
 START_TEST(toolchains_on_the_path_refuse_writes)
 {
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *bin = path_in(b.f.dir, "toolchain/bin");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *bin = path_in(b.dir, "toolchain/bin");
         _cleanup_free_ char *tool = path_in(bin, "fake-tool");
         _cleanup_free_ char *planted = path_in(bin, "planted");
         ck_assert_int_eq(mkdir_p(bin, 0755), 0);
@@ -706,15 +611,15 @@ START_TEST(toolchains_on_the_path_refuse_writes)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_harness_binary_refuses_writes)
 {
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *agent_dir = path_in(b.f.dir, "agent");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *agent_dir = path_in(b.dir, "agent");
         _cleanup_free_ char *agent = path_in(agent_dir, "agent");
         ck_assert_int_eq(mkdir_p(agent_dir, 0755), 0);
         _cleanup_free_ char *cp = xasprintf("cp /bin/sh '%s' && chmod 755 '%s'", agent, agent);
@@ -742,15 +647,15 @@ START_TEST(the_harness_binary_refuses_writes)
         ck_assert_int_eq(access(agent, W_OK), 0);
         free(in);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_skills_folder_refuses_writes)
 {
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *skills = path_in(b.f.dir, "skills");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *skills = path_in(b.dir, "skills");
         _cleanup_free_ char *skill = path_in(skills, "SKILL.md");
         _cleanup_free_ char *planted = path_in(skills, "planted");
         ck_assert_int_eq(mkdir_p(skills, 0755), 0);
@@ -778,15 +683,15 @@ START_TEST(the_skills_folder_refuses_writes)
         free(in);
         free(out);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 /* A system folder: the probe sees it, cannot add to it, and it is mounted read-only. */
 static void system_folder_refuses_writes(const char *dir, const char *known)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbtest-sys");
         _cleanup_free_ char *file = xasprintf("%s/%s", dir, m);
         _cleanup_free_ char *sub = xasprintf("%s/%s-dir", dir, m);
@@ -809,7 +714,7 @@ static void system_folder_refuses_writes(const char *dir, const char *known)
         assert_mount_ro(in, dir);
         free(in);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 
 START_TEST(usr_refuses_writes)
@@ -826,8 +731,8 @@ END_TEST
 
 START_TEST(the_sandbox_root_refuses_writes)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbtest-root");
         _cleanup_free_ char *top = xasprintf("/%s", m);
         _cleanup_free_ char *in_sandbox_dir = xasprintf("/sandbox/%s", m);
@@ -849,16 +754,16 @@ START_TEST(the_sandbox_root_refuses_writes)
         assert_mount_ro(in, "/");
         free(in);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(only_the_repository_the_home_and_private_mounts_are_writable)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char *in = sandboxed(&b, NULL, PROBE_MOUNTS);
-        _cleanup_free_ char *home = xasprintf("%s/home", b.f.out);
+        _cleanup_free_ char *home = xasprintf("%s/home", b.out);
         bool repo_rw = false, home_rw = false;
         size_t mounts = 0;
         for (const char *p = in; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
@@ -869,9 +774,9 @@ START_TEST(only_the_repository_the_home_and_private_mounts_are_writable)
                 bool ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || opts[2] == '\0');
                 if (ro)
                         continue;
-                repo_rw = repo_rw || strcmp(mp, b.f.repo) == 0;
+                repo_rw = repo_rw || strcmp(mp, b.repo) == 0;
                 home_rw = home_rw || strcmp(mp, home) == 0;
-                bool allowed = strcmp(mp, b.f.repo) == 0 || strcmp(mp, home) == 0 || strcmp(mp, "/tmp") == 0 ||
+                bool allowed = strcmp(mp, b.repo) == 0 || strcmp(mp, home) == 0 || strcmp(mp, "/tmp") == 0 ||
                                strcmp(mp, "/sandbox/tmp") == 0 /* TMPDIR, private */ || strcmp(mp, "/proc") == 0 || path_is_under(mp, "/dev");
                 ck_assert_msg(allowed, "'%s' is mounted writable in the sandbox (%s)", mp, opts);
         }
@@ -880,29 +785,29 @@ START_TEST(only_the_repository_the_home_and_private_mounts_are_writable)
         ck_assert(repo_rw);
         ck_assert(home_rw);
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(nothing_the_session_writes_reaches_the_repository_s_parent)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* A repository outside /tmp: its parent is on the sandbox's
          * read-only root, and the write is refused in the sandbox too. */
         if (access("/var/tmp", W_OK) == 0) {
-                struct box v = b;
+                struct fixture v = b;
                 _cleanup_free_ char *m = marker("tbtest-varrepo");
-                v.f.dir = xasprintf("/var/tmp/%s", m);
-                snprintf(v.f.repo, sizeof v.f.repo, "%s/repo", v.f.dir);
-                v.n = 0;
-                ck_assert_int_eq(mkdir_p(v.f.repo, 0755), 0);
-                _cleanup_free_ char *file = path_in(v.f.dir, "planted");
+                v.dir = xasprintf("/var/tmp/%s", m);
+                snprintf(v.repo, sizeof v.repo, "%s/repo", v.dir);
+                v.outs = 0;
+                ck_assert_int_eq(mkdir_p(v.repo, 0755), 0);
+                _cleanup_free_ char *file = path_in(v.dir, "planted");
                 const char *script = "(echo x > ../planted) 2>/dev/null && echo parent=written || echo parent=refused";
                 char *in = sandboxed(&v, NULL, script);
                 bool leaked = access(file, F_OK) == 0;
                 char *out = unsandboxed(&v, NULL, script);
-                box_free(&v);
+                fixture_free(&v);
                 ck_assert_msg(!leaked, "the session wrote beside a repository under /var/tmp");
                 assert_line(in, "parent=refused");
                 assert_line(out, "parent=written");
@@ -912,8 +817,8 @@ START_TEST(nothing_the_session_writes_reaches_the_repository_s_parent)
                 skip_note("nothing_the_session_writes_reaches_the_repository_s_parent", "no writable /var/tmp");
         }
         _cleanup_free_ char *m = marker("tbtest-parent");
-        _cleanup_free_ char *file = xasprintf("%s/%s", b.f.dir, m);
-        _cleanup_free_ char *dir = xasprintf("%s/%s-dir", b.f.dir, m);
+        _cleanup_free_ char *file = xasprintf("%s/%s", b.dir, m);
+        _cleanup_free_ char *dir = xasprintf("%s/%s-dir", b.dir, m);
         _cleanup_free_ char *script =
                 xasprintf("echo x > ../%s 2>/dev/null; mkdir ../%s-dir 2>/dev/null; echo done", m, m);
         char *in = sandboxed(&b, NULL, script);
@@ -923,35 +828,35 @@ START_TEST(nothing_the_session_writes_reaches_the_repository_s_parent)
         ck_assert_msg(access(file, F_OK) == 0, "positive control: the probe cannot write there even unsandboxed");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_session_cannot_forge_its_outcome)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *script = "printf '{\"outcome\":\"completed\",\"exit_code\":0}' > \"$HOME/../outcome.json\" 2>/dev/null; "
                              "echo forged > \"$HOME/../forged\" 2>/dev/null; echo kept > \"$HOME/kept\"; exit 3";
-        box_next(&b);
+        fixture_next_out(&b);
         struct proc_result r;
-        tb_run(&r, "shell", &b.f, NULL, EXTRA("--", "-c", script));
+        tb_run(&r, "shell", &b, NULL, EXTRA("--", "-c", script));
         ck_assert_int_eq(r.status, 3);
-        assert_outcome(&b.f, "outcome", "failed");
-        assert_outcome(&b.f, "exit_code", "3");
-        _cleanup_free_ char *forged = path_in(b.f.out, "forged");
-        _cleanup_free_ char *kept = path_in(b.f.out, "home/kept");
+        assert_outcome(&b, "outcome", "failed");
+        assert_outcome(&b, "exit_code", "3");
+        _cleanup_free_ char *forged = path_in(b.out, "forged");
+        _cleanup_free_ char *kept = path_in(b.out, "home/kept");
         ck_assert_msg(access(forged, F_OK) != 0, "the session wrote into its output folder beside its home");
         ck_assert_msg(access(kept, F_OK) == 0, "positive control: the session's home is not the output folder's");
         proc_result_free(&r);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_session_home_is_fresh_and_its_writes_stay_in_the_output_folder)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *real = getenv("HOME");
         _cleanup_free_ char *m = marker("tbtest-fresh");
         _cleanup_free_ char *planted = xasprintf("%s/.%s", real, m);
@@ -966,14 +871,14 @@ START_TEST(the_session_home_is_fresh_and_its_writes_stay_in_the_output_folder)
         unlink(planted);
         bool wrote_real = access(written, F_OK) == 0;
         unlink(written);
-        _cleanup_free_ char *want_home = xasprintf("home=%s/home", b.f.out);
-        _cleanup_free_ char *landed = xasprintf("%s/home/.%s-written", b.f.out, m);
+        _cleanup_free_ char *want_home = xasprintf("home=%s/home", b.out);
+        _cleanup_free_ char *landed = xasprintf("%s/home/.%s-written", b.out, m);
         assert_line(in, want_home);
         assert_line(in, "list=");
         ck_assert_msg(!wrote_real, "a write to $HOME reached the real home");
         ck_assert_msg(access(landed, F_OK) == 0, "a write to $HOME is not in the output folder's home");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -984,16 +889,16 @@ static pid_t host_sleeper(char *num, size_t n)
         sleep_number(num, n);
         pid_t pid = spawn_argv(NULL, (char *[]){ "/bin/sleep", num, NULL }, "/dev/null", "/dev/null");
         pid_t p[2];
-        for (int i = 0; i < 200 && host_procs("sleep", num, p, 2) == 0; i++)
+        for (int i = 0; i < 200 && host_pids(num, "sleep", NULL, p, 2) == 0; i++)
                 usleep(10000);
-        ck_assert_msg(host_procs("sleep", num, p, 2) == 1, "the host's sleeper did not start");
+        ck_assert_msg(host_pids(num, "sleep", NULL, p, 2) == 1, "the host's sleeper did not start");
         return pid;
 }
 
 START_TEST(the_session_sees_only_its_own_processes_and_pid_1_is_bwrap)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char num[64];
         pid_t host = host_sleeper(num, sizeof num);
         _cleanup_free_ char *script = xasprintf(
@@ -1027,14 +932,14 @@ START_TEST(the_session_sees_only_its_own_processes_and_pid_1_is_bwrap)
         ck_assert_msg(n_out > n_in, "positive control: unsandboxed the probe sees only %zu processes", n_out);
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(a_host_process_cannot_be_signalled_by_its_pid)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char num[64];
         pid_t host = host_sleeper(num, sizeof num);
         _cleanup_free_ char *kill_it = xasprintf(
@@ -1058,13 +963,13 @@ START_TEST(a_host_process_cannot_be_signalled_by_its_pid)
         assert_line(out, "probe=reached");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 /* Start a Trial whose session first waits for the file PID in the
  * repository, which this writes with trialbox's own pid. */
-static char *with_trialbox_pid(struct box *b, const char *const flags[], const char *probe_text)
+static char *with_trialbox_pid(struct fixture *b, const char *const flags[], const char *probe_text)
 {
         _cleanup_free_ char *script = xasprintf(
                 "i=0; while [ ! -s PID ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; p=$(cat PID); %s",
@@ -1077,12 +982,12 @@ static char *with_trialbox_pid(struct box *b, const char *const flags[], const c
         extra[n++] = "-c";
         extra[n++] = script;
         extra[n] = NULL;
-        box_next(b);
+        fixture_next_out(b);
         char *argv[64];
-        tb_argv(argv, 64, "shell", &b->f, extra);
-        _cleanup_free_ char *outp = xasprintf("%s.stdout", b->f.out), *errp = xasprintf("%s.stderr", b->f.out);
+        tb_argv(argv, 64, "shell", b, extra);
+        _cleanup_free_ char *outp = xasprintf("%s.stdout", b->out), *errp = xasprintf("%s.stderr", b->out);
         pid_t tb = spawn_argv(tb_env(NULL), argv, outp, errp);
-        _cleanup_free_ char *tmp = path_in(b->f.repo, "PID.tmp"), *pidf = path_in(b->f.repo, "PID");
+        _cleanup_free_ char *tmp = path_in(b->repo, "PID.tmp"), *pidf = path_in(b->repo, "PID");
         _cleanup_free_ char *num = xasprintf("%d", (int)tb);
         write_text(tmp, num, 0644);
         ck_assert_int_eq(rename(tmp, pidf), 0);
@@ -1095,8 +1000,8 @@ static char *with_trialbox_pid(struct box *b, const char *const flags[], const c
 
 START_TEST(trialbox_s_own_process_is_out_of_reach)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *probe_text =
                 "[ -e /proc/$p ] && echo proc=seen || echo proc=unseen; "
                 "kill -0 $p 2>/dev/null && echo signal=reached || echo signal=refused; "
@@ -1118,7 +1023,7 @@ START_TEST(trialbox_s_own_process_is_out_of_reach)
         assert_line(out, "cmdline=read");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1126,19 +1031,19 @@ END_TEST
 
 /* Run a Trial of `harness` with a clean fd table (and `keep` as fd 9);
  * while its session sleeps, count what trialbox itself holds open. */
-static char *fd_probe(struct box *b, const char *harness, char *const env[], int keep, size_t *tb_fds,
+static char *fd_probe(struct fixture *b, const char *harness, char *const env[], int keep, size_t *tb_fds,
                       bool *tb_has_login_fd)
 {
         const char *script = "echo \"fds=$(ls /proc/self/fd | sort -n | tr '\\n' ' ')\"; "
                              "(echo through-fd-9 >&9) 2>/dev/null && echo fd9=writable || echo fd9=closed; "
                              "touch READY; sleep 0.3";
-        box_next(b);
+        fixture_next_out(b);
         char *argv[64];
-        tb_argv(argv, 64, harness, &b->f, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script));
-        _cleanup_free_ char *outp = xasprintf("%s.stdout", b->f.out), *errp = xasprintf("%s.stderr", b->f.out);
-        _cleanup_free_ char *ready = path_in(b->f.repo, "READY");
+        tb_argv(argv, 64, harness, b, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script));
+        _cleanup_free_ char *outp = xasprintf("%s.stdout", b->out), *errp = xasprintf("%s.stderr", b->out);
+        _cleanup_free_ char *ready = path_in(b->repo, "READY");
         unlink(ready);
-        pid_t tb = spawn_clean(tb_env(env), argv, outp, errp, keep, NULL);
+        pid_t tb = spawn(tb_env(env), argv, &(struct spawn_io){ .out = outp, .err = errp, .keep_fd = keep, .close_fds = true });
         ck_assert_msg(wait_for_file(ready, 20000), "the %s session never became ready", harness);
         _cleanup_free_ char *fd_dir = xasprintf("/proc/%d/fd", (int)tb);
         DIR *d = opendir(fd_dir);
@@ -1167,11 +1072,11 @@ static char *fd_probe(struct box *b, const char *harness, char *const env[], int
 
 START_TEST(the_session_holds_none_of_trialbox_s_open_fds)
 {
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *codex_home = path_in(b.dir, "codex");
         _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
-        _cleanup_free_ char *state = path_in(b.f.dir, "state");
+        _cleanup_free_ char *state = path_in(b.dir, "state");
         _cleanup_free_ char *grok = path_in(state, "trialbox/trials/grok");
         _cleanup_free_ char *grok_auth = path_in(grok, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
@@ -1195,18 +1100,18 @@ START_TEST(the_session_holds_none_of_trialbox_s_open_fds)
                                       harnesses[i]);
                 free(in);
         }
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* A caller's log file, opened without O_CLOEXEC, outside every bind.
          * bwrap passes on every fd it gets: trialbox must not hand it any
          * but its own status fd. */
-        _cleanup_free_ char *log = path_in(b.f.dir, "caller.log");
+        _cleanup_free_ char *log = path_in(b.dir, "caller.log");
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         ck_assert_int_ge(fd, 0);
         size_t held;
@@ -1215,9 +1120,9 @@ START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
         _cleanup_free_ char *got = read_text(log);
 
         /* Positive control: the probe finds an inherited fd 9 where one is. */
-        _cleanup_free_ char *ctl_out = path_in(b.f.dir, "ctl.out"), *ctl_err = path_in(b.f.dir, "ctl.err");
-        pid_t p = spawn_clean(NULL, (char *[]){ "/bin/sh", "-c", "(: >&9) 2>/dev/null && echo fd9=writable", NULL },
-                              ctl_out, ctl_err, fd, NULL);
+        _cleanup_free_ char *ctl_out = path_in(b.dir, "ctl.out"), *ctl_err = path_in(b.dir, "ctl.err");
+        pid_t p = spawn(NULL, (char *[]){ "/bin/sh", "-c", "(: >&9) 2>/dev/null && echo fd9=writable", NULL },
+                        &(struct spawn_io){ .out = ctl_out, .err = ctl_err, .keep_fd = fd, .close_fds = true });
         ck_assert_int_eq(wait_status(p), 0);
         _cleanup_free_ char *ctl = read_text(ctl_out);
         close(fd);
@@ -1228,7 +1133,7 @@ START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
         assert_line(in, "fd9=closed");
         assert_line(in, "fds=0 1 2 3 ");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1236,8 +1141,8 @@ END_TEST
 
 START_TEST(no_host_environment_secret_reaches_the_session)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         static const char *const names[] = {
                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "XAI_API_KEY",
                 "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GITHUB_TOKEN", "GH_TOKEN",
@@ -1282,14 +1187,14 @@ START_TEST(no_host_environment_secret_reaches_the_session)
                 free(env[i]);
         free(in);
         free(allowed);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_ssh_agent_socket_is_unreachable)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* Where ssh-agent puts it: /tmp/ssh-XXXX/agent.PID, listening. */
         _cleanup_free_ char *m = marker("ssh");
         _cleanup_free_ char *dir = xasprintf("/tmp/%s", m);
@@ -1320,16 +1225,16 @@ START_TEST(the_ssh_agent_socket_is_unreachable)
         free(in);
         free(allowed);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(no_other_harness_s_credentials_reach_the_session)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *m = marker("tbcred");
-        _cleanup_free_ char *cfg = path_in(b.f.dir, "config");
+        _cleanup_free_ char *cfg = path_in(b.dir, "config");
         _cleanup_free_ char *creds_dir = path_in(cfg, "trialbox");
         _cleanup_free_ char *creds = path_in(creds_dir, "credentials.json");
         ck_assert_int_eq(mkdir_p(creds_dir, 0700), 0);
@@ -1338,7 +1243,7 @@ START_TEST(no_other_harness_s_credentials_reach_the_session)
                 "\"gemini\": {\"api_key\": \"%s-gemini\"}}",
                 m, m, m);
         write_text(creds, json, 0600);
-        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        _cleanup_free_ char *codex_home = path_in(b.dir, "codex");
         _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         write_text(codex_auth, "{\"codex\": \"login\"}", 0600);
@@ -1372,7 +1277,7 @@ START_TEST(no_other_harness_s_credentials_reach_the_session)
                 free(results[i]);
         free(claude);
         free(sb.s);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1380,8 +1285,8 @@ END_TEST
 
 START_TEST(a_double_forked_setsid_daemon_dies_with_the_session)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char num[64];
         sleep_number(num, sizeof num);
         /* It ignores the polite signals, is in a session of its own and
@@ -1394,7 +1299,7 @@ START_TEST(a_double_forked_setsid_daemon_dies_with_the_session)
                 num, num);
         char *in = sandboxed(&b, NULL, script);
         assert_line(in, "running=2"); /* they did start */
-        bool gone = sleepers_gone(num, 2000);
+        bool gone = host_processes_gone(num, "sleep", 2000);
         if (!gone)
                 kill_sleepers(num);
         ck_assert_msg(gone, "a daemon of the session outlived it");
@@ -1403,62 +1308,59 @@ START_TEST(a_double_forked_setsid_daemon_dies_with_the_session)
         char *out = unsandboxed(&b, NULL, script);
         pid_t p[4];
         size_t left = 0;
-        for (int i = 0; i < 100 && (left = host_procs("sleep", num, p, 4)) < 2; i++)
+        for (int i = 0; i < 100 && (left = host_pids(num, "sleep", NULL, p, 4)) < 2; i++)
                 usleep(20000);
         kill_sleepers(num);
         ck_assert_msg(left == 2, "positive control: %zu of the unsandboxed daemons are seen on the host", left);
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(killing_trialbox_with_sigkill_leaves_nothing_of_the_session_running)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char num[64];
         sleep_number(num, sizeof num);
         _cleanup_free_ char *script = xasprintf(
                 "setsid sh -c '(trap \"\" HUP TERM INT; exec sleep %s) & ' </dev/null >/dev/null 2>&1; "
                 "sleep %s & touch READY; wait",
                 num, num);
-        box_next(&b);
+        fixture_next_out(&b);
         char *argv[64];
-        tb_argv(argv, 64, "shell", &b.f, EXTRA("--", "-c", script));
-        _cleanup_free_ char *outp = path_in(b.f.dir, "stdout"), *errp = path_in(b.f.dir, "stderr");
-        _cleanup_free_ char *ready = path_in(b.f.repo, "READY");
+        tb_argv(argv, 64, "shell", &b, EXTRA("--", "-c", script));
+        _cleanup_free_ char *outp = path_in(b.dir, "stdout"), *errp = path_in(b.dir, "stderr");
+        _cleanup_free_ char *ready = path_in(b.repo, "READY");
         pid_t tb = spawn_argv(tb_env(NULL), argv, outp, errp);
         ck_assert_msg(wait_for_file(ready, 20000), "the session never became ready");
         pid_t p[4];
-        for (int i = 0; i < 200 && host_procs("sleep", num, p, 4) < 2; i++)
+        for (int i = 0; i < 200 && host_pids(num, "sleep", NULL, p, 4) < 2; i++)
                 usleep(10000);
-        size_t before = host_procs("sleep", num, p, 4);
+        size_t before = host_pids(num, "sleep", NULL, p, 4);
         ck_assert_int_eq(kill(tb, SIGKILL), 0);
         ck_assert_int_eq(wait_status(tb), 128 + SIGKILL);
-        bool gone = sleepers_gone(num, 3000);
-        size_t left = host_procs("sleep", num, p, 4);
+        bool gone = host_processes_gone(num, "sleep", 3000);
+        size_t left = host_pids(num, "sleep", NULL, p, 4);
         _cleanup_free_ char *bwrap_cmd = xasprintf("sleep %s", num);
         pid_t bw[4];
-        size_t bwraps = host_procs("bwrap", bwrap_cmd, bw, 4);
+        size_t bwraps = host_pids(bwrap_cmd, "bwrap", NULL, bw, 4);
         if (!gone)
                 kill_sleepers(num);
         ck_assert_msg(before == 2, "positive control: %zu of the session's processes seen before the kill", before);
         ck_assert_msg(gone, "%zu processes of the session outlived trialbox killed with SIGKILL", left);
         ck_assert_msg(bwraps == 0, "a bwrap of the session outlived trialbox");
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_session_has_no_controlling_terminal)
 {
-        struct box b;
-        box_new(&b);
-        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-        ck_assert_int_ge(master, 0);
-        ck_assert_int_eq(grantpt(master), 0);
-        ck_assert_int_eq(unlockpt(master), 0);
-        _cleanup_free_ char *slave = xstrdup(ptsname(master));
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *slave = NULL;
+        int master = pty_open(&slave);
         /* The terminal is trialbox's controlling terminal and its stdin.
          * --new-session takes it away, so TIOCSTI (typing into the user's
          * shell, CVE-2017-5226) is refused; CAP_SYS_ADMIN would bypass that. */
@@ -1470,12 +1372,13 @@ START_TEST(the_session_has_no_controlling_terminal)
                 "else echo tiocsti=refused; fi";
         char *outs[2];
         for (int i = 0; i < 2; i++) {
-                box_next(&b);
+                fixture_next_out(&b);
                 char *argv[64];
-                tb_argv(argv, 64, "shell", &b.f,
+                tb_argv(argv, 64, "shell", &b,
                         i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
-                _cleanup_free_ char *outp = xasprintf("%s.stdout", b.f.out), *errp = xasprintf("%s.stderr", b.f.out);
-                pid_t tb = spawn_clean(tb_env(NULL), argv, outp, errp, -1, slave);
+                _cleanup_free_ char *outp = xasprintf("%s.stdout", b.out), *errp = xasprintf("%s.stderr", b.out);
+                pid_t tb = spawn(tb_env(NULL), argv,
+                                 &(struct spawn_io){ .out = outp, .err = errp, .tty = slave, .close_fds = true });
                 int status = wait_status(tb);
                 _cleanup_free_ char *err = read_text(errp);
                 ck_assert_msg(status == 0, "the Trial ended with status %d: %s", status, err);
@@ -1488,7 +1391,7 @@ START_TEST(the_session_has_no_controlling_terminal)
         assert_line(outs[1], "tty=controlling");
         free(outs[0]);
         free(outs[1]);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1498,8 +1401,8 @@ END_TEST
  * for the session unless told --cap-drop ALL. */
 START_TEST(the_session_holds_no_capabilities)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *script = "grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'";
         char *in = sandboxed(&b, NULL, script);
         char *out = unsandboxed(&b, NULL, script);
@@ -1513,17 +1416,17 @@ START_TEST(the_session_holds_no_capabilities)
                 skip_note("the_session_holds_no_capabilities", "not root: no capabilities to see unsandboxed");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(a_read_only_bind_cannot_be_remounted_writable)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* A toolchain folder of the test's own: bound read-only. With
          * CAP_SYS_ADMIN, root in the session could remount it writable. */
-        _cleanup_free_ char *bin = path_in(b.f.dir, "toolchain/bin");
+        _cleanup_free_ char *bin = path_in(b.dir, "toolchain/bin");
         _cleanup_free_ char *planted = path_in(bin, "planted");
         ck_assert_int_eq(mkdir_p(bin, 0755), 0);
         _cleanup_free_ char *path = xasprintf("PATH=%s:%s", bin, getenv("PATH"));
@@ -1537,14 +1440,14 @@ START_TEST(a_read_only_bind_cannot_be_remounted_writable)
         assert_line(in, "write=refused");
         ck_assert_msg(!planted_on_host, "the session wrote through a read-only bind to the host");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_host_kernel_settings_refuse_writes)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* bwrap covers /proc/sys read-only only when access("/proc/sys",
          * W_OK) succeeds, which for root it does not (the folder is r-x),
          * while the files in it are writable by uid 0 even without any
@@ -1562,14 +1465,14 @@ START_TEST(the_host_kernel_settings_refuse_writes)
                 skip_note("the_host_kernel_settings_refuse_writes", "not root: they are not writable unsandboxed");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(setuid_programs_cannot_raise_the_session_s_privileges)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *script = "grep '^NoNewPrivs:' /proc/self/status | tr -d '\\t'";
         char *in = sandboxed(&b, NULL, script);
         assert_line(in, "NoNewPrivs:1");
@@ -1582,7 +1485,7 @@ START_TEST(setuid_programs_cannot_raise_the_session_s_privileges)
                 skip_note("setuid_programs_cannot_raise_the_session_s_privileges", "the test itself runs with no_new_privs");
         }
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1590,9 +1493,9 @@ END_TEST
 
 /* The kernel probe, copied into the repository (bound in every Trial);
  * returns the script that runs it. */
-static char *with_kernel_probe(struct box *b)
+static char *with_kernel_probe(struct fixture *b)
 {
-        _cleanup_free_ char *dest = path_in(b->f.repo, "kernel_probe");
+        _cleanup_free_ char *dest = path_in(b->repo, "kernel_probe");
         size_t n = 0;
         _cleanup_free_ char *bin = read_all(KERNEL_PROBE, &n, true);
         ck_assert_msg(bin != NULL, "cannot read the kernel probe '%s'", KERNEL_PROBE);
@@ -1605,8 +1508,8 @@ static char *with_kernel_probe(struct box *b)
 
 START_TEST(the_session_cannot_reach_keyrings_bpf_perf_userfaultfd_io_uring_or_ptrace_attach)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *probe = with_kernel_probe(&b);
         char *in = sandboxed(&b, NULL, probe);
         char *out = unsandboxed(&b, NULL, probe);
@@ -1627,14 +1530,14 @@ START_TEST(the_session_cannot_reach_keyrings_bpf_perf_userfaultfd_io_uring_or_pt
         assert_line(out, "ptrace_attach=ok");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_session_cannot_mount_or_make_a_user_namespace)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *probe = with_kernel_probe(&b);
         _cleanup_free_ char *script =
                 xasprintf("%s; unshare -U true 2>/dev/null && echo unshare-U=ok || echo unshare-U=refused; "
@@ -1661,14 +1564,14 @@ START_TEST(the_session_cannot_mount_or_make_a_user_namespace)
                 skip_note("the_session_cannot_mount_or_make_a_user_namespace", "the host makes no user namespace");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(node_git_python_and_a_compiler_work_under_the_filter)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         const char *script =
                 "node -e 'console.log(\"node=\" + (6 * 7))'; "
                 "python3 -c 'import os, tempfile; tempfile.mkstemp(); print(\"python=\" + str(6 * 7))'; "
@@ -1682,14 +1585,14 @@ START_TEST(node_git_python_and_a_compiler_work_under_the_filter)
         assert_line(in, "git=one");
         assert_line(in, "cc=hello");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(keys_in_trialbox_s_session_keyring_are_invisible_to_the_session)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* A session keyring of this test's own, holding a key only a
          * possessor may see: the session sees it in /proc/keys (no keyctl
          * needed) only if it shares trialbox's session keyring. */
@@ -1705,16 +1608,16 @@ START_TEST(keys_in_trialbox_s_session_keyring_are_invisible_to_the_session)
         assert_line(out, "key=visible");
         free(in);
         free(out);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 START_TEST(the_session_tmpdir_is_never_a_prefix_of_its_home)
 {
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         /* The output folder is under /tmp (the fixture's), so the home is. */
-        ck_assert(path_is_under(b.f.dir, "/tmp"));
+        ck_assert(path_is_under(b.dir, "/tmp"));
         const char *script = "echo \"tmpdir=$TMPDIR\"; echo \"home=$HOME\"; "
                              "case \"$HOME/\" in \"${TMPDIR%/}\"/*) echo prefix=yes;; *) echo prefix=no;; esac; "
                              "f=$(mktemp) && echo made > \"$f\" && echo mktemp=ok";
@@ -1723,16 +1626,16 @@ START_TEST(the_session_tmpdir_is_never_a_prefix_of_its_home)
         assert_line(in, "mktemp=ok");
         ck_assert_msg(!has_line(in, "tmpdir="), "TMPDIR is empty:\n%s", in);
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
 /* Run `script` as a claude Trial (its plugin declares TB_HARNESS_NEEDS_USERNS:
  * Claude Code runs its own sandbox), with a setup token in a Credentials file
  * of its own. Returns what the session printed (malloc'd). */
-static char *as_claude(struct box *b, const char *script)
+static char *as_claude(struct fixture *b, const char *script)
 {
-        _cleanup_free_ char *cfg = path_in(b->f.dir, "claude-config");
+        _cleanup_free_ char *cfg = path_in(b->dir, "claude-config");
         write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-token\"}}", 0600);
         _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
         return run_script(b, "claude", ENV(env_cfg), NULL, script);
@@ -1747,8 +1650,8 @@ START_TEST(a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_
                 skip_note("a_harness_s_own_sandbox_…", "root: a root session cannot map uid 0 for a nested sandbox");
                 return;
         }
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         _cleanup_free_ char *probe = with_kernel_probe(&b);
         _cleanup_free_ char *script = xasprintf(
                 "%s; bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --proc /proc --dev /dev "
@@ -1761,7 +1664,7 @@ START_TEST(a_harness_s_own_sandbox_with_a_fresh_proc_works_when_it_needs_nested_
         assert_line(in, "keyctl=ENOSYS");
         assert_line(in, "bpf=EPERM");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1778,21 +1681,21 @@ START_TEST(the_real_codex_sandbox_runs_inside_a_trial_under_tmp)
                 skip_note("the_real_codex_sandbox_runs_inside_a_trial_under_tmp", "root: see its _unprivileged run");
                 return;
         }
-        struct box b;
-        box_new(&b);
-        _cleanup_free_ char *codex_home = path_in(b.f.dir, "codex");
+        struct fixture b;
+        fixture_new(&b);
+        _cleanup_free_ char *codex_home = path_in(b.dir, "codex");
         _cleanup_free_ char *codex_auth = path_in(codex_home, "auth.json");
         ck_assert_int_eq(mkdir_p(codex_home, 0700), 0);
         write_text(codex_auth, "{}", 0600);
         _cleanup_free_ char *env_codex = xasprintf("CODEX_HOME=%s", codex_home);
-        box_next(&b);
+        fixture_next_out(&b);
         struct proc_result r;
-        tb_run(&r, "codex", &b.f, ENV(env_codex),
+        tb_run(&r, "codex", &b, ENV(env_codex),
                EXTRA("--", "sandbox", "--", "sh", "-c", "echo codex-sandbox=ok"));
         ck_assert_msg(r.status == 0 && has_line(r.out, "codex-sandbox=ok"),
                       "codex sandbox in a Trial ended with status %d:\n%s\n%s", r.status, r.out, r.err);
         proc_result_free(&r);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -1806,12 +1709,12 @@ START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
                           is_root() ? "root: see its _unprivileged run" : "srt, rg or socat is not installed");
                 return;
         }
-        struct box b;
-        box_new(&b);
+        struct fixture b;
+        fixture_new(&b);
         char *in = as_claude(&b, "srt -c 'echo srt=ok' 2>&1");
         assert_line(in, "srt=ok");
         free(in);
-        box_free(&b);
+        fixture_free(&b);
 }
 END_TEST
 
@@ -2014,11 +1917,8 @@ START_TEST(two_concurrent_trials_share_no_ipc_tmp_dev_shm_or_processes)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("isolation", 60)
 {
-        Suite *s = suite_create("isolation");
-        TCase *tc = tcase_create("isolation");
-        tcase_set_timeout(tc, 60);
         /* unbound host paths */
         tcase_add_test(tc, the_real_home_is_invisible);
         tcase_add_test(tc, other_users_homes_are_invisible);
@@ -2075,8 +1975,4 @@ static Suite *suite(void)
         tcase_add_test(tc, as_root_the_session_runs_as_the_repository_s_owner_or_the_user_given);
         tcase_add_test(tc, root_session_runs_as_trialbox_s_own_user_with_output_and_home_0700);
         tcase_add_test(tc, two_concurrent_trials_share_no_ipc_tmp_dev_shm_or_processes);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

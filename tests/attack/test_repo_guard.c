@@ -17,27 +17,6 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-#define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
-#define GIT "git -c user.name=t -c user.email=t@example.com"
-
-static void sh_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh_ok(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        char *cmd = NULL;
-        ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
-        va_end(ap);
-        ck_assert_msg(host_can(cmd), "failed on the host: %s", cmd);
-        free(cmd);
-}
-
-/* A repository with one commit on `main`. */
-static void git_repo(const struct fixture *f)
-{
-        sh_ok("set -e; cd '%s'; git init -q -b main; echo one > tracked; git add tracked; " GIT " commit -q -m base",
-              f->repo);
-}
 
 /* A fixture for a test of git's control files, its repository made a git
  * repository with one commit when `with_repo`. git is required: without it
@@ -47,7 +26,7 @@ static void git_fixture(struct fixture *f, bool with_repo)
         ck_assert_msg(host_can("command -v git >/dev/null"), "git is not installed: apt-get install -y git");
         fixture_new(f);
         if (with_repo)
-                git_repo(f);
+                git_repo_new(f->repo);
 }
 
 /* The names in `dir` that start with `prefix`, space-separated (malloc'd, "" for none). */
@@ -146,7 +125,7 @@ START_TEST(nothing_a_session_writes_into_git_runs_on_the_host)
         sh_ok("cd '%s' && git worktree add -q inner -b inner-branch", f.repo);
         char *script = NULL;
         ck_assert_int_ge(asprintf(&script, attack, f.dir), 0);
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0, "the Trial failed (%d): %s", r.status, r.err);
         /* The session keeps doing its work. */
         const char *ok[] = { "SESSION-COMMIT-OK", "SESSION-REBASE-OK", "SESSION-BRANCH-OK", "SESSION-TAG-OK",
@@ -241,7 +220,7 @@ START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_host
                                   "printf '[core]\\n\\tfsmonitor = touch %%s; false\\n' \"$M-later\" > later.cfg && echo PLANTED\n",
                                   f.dir),
                          0);
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
         ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed a file the host's config names: %s", r.out);
         ck_assert_ptr_nonnull(strstr(r.err, "later.cfg"));
@@ -258,7 +237,7 @@ START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_host
                                   "chmod +x .githooks/pre-commit && echo PLANTED",
                                   f.dir),
                          0);
-        tb(&r, &f2, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f2, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
         ck_assert_ptr_nonnull(strstr(r.err, ".githooks"));
         proc_result_free(&r);
@@ -294,7 +273,7 @@ START_TEST(a_hooks_link_into_the_worktree_stays_the_hosts)
                                   ".git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo REPLACED\n",
                                   f.dir),
                          0);
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "REPLACED"), "%s%s", r.out, r.err);
         ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed the hooks the link names: %s", r.out);
         ck_assert_ptr_nonnull(strstr(r.err, "restored the link"));
@@ -322,7 +301,7 @@ START_TEST(a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside)
         struct proc_result r;
         char dotgit[1100];
         git_fixture(&f, false);
-        tb(&r, &f, NULL,
+        tb_shell(&r, &f, NULL,
            EXTRA("--", "-c", "git init -q && git config core.fsmonitor 'touch /x; false' && echo SESSION-INIT-OK"));
         ck_assert_msg(r.status == 0 && strstr(r.out, "SESSION-INIT-OK"), "%s%s", r.out, r.err);
         snprintf(dotgit, sizeof dotgit, "%s/.git", f.repo);
@@ -371,7 +350,7 @@ START_TEST(a_planted_git_file_never_binds_a_host_folder)
         for (size_t i = 0; i < TB_ARRAY_SIZE(targets); i++) {
                 fixture_new(&f);
                 plant_dotgit(&f, targets[i], false);
-                tb(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "true"));
+                tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "true"));
                 ck_assert_msg(r.status == 0, "%s", r.err);
                 ck_assert_msg(!binds_rw(r.out, targets[i]), "'%s' is bound read-write: %s", targets[i], r.out);
                 ck_assert_ptr_nonnull(strstr(r.err, "not bound"));
@@ -382,7 +361,7 @@ START_TEST(a_planted_git_file_never_binds_a_host_folder)
         fixture_new(&f);
         snprintf(parent, sizeof parent, "%s", f.dir);
         plant_dotgit(&f, parent, true);
-        tb(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "true"));
+        tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "true"));
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_msg(!binds_rw(r.out, parent), "the parent '%s' is bound read-write: %s", parent, r.out);
         ck_assert_msg(strstr(r.err, "not bound") && strstr(r.err, "a parent of"), "%s", r.err);
@@ -452,7 +431,7 @@ START_TEST(the_session_commits_as_the_host_user_and_sees_no_other_host_git_confi
         }
         write_text(gitconfig, text, 0644);
         snprintf(env_home, sizeof env_home, "HOME=%s", home);
-        tb(&r, &f, ENV(env_home),
+        tb_shell(&r, &f, ENV(env_home),
            EXTRA("--", "-c",
                  "git commit -q --allow-empty -m as-host && git config --get credential.helper; "
                  "git config --get core.pager; cat \"$HOME/.gitconfig\""));
@@ -476,7 +455,7 @@ START_TEST(a_git_link_at_the_top_of_the_repository_makes_the_trial_void)
         struct proc_result r;
         git_fixture(&f, true);
         sh_ok("cd '%s' && mv .git real-git && ln -s real-git .git", f.repo);
-        tb(&r, &f, NULL, EXTRA("--", "-c", "touch SESSION-RAN"));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", "touch SESSION-RAN"));
         ck_assert_msg(r.status == 125, "status %d: %s", r.status, r.err);
         ck_assert_msg(strstr(r.err, ".git' is a link"), "%s", r.err);
         _cleanup_free_ char *ran = path_in(f.repo, "SESSION-RAN");
@@ -503,7 +482,7 @@ START_TEST(a_folder_above_a_hooks_folder_the_host_names_cannot_be_moved_away)
                           "%%s\\n' '%s/PWNED-moved' > tools/hooks/pre-commit && chmod +x tools/hooks/pre-commit && "
                           "echo LEAK-moved; echo DONE",
                           f.dir);
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
         ck_assert_msg(!strstr(r.out, "LEAK-moved"), "the session moved the folder above the hooks: %s", r.out);
         proc_result_free(&r);
@@ -516,11 +495,8 @@ START_TEST(a_folder_above_a_hooks_folder_the_host_names_cannot_be_moved_away)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("repo_guard", 120)
 {
-        Suite *s = suite_create("repo_guard");
-        TCase *tc = tcase_create("repo_guard");
-        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
         tcase_add_test(tc, without_trialbox_the_same_attack_does_run_on_the_host);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
@@ -531,8 +507,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_planted_git_file_never_binds_a_host_folder);
         tcase_add_test(tc, a_fifo_as_git_file_or_commondir_hangs_nothing);
         tcase_add_loop_test(tc, the_session_commits_as_the_host_user_and_sees_no_other_host_git_config, 0, 3);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -29,7 +29,6 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
 
 enum {
         S_CLAUDE,
@@ -48,7 +47,6 @@ static const char *const kinds[N_SECRETS] = { "claude", "opencode", "geminikey",
 /* A host with every Harness's login in place, all under one test folder. */
 struct world {
         struct fixture f;
-        int n;
         char *home, *config, *codex_home, *state, *creds;
         char *secret[N_SECRETS];
         char *env[8];
@@ -121,8 +119,6 @@ static void world_free(struct world *w)
         free(w->creds);
         fixture_free(&w->f);
 }
-
-static void world_next(struct world *w) { snprintf(w->f.out, sizeof w->f.out, "%s/out%d", w->f.dir, w->n++); }
 
 /* The first secret in `len` bytes of `buf`, or NULL. */
 static const char *secret_in(const struct world *w, const char *buf, size_t len)
@@ -271,7 +267,7 @@ START_TEST(secrets_never_leak_from_any_harness_trial)
                 xasprintf(": %s; " SESSION_REPORT "touch STARTED; sleep 0.5", m);
 
         /* 1. The Trial, at its most verbose; the host's command lines scanned while it runs. */
-        world_next(&w);
+        fixture_next_out(&w.f);
         char *argv[64];
         tb_argv(argv, 64, harness, &w.f, EXTRA("-vv", "--json", "--harness-bin", "/bin/sh", "--", "-c", script));
         _cleanup_free_ char *outp = path_in(w.f.dir, "stdout"), *errp = path_in(w.f.dir, "stderr");
@@ -338,7 +334,7 @@ START_TEST(secrets_never_leak_from_any_harness_trial)
         assert_output_folder_clean(&w, w.f.out);
 
         /* 2. --dry-run, verbose: the line it prints, with a secret variable redacted. */
-        world_next(&w);
+        fixture_next_out(&w.f);
         struct proc_result r;
         tb_run(&r, harness, &w.f, w.env, EXTRA("--dry-run", "-vv", "--harness-bin", "/bin/sh", "--", "-c", script));
         ck_assert_msg(r.status == 0, "--dry-run of %s: status %d: %s", harness, r.status, r.err);
@@ -351,7 +347,7 @@ START_TEST(secrets_never_leak_from_any_harness_trial)
         proc_result_free(&r);
 
         /* 3. Unsandboxed, verbose: the same holds. */
-        world_next(&w);
+        fixture_next_out(&w.f);
         tb_run(&r, harness, &w.f, w.env, EXTRA("--no-sandbox", "-vv", "--json", "--harness-bin", "/bin/sh", "--", "-c", "true"));
         ck_assert_msg(r.status == 0, "unsandboxed %s: status %d: %s", harness, r.status, r.err);
         assert_no_secret(&w, r.out, "the unsandboxed Trial's stdout");
@@ -383,7 +379,7 @@ START_TEST(a_void_trial_prints_and_leaves_no_secret)
         env[n] = NULL;
         for (size_t i = 0; i < TB_ARRAY_SIZE(all_harnesses); i++) {
                 struct proc_result r;
-                world_next(&w);
+                fixture_next_out(&w.f);
                 tb_run(&r, all_harnesses[i], &w.f, env,
                        EXTRA("-vv", "--json", "--harness-bin", "/bin/sh", "--", "-c", "echo ran"));
                 ck_assert_msg(r.status == 125, "%s: status %d: %s", all_harnesses[i], r.status, r.err);
@@ -400,7 +396,7 @@ START_TEST(a_void_trial_prints_and_leaves_no_secret)
                                               w.secret[S_OPENCODE], w.secret[S_GEMINI_KEY]);
         write_text(creds, json, 0600);
         struct proc_result r;
-        world_next(&w);
+        fixture_next_out(&w.f);
         tb_run(&r, "claude", &w.f, w.env, EXTRA("-vv", "--json", "--credentials", creds, "--harness-bin", "/bin/sh"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&w.f, "cause", "session_unavailable");
@@ -419,7 +415,7 @@ START_TEST(a_trial_ended_by_a_signal_leaves_no_secret)
         /* The Harnesses with a synced private copy in the fresh home. */
         const char *synced[] = { "codex", "muse", "agy", "gemini" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(synced); i++) {
-                world_next(&w);
+                fixture_next_out(&w.f);
                 char *argv[64];
                 tb_argv(argv, 64, synced[i], &w.f,
                         EXTRA("-vv", "--harness-bin", "/bin/sh", "--", "-c", "touch STARTED; exec sleep 30"));
@@ -462,7 +458,7 @@ START_TEST(a_login_the_session_refreshes_is_never_printed_nor_left_behind)
                 _cleanup_free_ char *script = xasprintf(
                         "t=\"tbsecret-refreshed$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')\"; %s; sleep 0.2", cases[i].save);
                 struct proc_result r;
-                world_next(&w);
+                fixture_next_out(&w.f);
                 tb_run(&r, cases[i].harness, &w.f, w.env,
                        EXTRA("-vv", "--json", "--harness-bin", "/bin/sh", "--", "-c", script));
                 ck_assert_msg(r.status == 0, "%s: status %d: %s", cases[i].harness, r.status, r.err);
@@ -514,7 +510,7 @@ START_TEST(check_harnesses_and_credentials_list_print_no_secret)
         /* A Credentials file readable by others: warned about, not printed. */
         ck_assert_int_eq(chmod(w.creds, 0644), 0);
         struct proc_result r;
-        world_next(&w);
+        fixture_next_out(&w.f);
         tb_run(&r, "claude", &w.f, w.env, EXTRA("-vv", "--harness-bin", "/bin/true"));
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_msg(strstr(r.err, "chmod 600") != NULL, "positive control: no warning:\n%s", r.err);
@@ -557,7 +553,7 @@ START_TEST(a_malformed_credentials_file_is_reported_without_its_secrets)
                 _cleanup_free_ char *text = with_secret(bad[i], w.secret[S_CLAUDE]);
                 write_text(w.creds, text, 0600);
                 struct proc_result r;
-                world_next(&w);
+                fixture_next_out(&w.f);
                 tb_run(&r, "claude", &w.f, w.env, EXTRA("-vv", "--json", "--harness-bin", "/bin/true"));
                 ck_assert_msg(r.status == 125, "case %zu: status %d: %s", i, r.status, r.err);
                 /* Positive control: the error is the file's. */
@@ -726,11 +722,8 @@ START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("secrets", 60)
 {
-        Suite *s = suite_create("secrets");
-        TCase *tc = tcase_create("secrets");
-        tcase_set_timeout(tc, 60);
         tcase_add_loop_test(tc, secrets_never_leak_from_any_harness_trial, 0, (int)TB_ARRAY_SIZE(expectations));
         tcase_add_test(tc, a_void_trial_prints_and_leaves_no_secret);
         tcase_add_test(tc, a_trial_ended_by_a_signal_leaves_no_secret);
@@ -740,8 +733,4 @@ static Suite *suite(void)
         tcase_add_test(tc, credentials_set_takes_the_secret_from_stdin_and_prints_it_nowhere);
         tcase_add_loop_test(tc, a_session_runs_the_tools_in_the_home_but_reads_no_secret_place, 0,
                             (int)TB_ARRAY_SIZE(home_paths));
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -27,7 +27,6 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE_SO(target, file) FAKE_PLUGIN_DIR "/" target "/" file ".so"
 
 /* ---- cases and verdicts ---- */
 
@@ -124,28 +123,6 @@ static void expect_refusal(struct verdict *v, const struct proc_result *r, int s
         EXPECT(v, !raw, "stderr holds a raw control character: \"%s\"", esc(r->err));
 }
 
-/* The names in a folder (not . and ..), sorted, joined with spaces. */
-static char *listing(const char *dir)
-{
-        struct dirent **names = NULL;
-        int n = scandir(dir, &names, NULL, alphasort);
-        struct strbuf sb = { 0 };
-        strbuf_add(&sb, "");
-        for (int i = 0; i < n; i++) {
-                if (strcmp(names[i]->d_name, ".") != 0 && strcmp(names[i]->d_name, "..") != 0)
-                        strbuf_addf(&sb, "%s%s", sb.len ? " " : "", names[i]->d_name);
-                free(names[i]);
-        }
-        free(names);
-        return sb.s;
-}
-
-static bool exists(const char *path)
-{
-        struct stat st;
-        return lstat(path, &st) == 0;
-}
-
 /* The output folder holds only what a void Trial leaves: outcome.json, and
  * the fresh home (with nothing but its empty XDG folders) when it got that far. */
 static void expect_void_output(struct verdict *v, const char *out)
@@ -157,28 +134,13 @@ static void expect_void_output(struct verdict *v, const char *out)
         EXPECT(v, host_can(find), "the output folder holds files besides outcome.json");
 }
 
-/* Run `trialbox ARGS...` with `env` added to tb_env()'s. */
-static void run_tb(struct proc_result *r, char *const env[], const char *const args[])
-{
-        char *argv[64];
-        size_t n = 0;
-        argv[n++] = TRIALBOX_BIN;
-        for (size_t i = 0; args[i] && n + 1 < 64; i++) {
-                argv[n++] = (char *)args[i];
-                if (i == 0 && strcmp(args[0], "run") == 0 && geteuid() == 0)
-                        argv[n++] = "--root-session"; /* as tb_argv() does */
-        }
-        argv[n] = NULL;
-        run_argv(r, tb_env(env), argv);
-}
-
 /* A usage error: the status, one line, nothing on stdout, and no output folder. */
 static void usage_case(struct cases *cs, const char *name, const char *out, char *const env[], const char *const args[],
                        int status, const char *says)
 {
         struct proc_result r;
         struct verdict v = { 0 };
-        run_tb(&r, env, args);
+        tb_command(&r, env, args);
         expect_refusal(&v, &r, status, says);
         EXPECT(&v, r.out[0] == '\0', "stdout is not empty: \"%s\"", esc(r.out));
         if (out && exists(out)) {
@@ -320,7 +282,7 @@ START_TEST(bad_flags_are_usage_errors_with_one_line_and_no_output_folder)
         /* No arguments at all: the usage text, on stderr, status 2. */
         struct proc_result r;
         struct verdict v = { 0 };
-        run_tb(&r, NULL, (const char *const[]){ NULL });
+        tb_command(&r, NULL, (const char *const[]){ NULL });
         EXPECT(&v, r.status == 2, "status %d, not 2", r.status);
         EXPECT(&v, str_has_prefix(r.err, "usage: trialbox run"), "stderr is not the usage: \"%s\"", esc(r.err));
         case_end(&cs, "no arguments", &v);
@@ -457,7 +419,7 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
                 snprintf(env, sizeof env, "TRIALBOX_NO_SANDBOX=%s", good[i][0]);
                 struct proc_result r;
                 struct verdict v = { 0 };
-                run_tb(&r, ENV(env),
+                tb_command(&r, ENV(env),
                        ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
                             "touch RAN"));
                 EXPECT(&v, r.status == 0, "status %d: %s", r.status, esc(r.err));
@@ -897,7 +859,7 @@ START_TEST(malformed_manifests_are_refused_naming_the_file_and_the_field)
                 /* and the field, in the same line */
                 struct proc_result r;
                 struct verdict v = { 0 };
-                run_tb(&r, ENV(env), ARGS("run", "--harness", "mf", "--repo", f.repo, "--output-dir", f.out));
+                tb_command(&r, ENV(env), ARGS("run", "--harness", "mf", "--repo", f.repo, "--output-dir", f.out));
                 EXPECT(&v, strstr(r.err, cases[i].says), "stderr lacks \"%s\": \"%s\"", esc(cases[i].says), esc(r.err));
                 EXPECT(&v, strstr(r.err, "fix the manifest"), "stderr does not say what to do: \"%s\"", esc(r.err));
                 case_end(&cs, cases[i].name, &v);
@@ -1026,7 +988,7 @@ START_TEST(bad_plugins_are_refused_with_one_line_naming_the_file)
                 /* ... and the line names the file or its folder. */
                 struct proc_result r;
                 struct verdict v = { 0 };
-                run_tb(&r, ENV(env), ARGS("run", "--harness", cases[i].as, "--repo", f.repo, "--output-dir", f.out));
+                tb_command(&r, ENV(env), ARGS("run", "--harness", cases[i].as, "--repo", f.repo, "--output-dir", f.out));
                 EXPECT(&v, strstr(r.err, says), "stderr does not name '%s': \"%s\"", dir, esc(r.err));
                 case_end(&cs, cases[i].name, &v);
                 proc_result_free(&r);
@@ -1042,7 +1004,7 @@ START_TEST(bad_plugins_are_refused_with_one_line_naming_the_file)
                 copy_file(FAKE_SO("fp_good", "good"), file, 0755, SIZE_MAX);
                 struct proc_result r;
                 struct verdict v = { 0 };
-                run_tb(&r, ENV(env), ARGS("run", "--harness", "good", "--repo", f.repo, "--output-dir", f.out));
+                tb_command(&r, ENV(env), ARGS("run", "--harness", "good", "--repo", f.repo, "--output-dir", f.out));
                 EXPECT(&v, r.status == 0, "the good plugin fails: %d %s", r.status, esc(r.err));
                 case_end(&cs, "the good plugin (control)", &v);
                 proc_result_free(&r);
@@ -1190,7 +1152,6 @@ START_TEST(credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_fil
                   2, "the value on stdin is empty" },
         };
         _cleanup_free_ char *in = xasprintf("%s/stdin", f.dir);
-        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
         for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
                 const char *stdin_path = cases[i].stdin_file ? cases[i].stdin_file : in;
                 if (!cases[i].stdin_file)
@@ -1201,19 +1162,8 @@ START_TEST(credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_fil
                 for (size_t k = 0; cases[i].args[k]; k++)
                         argv[n++] = (char *)cases[i].args[k];
                 argv[n] = NULL;
-                /* stdin from the file: a child of our own, as spawn_argv reads /dev/null. */
-                pid_t pid = fork();
-                if (pid == 0) {
-                        int fd = open(stdin_path, O_RDONLY);
-                        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                        dup2(fd, 0);
-                        dup2(o, 1);
-                        dup2(e, 2);
-                        execv(argv[0], argv);
-                        _exit(127);
-                }
-                struct proc_result r = { .status = wait_status(pid), .out = read_text(outp), .err = read_text(errp) };
+                struct proc_result r;
+                run_argv_in(&r, NULL, argv, stdin_path);
                 struct verdict v = { 0 };
                 expect_refusal(&v, &r, cases[i].status, cases[i].says);
                 EXPECT(&v, r.out[0] == '\0', "stdout is not empty: \"%s\"", esc(r.out));
@@ -1280,11 +1230,8 @@ START_TEST(an_invalid_credentials_key_is_neither_repeated_in_full_nor_echoed_raw
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("badinput", 60)
 {
-        Suite *s = suite_create("badinput");
-        TCase *tc = tcase_create("badinput");
-        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, bad_flags_are_usage_errors_with_one_line_and_no_output_folder);
         tcase_add_test(tc, a_missing_value_is_reported_as_missing_not_as_an_unknown_option);
         tcase_add_test(tc, a_repeated_or_empty_option_is_named_in_the_message);
@@ -1302,8 +1249,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_truncated_plugin_is_refused_not_a_crash);
         tcase_add_test(tc, credentials_misuse_gets_one_line_and_status_2_or_1_and_leaves_the_file_as_it_was);
         tcase_add_test(tc, an_invalid_credentials_key_is_neither_repeated_in_full_nor_echoed_raw);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

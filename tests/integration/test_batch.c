@@ -81,51 +81,25 @@ static void assert_result(const struct exp *e, const char *id, const char *field
         json_object_put(j);
 }
 
+/* How many times `line` is a line of `path`. */
 static size_t count_in(const char *path, const char *line)
 {
-        char *text = read_text(path);
-        size_t n = 0;
-        for (char *save = NULL, *l = text ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
-                n += strcmp(l, line) == 0;
-        free(text);
-        return n;
+        _cleanup_free_ char *text = read_text(path);
+        return text ? count_line(text, line) : 0;
 }
 
 /* How many times `line` is a line of DIR/REL. */
 static size_t count_at(const char *dir, const char *rel, const char *line)
 {
-        char *p = path_in(dir, rel);
-        size_t n = count_in(p, line);
-        free(p);
-        return n;
+        _cleanup_free_ char *p = path_in(dir, rel);
+        return count_in(p, line);
 }
 
 /* How many lines `path` has (0 when it is missing). */
 static size_t lines_of(const char *path)
 {
-        char *text = read_text(path);
-        size_t n = text ? count_lines(text) : 0;
-        free(text);
-        return n;
-}
-
-/* Assert that DIR/REL holds exactly `want`. */
-static void assert_file(const char *dir, const char *rel, const char *want)
-{
-        char *p = path_in(dir, rel);
-        char *text = read_text(p);
-        ck_assert_msg(text && strcmp(text, want) == 0, "'%s' holds '%s', not '%s'", p, text ? text : "(nothing)", want);
-        free(text);
-        free(p);
-}
-
-static bool exists(const char *dir, const char *rel)
-{
-        char *p = path_in(dir, rel);
-        struct stat st;
-        bool ok = lstat(p, &st) == 0;
-        free(p);
-        return ok;
+        _cleanup_free_ char *text = read_text(path);
+        return text ? count_lines(text) : 0;
 }
 
 START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
@@ -258,12 +232,12 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         batch(&r, &e, EXTRA("--retries", "2"));
         ck_assert_int_eq(r.status, 1);
         assert_result(&e, "void", "attempts", "3");
-        ck_assert(exists(e.dir, "out/void.attempt-1/outcome.json"));
-        ck_assert(exists(e.dir, "out/void.attempt-2/outcome.json"));
-        ck_assert(exists(e.dir, "out/void/outcome.json"));
-        ck_assert(!exists(e.dir, "out/void.attempt-3"));
+        ck_assert(exists_in(e.dir, "out/void.attempt-1/outcome.json"));
+        ck_assert(exists_in(e.dir, "out/void.attempt-2/outcome.json"));
+        ck_assert(exists_in(e.dir, "out/void/outcome.json"));
+        ck_assert(!exists_in(e.dir, "out/void.attempt-3"));
         assert_result(&e, "fail", "attempts", "1");
-        ck_assert(!exists(e.dir, "out/fail.attempt-1"));
+        ck_assert(!exists_in(e.dir, "out/fail.attempt-1"));
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
         proc_result_free(&r);
         /* A resumed batch with more retries gives the void one more attempts; the failed none. */
@@ -313,26 +287,17 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
 }
 END_TEST
 
-static void git(const char *dir, const char *args)
-{
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd,
-                 "cd '%s' && git -c user.email=t@t -c user.name=t -c init.defaultBranch=main %s >/dev/null 2>&1", dir,
-                 args);
-        ck_assert_msg(host_can(cmd), "git %s failed", args);
-}
-
 START_TEST(repo_from_gives_each_trial_its_own_clone_at_its_revision)
 {
         struct exp e;
         exp_new(&e);
         char *src = path_in(e.dir, "src");
         mkdir_p(src, 0755);
-        git(src, "init -q");
+        sh_ok("cd '%s' && git init -q -b main", src);
         write_in(src, "file", "first\n", 0644);
-        git(src, "add file && git -c user.email=t@t -c user.name=t commit -qm first && git tag v1");
+        sh_ok("cd '%s' && git add file && " GIT " commit -qm first && git tag v1", src);
         write_in(src, "file", "second\n", 0644);
-        git(src, "commit -qam second");
+        sh_ok("cd '%s' && " GIT " commit -qam second", src);
         struct strbuf plan = { 0 };
         strbuf_add(&plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src@v1\",\"output_dir\":\"out/a\","
                           "\"args\":[\"-c\",\"echo a > mine\"]}\n"
@@ -348,11 +313,11 @@ START_TEST(repo_from_gives_each_trial_its_own_clone_at_its_revision)
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s\nout:\n%s", r.status, r.err, r.out);
         char *a = path_in(e.dir, "out/a.repo"), *b = path_in(e.dir, "out/b.repo");
         assert_result(&e, "a", "repo", a);
-        assert_file(a, "file", "first\n");
-        assert_file(b, "file", "second\n");
-        assert_file(a, "mine", "a\n");
-        assert_file(b, "mine", "b\n");
-        ck_assert(!exists(src, "mine"));
+        assert_file_in(a, "file", "first\n");
+        assert_file_in(b, "file", "second\n");
+        assert_file_in(a, "mine", "a\n");
+        assert_file_in(b, "mine", "b\n");
+        ck_assert(!exists_in(src, "mine"));
         free(a);
         free(b);
         free(src);
@@ -374,9 +339,9 @@ START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
         ck_assert_int_eq(chmod(e.dir, 0755), 0);
         char *src = path_in(e.dir, "src");
         mkdir_p(src, 0755);
-        git(src, "init -q");
+        sh_ok("cd '%s' && git init -q -b main", src);
         write_in(src, "file", "first\n", 0644);
-        git(src, "add file && git -c user.email=t@t -c user.name=t commit -qm first");
+        sh_ok("cd '%s' && git add file && " GIT " commit -qm first", src);
         write_text(e.plan,
                    "{\"id\":\"n\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/n\","
                    "\"user\":\"nobody\",\"args\":[\"-c\",\"id -u > mine\"]}\n",
@@ -392,7 +357,7 @@ START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
         ck_assert_int_eq(st.st_uid, pw->pw_uid);
         char want[32];
         snprintf(want, sizeof want, "%u\n", (unsigned)pw->pw_uid);
-        assert_file(clone, "mine", want);
+        assert_file_in(clone, "mine", want);
         free(clone);
         free(src);
         proc_result_free(&r);
@@ -453,7 +418,7 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
         for (int i = 1; i <= 2; i++)
                 strbuf_addf(&plan, "{\"id\":\"g%d\",\"harness\":\"grok\",\"repo\":\"repo\",\"output_dir\":\"out/g%d\","
                                    "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"0.6\"]}\n",
-                            i, i, TESTS_SOURCE_DIR "/fakes/fake-grok", i);
+                            i, i, FAKE("fake-grok"), i);
         add_trial(&plan, "s1", "date +%s%N > times-s1; sleep 0.3", NULL);
         add_trial(&plan, "s2", "date +%s%N > times-s2; sleep 0.3", NULL);
         write_plan(e.plan, plan.s);
@@ -489,9 +454,9 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         struct proc_result r;
         batch(&r, &e, EXTRA("--index", "1"));
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
-        assert_file(e.repo, "marker", "t1\n");
-        ck_assert(!exists(e.dir, "out/t0") && !exists(e.dir, "out/t2"));
-        ck_assert(!exists(e.dir, "results.jsonl"));
+        assert_file_in(e.repo, "marker", "t1\n");
+        ck_assert(!exists_in(e.dir, "out/t0") && !exists_in(e.dir, "out/t2"));
+        ck_assert(!exists_in(e.dir, "results.jsonl"));
         proc_result_free(&r);
         batch(&r, &e, EXTRA("--index", "3"));
         ck_assert_int_eq(r.status, 2);
@@ -502,7 +467,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         ck_assert_int_eq(r.status, 2);
         ck_assert_ptr_nonnull(strstr(r.err, "does not go with --slurm"));
         proc_result_free(&r);
-        assert_file(e.repo, "marker", "t1\n");
+        assert_file_in(e.repo, "marker", "t1\n");
         exp_free(&e);
 }
 END_TEST
@@ -559,7 +524,7 @@ START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
                 ck_assert_msg(r.status == 2, "case %zu: status %d, not 2", i, r.status);
                 ck_assert_msg(strstr(r.err, cases[i].want), "case %zu: '%s' not in: %s", i, cases[i].want, r.err);
                 assert_one_line(r.err);
-                ck_assert_msg(!exists(e.dir, "o") && !exists(e.dir, "results.jsonl"), "case %zu: something ran", i);
+                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "results.jsonl"), "case %zu: something ran", i);
                 proc_result_free(&r);
                 exp_free(&e);
                 checked++;
@@ -603,11 +568,8 @@ START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("batch", 240)
 {
-        Suite *s = suite_create("batch");
-        TCase *tc = tcase_create("batch");
-        tcase_set_timeout(tc, 240);
         tcase_add_test(tc, a_plan_of_twelve_gives_its_results_summary_and_exit_status);
         tcase_add_test(tc, a_batch_killed_midway_and_run_again_finishes_every_trial_once);
         tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
@@ -619,8 +581,4 @@ static Suite *suite(void)
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

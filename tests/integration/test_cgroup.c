@@ -448,10 +448,8 @@ START_TEST(a_bad_name_or_an_existing_cgroup_is_refused_and_nothing_is_left)
 }
 END_TEST
 
-static Suite *suite(void)
+static void add_tests(Suite *s, TCase *tc)
 {
-        Suite *s = suite_create("cgroup");
-        TCase *tc = tcase_create("cgroup");
         tcase_add_test(tc, as_root_the_probe_finds_a_mechanism_for_every_limit);
         tcase_add_test(tc, without_a_writable_cgroup_the_probe_says_none_and_the_fix);
         tcase_add_test(tc, a_fork_loop_under_pids_64_never_has_more_than_64_processes);
@@ -462,8 +460,6 @@ static Suite *suite(void)
         tcase_add_test(tc, a_destroyed_cgroup_takes_its_processes_with_it);
         tcase_add_test(tc, a_v2_cgroup_without_controllers_still_holds_counts_and_kills);
         tcase_add_test(tc, a_bad_name_or_an_existing_cgroup_is_refused_and_nothing_is_left);
-        suite_add_tcase(s, tc);
-        return s;
 }
 
 int main(int argc, char **argv)
@@ -475,5 +471,5 @@ int main(int argc, char **argv)
         /* Not /proc/self/exe: under valgrind that is valgrind. */
         if (!realpath(argv[0], self_path))
                 return 1;
-        return run_suite(suite());
+        return tb_run_tests("cgroup", 0, add_tests);
 }

@@ -38,8 +38,6 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
-
 /* ---- small helpers ---- */
 
 /* Print a line of figures now (a failing check ends the process). */
@@ -87,62 +85,6 @@ static uint64_t rng(void)
         return rng_state * 2685821657736338717ull;
 }
 
-static void sleep_us(long us)
-{
-        struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-        while (nanosleep(&ts, &ts) < 0)
-                ;
-}
-
-/* Start argv with stdin from `in_file`, stdout and stderr to files. */
-static pid_t spawn_with_stdin(char *const argv[], const char *in_file, const char *out_file, const char *err_file)
-{
-        pid_t pid = fork();
-        if (pid == 0) {
-                int in = open(in_file, O_RDONLY);
-                int out = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                int err = open(err_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                if (in < 0 || out < 0 || err < 0)
-                        _exit(126);
-                dup2(in, 0);
-                dup2(out, 1);
-                dup2(err, 2);
-                execv(argv[0], argv);
-                _exit(127);
-        }
-        return pid;
-}
-
-/* The host pids whose command line holds `marker` (our own descendants). */
-static size_t pids_with(const char *marker, pid_t *pids, size_t cap)
-{
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        size_t n = 0;
-        while (d && (e = readdir(d)) && n < cap) {
-                if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
-                        continue;
-                char path[300], buf[4096];
-                snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                ssize_t k = read(fd, buf, sizeof buf - 1);
-                close(fd);
-                if (k <= 0)
-                        continue;
-                for (ssize_t i = 0; i < k; i++)
-                        if (buf[i] == '\0')
-                                buf[i] = ' ';
-                buf[k] = '\0';
-                if (strstr(buf, marker))
-                        pids[n++] = atoi(e->d_name);
-        }
-        if (d)
-                closedir(d);
-        return n;
-}
-
 /* Wait up to `ms` for every process with `marker` to be gone; kill (by pid)
  * whatever is left. Returns how many had to be killed. */
 static size_t reap_leftovers(const char *marker, int ms)
@@ -150,11 +92,12 @@ static size_t reap_leftovers(const char *marker, int ms)
         pid_t pids[64];
         size_t n = 0;
         for (int waited = 0; waited <= ms; waited += 5) {
-                n = pids_with(marker, pids, 64);
+                n = host_pids(marker, NULL, NULL, pids, 64);
                 if (n == 0)
                         return 0;
                 sleep_us(5000);
         }
+        n = n < 64 ? n : 64;
         for (size_t i = 0; i < n; i++) {
                 char path[64], comm[64] = "?";
                 snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
@@ -195,7 +138,7 @@ static long calibrate_set(const char *dir)
                 char *argv[] = { TRIALBOX_BIN, "credentials", "--credentials", path, "set", "calibrate.key", NULL };
                 struct timespec a, b;
                 clock_gettime(CLOCK_MONOTONIC, &a);
-                pid_t pid = spawn_with_stdin(argv, value_file, "/dev/null", "/dev/null");
+                pid_t pid = spawn(NULL, argv, &(struct spawn_io){ .in = value_file, .out = "/dev/null", .err = "/dev/null" });
                 ck_assert_int_eq(wait_status(pid), 0);
                 clock_gettime(CLOCK_MONOTONIC, &b);
                 runs[i] = (long)((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000);
@@ -236,7 +179,7 @@ START_TEST(credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_va
                 value[len] = '\0';
 
                 char *argv[] = { TRIALBOX_BIN, "credentials", "--credentials", path, "set", "fault.key", NULL };
-                pid_t pid = spawn_with_stdin(argv, value_file, "/dev/null", err_file);
+                pid_t pid = spawn(NULL, argv, &(struct spawn_io){ .in = value_file, .out = "/dev/null", .err = err_file });
                 long delay = max_delay ? (long)(rng() % (uint64_t)(max_delay + 1)) : 0;
                 if (delay)
                         sleep_us(delay);
@@ -570,7 +513,7 @@ START_TEST(a_sandbox_still_starting_when_trialbox_is_killed_never_runs_its_sessi
         pid_t pids[8];
         bool forked = false;
         for (int waited = 0; waited < 10000 && !forked; waited += 2) {
-                forked = pids_with(m, pids, 8) >= 2;
+                forked = host_pids(m, NULL, NULL, pids, 8) >= 2;
                 if (!forked)
                         sleep_us(2000);
         }
@@ -811,42 +754,6 @@ END_TEST
 
 /* ---- the Outcome cannot be forged or misattributed ---- */
 
-/* Start trialbox with stdout on `out_fd`, stderr on `err_fd`, stdin on
- * /dev/null, in a process group of its own when `own_group` (as timeout(1)
- * and runners put what they run). */
-static pid_t spawn_on(char *const env[], char *const argv[], int out_fd, int err_fd, bool own_group)
-{
-        pid_t pid = fork();
-        if (pid == 0) {
-                if (own_group)
-                        setpgid(0, 0);
-                int in = open("/dev/null", O_RDONLY);
-                dup2(in, 0);
-                dup2(out_fd, 1);
-                dup2(err_fd, 2);
-                for (size_t i = 0; env && env[i]; i++)
-                        if (strchr(env[i], '='))
-                                putenv(env[i]);
-                        else
-                                unsetenv(env[i]);
-                execv(argv[0], argv);
-                _exit(127);
-        }
-        return pid;
-}
-
-/* The last line of `text` (its final newline not counted), malloc'd. */
-static char *last_line(const char *text)
-{
-        size_t n = strlen(text);
-        if (n && text[n - 1] == '\n')
-                n--;
-        size_t start = n;
-        while (start && text[start - 1] != '\n')
-                start--;
-        return strndup(text + start, n - start);
-}
-
 /* The --json line trialbox prints for a shell session that failed with `code`. */
 static void assert_real_json_line(const char *line, const char *exit_code)
 {
@@ -875,7 +782,7 @@ START_TEST(a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last
                 "\\\"exit_code\\\":0,\\\"fake\\\":1}\\n\"); sysseek(STDOUT, 0, 0)'; exit 3";
         char *argv[64];
         tb_argv(argv, 64, "shell", &f, EXTRA("--json", "--", "-c", script));
-        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, false);
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out_fd = out, .err_fd = err });
         close(out);
         close(err);
         ck_assert_int_eq(wait_status(pid), 3);
@@ -920,7 +827,7 @@ static pid_t start_session_job(struct fixture *f, const char *script, bool sandb
         int err = open(*errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         char *argv[64];
         tb_argv(argv, 64, "shell", f, sandboxed ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
-        pid_t pid = spawn_on(tb_env(NULL), argv, out, err, true);
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out_fd = out, .err_fd = err, .own_group = true });
         close(out);
         close(err);
         bool up = wait_for_file(started, 60000);
@@ -1022,11 +929,8 @@ START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
 {
         struct fixture f;
         fixture_new(&f);
-        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-        ck_assert_int_ge(master, 0);
-        ck_assert_int_eq(grantpt(master), 0);
-        ck_assert_int_eq(unlockpt(master), 0);
-        _cleanup_free_ char *slave = xstrdup(ptsname(master));
+        _cleanup_free_ char *slave = NULL;
+        int master = pty_open(&slave);
         int tty = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
         ck_assert_int_ge(tty, 0);
         struct winsize size_before = { .ws_row = 24, .ws_col = 80 }, size_after;
@@ -1039,21 +943,8 @@ START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
         tb_argv(argv, 64, "shell", &f,
                 EXTRA("--", "-c", "[ -t 0 ] && [ -t 1 ] && echo interactive=yes; stty -echo raw; stty cols 33 rows 7; "
                                   "echo size=$(stty size)"));
-        char **env = tb_env(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-                /* The terminal is trialbox's controlling terminal, stdin, stdout and stderr. */
-                int fd = setsid() < 0 ? -1 : open(slave, O_RDWR);
-                if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-                        _exit(126);
-                for (size_t i = 0; env[i]; i++)
-                        if (strchr(env[i], '='))
-                                putenv(env[i]);
-                        else
-                                unsetenv(env[i]);
-                execv(argv[0], argv);
-                _exit(127);
-        }
+        /* The terminal is trialbox's controlling terminal, stdin, stdout and stderr. */
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .tty = slave });
         /* Read the terminal as a terminal emulator would, until trialbox ends. */
         char out[65536];
         size_t len = 0;
@@ -1204,11 +1095,8 @@ START_TEST(a_fifo_in_place_of_the_synced_login_never_hangs_trialbox)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("faults", 120)
 {
-        Suite *s = suite_create("faults");
-        TCase *tc = tcase_create("faults");
-        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_value);
         tcase_add_test(tc, trialbox_killed_during_login_write_backs_leaves_the_host_login_whole);
         tcase_add_test(tc, trialbox_killed_at_random_moments_leaves_no_sandbox_running);
@@ -1226,8 +1114,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_login_folder_replaced_by_a_link_reaches_nothing_on_the_host);
         tcase_add_test(tc, a_synced_login_replaced_by_a_link_to_a_host_file_is_not_written_back);
         tcase_add_test(tc, a_fifo_in_place_of_the_synced_login_never_hangs_trialbox);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -27,7 +27,6 @@
 #define MIB (1024LL * 1024)
 
 /* Every Trial here is of the `shell` Harness. */
-#define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 
 /* Can this user make a cgroup that enforces memory, pids and cpus? */
 static bool have_cgroup(void)
@@ -55,29 +54,7 @@ static long long usage_of(const struct fixture *f, const char *field)
  * script too). */
 static int processes_with(const char *marker)
 {
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        int n = 0;
-        while (d && (e = readdir(d))) {
-                if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
-                        continue;
-                char path[300], buf[8192];
-                snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                ssize_t k = read(fd, buf, sizeof buf - 1);
-                close(fd);
-                for (ssize_t i = 0; i < k; i++)
-                        if (buf[i] == '\0')
-                                buf[i] = ' ';
-                buf[k > 0 ? k : 0] = '\0';
-                if (strstr(buf, marker) && !strstr(buf, "--harness") && !strstr(buf, "--unshare-pid"))
-                        n++;
-        }
-        if (d)
-                closedir(d);
-        return n;
+        return (int)host_pids(marker, NULL, EXTRA("--harness", "--unshare-pid"), NULL, 0);
 }
 
 /* A limited Trial as nobody: void, sandbox_unavailable, the fix named, nothing run. */
@@ -104,7 +81,7 @@ START_TEST(a_sleep_past_the_timeout_is_failed_timeout_124_and_leaves_nothing_run
                                                 "sleep 600; : %s",
                                                 m, m, m);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--timeout", "1", "--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--timeout", "1", "--", "-c", script));
         ck_assert_msg(r.status == 124, "status %d; stderr: %s", r.status, r.err);
         assert_outcome(&f, "outcome", "failed");
         assert_outcome(&f, "cause", "timeout");
@@ -125,7 +102,7 @@ START_TEST(a_session_that_ignores_sigterm_is_killed_after_the_grace)
         _cleanup_free_ char *m = marker("limits-grace");
         _cleanup_free_ char *script = xasprintf("trap '' TERM; sleep 600; : %s", m);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--timeout", "0.5", "--kill-after", "1", "--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--timeout", "0.5", "--kill-after", "1", "--", "-c", script));
         ck_assert_msg(r.status == 124, "status %d; stderr: %s", r.status, r.err);
         assert_outcome(&f, "cause", "timeout");
         assert_outcome(&f, "signal", "9");
@@ -143,7 +120,7 @@ START_TEST(the_session_sees_its_deadline)
         fixture_new(&f);
         long long before = outcome_realtime_ms() / 1000;
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--timeout", "1h", "--", "-c", "echo \"$TRIALBOX_DEADLINE\""));
+        tb_shell(&r, &f, NULL, EXTRA("--timeout", "1h", "--", "-c", "echo \"$TRIALBOX_DEADLINE\""));
         ck_assert_msg(r.status == 0, "status %d; stderr: %s", r.status, r.err);
         long long deadline = atoll(r.out);
         ck_assert_msg(deadline >= before + 3600 - 1 && deadline <= before + 3600 + 60, "TRIALBOX_DEADLINE '%s'", r.out);
@@ -157,7 +134,7 @@ START_TEST(a_python_allocation_past_memory_is_failed_out_of_memory)
         struct fixture f;
         fixture_new(&f);
         struct proc_result r;
-        tb(&r, &f, NULL,
+        tb_shell(&r, &f, NULL,
            EXTRA("--memory", "64M", "--", "-c",
                  "touch RAN; python3 -c 'b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1'"));
         if (!have_cgroup()) {
@@ -181,7 +158,7 @@ START_TEST(tmp_is_no_larger_than_the_memory_limit)
         struct fixture f;
         fixture_new(&f);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--memory", "96M", "--", "-c", "touch RAN; df -k /tmp | tail -1"));
+        tb_shell(&r, &f, NULL, EXTRA("--memory", "96M", "--", "-c", "touch RAN; df -k /tmp | tail -1"));
         if (!have_cgroup()) {
                 assert_void_with_fix(&f, &r);
         } else {
@@ -241,7 +218,7 @@ START_TEST(a_fork_loop_under_pids_64_never_has_more_and_a_concurrent_trial_is_fi
                 if (!concurrent_done && access(forked, F_OK) == 0) {
                         /* While the loop holds its 64: another Trial, and the host, can fork. */
                         struct proc_result r2;
-                        tb(&r2, &g, NULL, EXTRA("--", "-c", "sh -c 'echo fine'"));
+                        tb_shell(&r2, &g, NULL, EXTRA("--", "-c", "sh -c 'echo fine'"));
                         ck_assert_msg(r2.status == 0 && strstr(r2.out, "fine"), "the concurrent Trial: %d %s",
                                       r2.status, r2.err);
                         proc_result_free(&r2);
@@ -284,7 +261,7 @@ START_TEST(a_busy_second_and_a_300_mib_allocation_show_in_usage)
                 "b = bytearray(300 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ndel b\n"
                 "t = time.process_time()\nwhile time.process_time() - t < 1: pass'";
         struct proc_result r;
-        tb(&r, &f, NULL, _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--memory", "1G", "--cpus", "2", "--", "-c", script));
+        tb_shell(&r, &f, NULL, _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--memory", "1G", "--cpus", "2", "--", "-c", script));
         if (_i == 1 && !have_cgroup()) {
                 assert_void_with_fix(&f, &r);
         } else {
@@ -322,7 +299,7 @@ START_TEST(a_busy_second_shows_as_about_1000_ms)
                            "print(\"self\", int(time.process_time() * 1000))'";
         _cleanup_free_ char *script = xasprintf("touch RAN; %s", work);
         struct proc_result r;
-        tb(&r, &f, NULL, _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--pids", "100", "--", "-c", script));
+        tb_shell(&r, &f, NULL, _i == 0 ? EXTRA("--", "-c", script) : EXTRA("--pids", "100", "--", "-c", script));
         if (_i == 1 && !have_cgroup()) {
                 assert_void_with_fix(&f, &r);
         } else {
@@ -388,7 +365,7 @@ START_TEST(a_disk_filled_by_the_session_still_gets_the_final_outcome)
         ck_assert_msg(mount("tmpfs", mnt, "tmpfs", 0, "size=2m") == 0, "mount: %s", strerror(errno));
         snprintf(f.out, sizeof f.out, "%s/out", mnt);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--", "-c", "dd if=/dev/zero of=\"$HOME/fill\" bs=64k 2>/dev/null; df -k \"$HOME\" | tail -1; exit 3"));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", "dd if=/dev/zero of=\"$HOME/fill\" bs=64k 2>/dev/null; df -k \"$HOME\" | tail -1; exit 3"));
         _cleanup_free_ char *detail = outcome_field(f.out, "detail");
         ck_assert_msg(r.status == 3, "status %d; stderr: %s", r.status, r.err);
         ck_assert_msg(strstr(r.out, " 0 100%"), "the disk was not full: %s", r.out);
@@ -411,7 +388,7 @@ START_TEST(bad_limit_values_are_usage_errors_in_one_line)
         };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
                 struct proc_result r;
-                tb(&r, &f, NULL, EXTRA(bad[i][0], bad[i][1], "--timeout", "5", "--", "-c", "true"));
+                tb_shell(&r, &f, NULL, EXTRA(bad[i][0], bad[i][1], "--timeout", "5", "--", "-c", "true"));
                 ck_assert_msg(r.status == 2, "%s %s: status %d", bad[i][0], bad[i][1], r.status);
                 ck_assert_msg(one_line(r.err) && strstr(r.err, bad[i][0]), "%s %s: %s", bad[i][0], bad[i][1], r.err);
                 _cleanup_free_ char *o = path_in(f.out, "outcome.json");
@@ -422,11 +399,8 @@ START_TEST(bad_limit_values_are_usage_errors_in_one_line)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("limits_trial", 120)
 {
-        Suite *s = suite_create("limits_trial");
-        TCase *tc = tcase_create("limits_trial");
-        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, a_sleep_past_the_timeout_is_failed_timeout_124_and_leaves_nothing_running);
         tcase_add_test(tc, a_session_that_ignores_sigterm_is_killed_after_the_grace);
         tcase_add_test(tc, the_session_sees_its_deadline);
@@ -438,8 +412,4 @@ static Suite *suite(void)
         tcase_add_test(tc, the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end);
         tcase_add_test(tc, a_disk_filled_by_the_session_still_gets_the_final_outcome);
         tcase_add_test(tc, bad_limit_values_are_usage_errors_in_one_line);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

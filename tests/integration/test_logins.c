@@ -19,16 +19,6 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-#define FAKE(name) TESTS_SOURCE_DIR "/fakes/" name
-
-
-static void assert_file(const char *path, const char *want)
-{
-        char *got = read_text(path);
-        ck_assert_msg(got != NULL, "'%s' is missing", path);
-        ck_assert_msg(strcmp(got, want) == 0, "'%s' holds '%s', not '%s'", path, got, want);
-        free(got);
-}
 
 
 /* The Credentials file of a test, holding every Harness's secrets. */
@@ -79,7 +69,7 @@ static void codex_rewrites_its_login(bool in_place, bool host_link)
                 usleep(5000);
         }
         ck_assert_int_eq(kill(pid, 0), 0);
-        assert_file(target, "new-login");
+        assert_file_holds(target, "new-login");
         ck_assert_int_eq(mode_of(target), 0600);
         write_text(go1, "", 0644);
         ck_assert(wait_for_file(saved2, 20000));
@@ -91,7 +81,7 @@ static void codex_rewrites_its_login(bool in_place, bool host_link)
                         break;
                 usleep(5000);
         }
-        assert_file(target, "refreshed-login");
+        assert_file_holds(target, "refreshed-login");
         write_text(go2, "", 0644);
         ck_assert_int_eq(wait_status(pid), 0);
 
@@ -165,7 +155,7 @@ START_TEST(a_muse_login_under_an_overridden_config_home_is_found_and_handed_over
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_str_eq(r.out, "muse-login\n1\n");
         /* The lock is the host's own file: what the session wrote is there. */
-        assert_file(lock, "held-by-session\n");
+        assert_file_holds(lock, "held-by-session\n");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -319,9 +309,9 @@ START_TEST(the_grok_trials_home_holds_only_login_and_lock_when_a_session_starts)
                EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_str_eq(r.out, "home: .lock auth.json \n");
-        assert_file(target, "do not touch");
+        assert_file_holds(target, "do not touch");
         _cleanup_free_ char *kept = path_in(target_dir, "keep-me");
-        assert_file(kept, "keep");
+        assert_file_holds(kept, "keep");
         struct stat st;
         ck_assert_int_ne(lstat(link, &st), 0);
         ck_assert_int_ne(lstat(dlink, &st), 0);
@@ -546,7 +536,7 @@ START_TEST(a_grok_session_leaving_an_unreadable_folder_a_link_and_a_fifo_voids_n
         ck_assert_msg(r.status == 0, "the next Grok Trial did not run: %s", r.err);
         ck_assert_str_eq(r.out, "home: .lock auth.json \n");
         _cleanup_free_ char *login = path_in(home, "auth.json");
-        assert_file(login, "grok-login");
+        assert_file_holds(login, "grok-login");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -643,7 +633,7 @@ static void codex_trials_share_one_login(size_t n)
                 ck_assert_msg(st == 0, "Trial %zu ended with %d: %s", i, st, read_text(e));
         }
         assert_host_login_whole(auth, old, new_, &reads);
-        assert_file(auth, new_);
+        assert_file_holds(auth, new_);
         ck_assert_int_eq(mode_of(auth), 0600);
 
         _cleanup_free_ char *refreshed = path_in(f[0].repo, "REFRESHED");
@@ -697,11 +687,8 @@ START_TEST(a_refresh_in_one_of_eight_codex_trials_reaches_all_others_while_they_
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("logins", 180)
 {
-        Suite *s = suite_create("logins");
-        TCase *tc = tcase_create("logins");
-        tcase_set_timeout(tc, 180);
         tcase_add_test(tc, a_login_renamed_in_the_sandbox_reaches_the_host_file_while_the_session_runs);
         tcase_add_test(tc, a_login_rewritten_in_place_reaches_the_host_file);
         tcase_add_test(tc, a_host_login_that_is_a_link_is_updated_at_its_target);
@@ -720,8 +707,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_grok_session_leaving_an_unreadable_folder_a_link_and_a_fifo_voids_no_later_trial);
         tcase_add_test(tc, a_refresh_in_one_of_two_codex_trials_reaches_the_other_while_it_runs);
         tcase_add_test(tc, a_refresh_in_one_of_eight_codex_trials_reaches_all_others_while_they_run);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -162,7 +162,7 @@ START_TEST(a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neit
         char settings[1200];
         snprintf(settings, sizeof settings, "%s/home/.gemini/settings.json", f.out);
         tb_run(&r, "gemini", &f, ENV(env_home),
-               EXTRA("--credentials", creds, "--harness-bin", TESTS_SOURCE_DIR "/fakes/print-env", "--", settings));
+               EXTRA("--credentials", creds, "--harness-bin", FAKE("print-env"), "--", settings));
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_ptr_nonnull(strstr(r.out, "\nGEMINI_API_KEY=AIza-tbtest\n"));
         ck_assert_ptr_null(strstr(r.out, "nope"));
@@ -214,13 +214,7 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
         ck_assert_uint_eq(h->flags, 0);
         struct tb_host host = { .harness = "demo", .checking = true };
         ck_assert_int_eq(host_call(&host, h->endpoints), 0);
-        size_t n;
-        const struct host_endpoint *e = host_endpoints(&host, &n);
-        ck_assert_uint_eq(n, 2);
-        ck_assert_str_eq(e[0].pattern, "api.demo.test:443");
-        ck_assert(e[0].required);
-        ck_assert_str_eq(e[1].pattern, "*.telemetry.demo.test");
-        ck_assert(!e[1].required);
+        assert_endpoints(&host, { "api.demo.test:443", true }, { "*.telemetry.demo.test", false });
         host_done(&host);
         manifest_free(m);
 
@@ -239,7 +233,8 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
         ck_assert_msg(plugin_load(PLUGIN_BUILD_DIR, "gemini", &pl, &err) == 0, "%s", err.msg);
         struct tb_host g = { .harness = "gemini", .checking = true };
         ck_assert_int_eq(host_call(&g, pl.endpoints), 0);
-        e = host_endpoints(&g, &n);
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&g, &n);
         ck_assert_uint_ge(n, 1);
         ck_assert_str_eq(e[0].pattern, "generativelanguage.googleapis.com:443");
         ck_assert(e[0].required);
@@ -248,19 +243,12 @@ START_TEST(a_manifest_declares_its_endpoints_and_one_without_has_no_hook)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("manifest", 60)
 {
-        Suite *s = suite_create("manifest");
-        TCase *tc = tcase_create("manifest");
-        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, a_manifest_becomes_the_same_vtable_a_plugin_exports);
         tcase_add_test(tc, a_bad_manifest_is_refused_naming_the_file_and_the_field);
         tcase_add_test(tc, manifests_are_found_like_plugins_and_trusted_like_them);
         tcase_add_test(tc, the_gemini_manifest_ships_and_loads);
         tcase_add_test(tc, a_manifest_declares_its_endpoints_and_one_without_has_no_hook);
         tcase_add_test(tc, a_gemini_trial_gets_its_key_or_its_synced_login_and_is_void_with_neither);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

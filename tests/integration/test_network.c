@@ -25,7 +25,6 @@
 #include "network/trial_net.h"
 #include "base/util.h"
 
-#define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 
 /* A loopback HTTP server of the test's: a forked child answering every
  * request "200 ok" on 127.0.0.1:port (and on an abstract unix socket, when
@@ -134,12 +133,6 @@ static const char *network_field(const char *output_dir, const char *path)
         return v;
 }
 
-static char *read_in(const char *dir, const char *rel)
-{
-        _cleanup_free_ char *p = path_in(dir, rel);
-        return read_text(p);
-}
-
 START_TEST(none_leaves_only_loopback_and_no_host_service_is_reachable)
 {
         _cleanup_free_ char *abstract = marker("tb-net");
@@ -160,7 +153,7 @@ START_TEST(none_leaves_only_loopback_and_no_host_service_is_reachable)
                 "curl -s --abstract-unix-socket %s -o /dev/null http://x/; echo abstract=$?; "
                 "getent hosts example.com; echo dns=$?",
                 s.port, abstract);
-        tb(&r, &f, NULL, EXTRA("--network", "none", "--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--network", "none", "--", "-c", script));
         server_stop(&s);
         ck_assert_msg(r.status == 0, "%s", r.err);
         ck_assert_str_eq(result(r.out, "links"), "lo,");
@@ -193,7 +186,7 @@ START_TEST(two_concurrent_trials_cannot_reach_each_other)
         ck_assert(wait_for_file(ready, 30000));
 
         struct proc_result r;
-        tb(&r, &b, NULL,
+        tb_shell(&r, &b, NULL,
            EXTRA("--network", "none", "--", "-c", "curl -s --noproxy '*' -o /dev/null http://127.0.0.1:38080/; echo b=$?"));
         /* Nor from the host. */
         bool host_reaches = host_can("curl -sf --noproxy '*' -o /dev/null http://127.0.0.1:38080/");
@@ -266,7 +259,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
                 s.port, s.port, s.port, s.port,
                 tls_cmd);
         struct proc_result r;
-        tb(&r, &f, ENV(map),
+        tb_shell(&r, &f, ENV(map),
            EXTRA("-v", "--network", "allow", "--allow-host", "allowed.test", "--allow-host", "*.wild.test",
                  "--allow-host", port_rule, "--allow-host", "localhost", "--allow-host", "tls.test", "--", "-c",
                  script));
@@ -294,7 +287,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
         ck_assert_ptr_null(strstr(r.err, "resolving 'denied.test'"));
         ck_assert_ptr_null(strstr(r.err, "resolving 'wild.test'"));
 
-        _cleanup_free_ char *rec = read_in(f.out, "network.jsonl");
+        _cleanup_free_ char *rec = read_text_in(f.out, "network.jsonl");
         size_t want = 9 + (tls ? 1 : 0); /* every curl above but the direct one */
         ck_assert_uint_eq(count_lines(rec), want);
         ck_assert_ptr_nonnull(strstr(rec, "\"host\":\"denied.test\",\"port\":80,\"method\":\"GET\",\"decision\":\"denied\""));
@@ -319,7 +312,7 @@ START_TEST(host_mode_keeps_the_host_network)
         _cleanup_free_ char *script =
                 xasprintf("curl -s --noproxy '*' -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/", s.port);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         server_stop(&s);
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "200\n"); /* the newline: trialbox ends the session's last line */
@@ -334,16 +327,16 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
         struct fixture f;
         struct proc_result r;
         fixture_new(&f);
-        tb(&r, &f, NULL, EXTRA("--network", "none", "--dry-run"));
+        tb_shell(&r, &f, NULL, EXTRA("--network", "none", "--dry-run"));
         ck_assert_int_eq(r.status, 0);
         ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
         proc_result_free(&r);
-        tb(&r, &f, NULL, EXTRA("--allow-host", "x.test", "--dry-run"));
+        tb_shell(&r, &f, NULL, EXTRA("--allow-host", "x.test", "--dry-run"));
         ck_assert_int_eq(r.status, 0);
         ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
         ck_assert_ptr_nonnull(strstr(r.out, "HTTPS_PROXY=http://127.0.0.1:3128"));
         proc_result_free(&r);
-        tb(&r, &f, NULL, EXTRA("--dry-run"));
+        tb_shell(&r, &f, NULL, EXTRA("--dry-run"));
         ck_assert_ptr_null(strstr(r.out, "--unshare-net"));
         proc_result_free(&r);
         const char *const bad[][4] = {
@@ -354,7 +347,7 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
                 { "--network", "none", "--no-sandbox", NULL },
         };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
-                tb(&r, &f, NULL, EXTRA(bad[i][0], bad[i][1], bad[i][2], bad[i][3]));
+                tb_shell(&r, &f, NULL, EXTRA(bad[i][0], bad[i][1], bad[i][2], bad[i][3]));
                 ck_assert_msg(r.status == 2, "case %zu: %d %s", i, r.status, r.err);
                 ck_assert(one_line(r.err));
                 proc_result_free(&r);
@@ -473,19 +466,12 @@ START_TEST(the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nes
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("network", 120)
 {
-        Suite *s = suite_create("network");
-        TCase *tc = tcase_create("network");
-        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, none_leaves_only_loopback_and_no_host_service_is_reachable);
         tcase_add_test(tc, two_concurrent_trials_cannot_reach_each_other);
         tcase_add_test(tc, allow_reaches_allowed_names_only_and_records_every_decision);
         tcase_add_test(tc, host_mode_keeps_the_host_network);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
         tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -26,14 +26,6 @@ extern char **environ;
 
 /* ---- the command line ---- */
 
-static char *joined(const struct strv *v)
-{
-        struct strbuf sb = { 0 };
-        for (size_t i = 0; i < v->n; i++)
-                strbuf_addf(&sb, "%s[%s]", i ? " " : "", v->v[i]);
-        return sb.s ? sb.s : xstrdup("");
-}
-
 START_TEST(slurm_args_split_like_a_shell_without_expanding_anything)
 {
         static const struct {
@@ -52,7 +44,7 @@ START_TEST(slurm_args_split_like_a_shell_without_expanding_anything)
                 struct strv v = { 0 };
                 struct tb_error err = { 0 };
                 ck_assert_msg(slurm_args_split(table[i].in, &v, &err) == 0, "'%s': %s", table[i].in, err.msg);
-                char *got = joined(&v);
+                char *got = strv_joined(&v, "[", "]");
                 ck_assert_msg(strcmp(got, table[i].want) == 0, "'%s' split to '%s', not '%s'", table[i].in, got,
                               table[i].want);
                 free(got);
@@ -85,7 +77,7 @@ static char *sbatch_line(const struct slurm_array_request *req)
         struct strv v = { 0 };
         struct tb_error err = { 0 };
         ck_assert_msg(slurm_sbatch_argv(req, &v, &err) == 0, "%s", err.msg);
-        char *s = joined(&v);
+        char *s = strv_joined(&v, "[", "]");
         strv_done(&v);
         return s;
 }
@@ -794,7 +786,7 @@ static bool cluster_up(void)
 int main(void)
 {
         Suite *s = suite_create("slurm");
-        TCase *tc = tcase_create("command line");
+        TCase *tc = tb_tcase(s, "command line", 0);
         tcase_add_test(tc, slurm_args_split_like_a_shell_without_expanding_anything);
         tcase_add_test(tc, a_plan_becomes_one_array_with_the_largest_limits_of_its_trials);
         tcase_add_test(tc, limits_given_in_slurm_args_are_not_asked_twice);
@@ -804,24 +796,19 @@ int main(void)
         tcase_add_test(tc, a_task_knows_its_array_id_and_index_and_a_plain_job_its_id);
         tcase_add_test(tc, a_jobcomp_line_gives_the_state_and_exit_code_of_its_task);
         tcase_add_test(tc, a_bad_plan_or_bad_slurm_args_are_exit_2_and_submit_nothing);
-        suite_add_tcase(s, tc);
         bool up = cluster_up();
         if (up) {
-                TCase *cl = tcase_create("cluster");
-                tcase_set_timeout(cl, 90); /* a few arrays of a few seconds each, on a busy machine */
+                TCase *cl = tb_tcase(s, "cluster", 90); /* a few arrays of a few seconds each, on a busy machine */
                 tcase_add_test(cl, an_array_runs_every_task_once_with_its_ids_and_jobcomp_keeps_its_end);
                 tcase_add_test(cl, bwrap_runs_inside_a_task_of_this_submitter);
                 tcase_add_test(cl, bwrap_runs_inside_a_task_of_an_unprivileged_submitter);
                 tcase_add_test(cl, a_cancelled_array_terms_its_running_tasks_and_never_starts_the_rest);
                 tcase_add_test(cl, a_forgotten_job_is_gone_and_a_missing_sbatch_is_named);
-                suite_add_tcase(s, cl);
-                TCase *bt = tcase_create("batch --slurm");
-                tcase_set_timeout(bt, 120); /* arrays of real Trials and a cancel, on a busy machine */
+                TCase *bt = tb_tcase(s, "batch --slurm", 120); /* arrays of real Trials and a cancel, on a busy machine */
                 tcase_add_test(bt, a_plan_through_slurm_gives_the_results_of_a_local_run_and_records_its_slurm_ids);
                 tcase_add_test(bt, no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers);
                 tcase_add_test(bt, a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid);
                 tcase_add_test(bt, sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes);
-                suite_add_tcase(s, bt);
         }
         int r = run_suite(s);
         if (r == 0 && !up) {

@@ -16,14 +16,13 @@
 #include "base/util.h"
 
 /* Every Trial here is of the `shell` Harness. */
-#define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 
 START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
 {
         struct fixture f;
         struct proc_result r;
         fixture_new(&f);
-        tb(&r, &f, NULL, EXTRA("--json", "--", "-c", "echo from-the-session"));
+        tb_shell(&r, &f, NULL, EXTRA("--json", "--", "-c", "echo from-the-session"));
         ck_assert_int_eq(r.status, 0);
         ck_assert_ptr_nonnull(strstr(r.out, "from-the-session\n"));
         assert_outcome(&f, "outcome", "completed");
@@ -44,7 +43,7 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
         fixture_free(&f);
 
         fixture_new(&f);
-        tb(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
         ck_assert_int_eq(r.status, 7);
         assert_outcome(&f, "outcome", "failed");
         assert_outcome(&f, "exit_code", "7");
@@ -82,7 +81,7 @@ START_TEST(the_repository_is_writable_and_the_toolchains_are_not)
                  "(echo >> /sandbox/harness/shell) 2>/dev/null && echo harness=rw || echo harness=ro; "
                  "touch /planted 2>/dev/null && echo root=rw || echo root=ro",
                  bin);
-        tb(&r, &f, ENV(path_env), EXTRA("--", "-c", script));
+        tb_shell(&r, &f, ENV(path_env), EXTRA("--", "-c", script));
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "repo=rw\ntools=ro\nusr=ro\nharness=ro\nroot=ro\n");
         snprintf(p, sizeof p, "%s/new-file", f.repo);
@@ -103,7 +102,7 @@ START_TEST(a_bound_toolchain_is_on_the_session_path)
         char path_env[4096];
         fixture_new(&f);
         char *bin = fake_toolchain(&f, path_env, sizeof path_env);
-        tb(&r, &f, ENV(path_env), EXTRA("--", "-c", "fake-tool"));
+        tb_shell(&r, &f, ENV(path_env), EXTRA("--", "-c", "fake-tool"));
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "fake-tool ran\n");
         proc_result_free(&r);
@@ -116,7 +115,7 @@ START_TEST(a_bound_toolchain_is_on_the_session_path)
                 if (!host_can(tools[i]))
                         continue;
                 fixture_new(&f);
-                tb(&r, &f, NULL, EXTRA("--", "-c", tools[i]));
+                tb_shell(&r, &f, NULL, EXTRA("--", "-c", tools[i]));
                 ck_assert_msg(r.status == 0, "'%s' fails in the sandbox: %s", tools[i], r.err);
                 proc_result_free(&r);
                 fixture_free(&f);
@@ -129,7 +128,7 @@ START_TEST(a_host_secret_variable_does_not_reach_the_session)
         struct fixture f;
         struct proc_result r;
         fixture_new(&f);
-        tb(&r, &f,
+        tb_shell(&r, &f,
            ENV("OPENAI_API_KEY=sk-tbtest-openai", "AWS_SECRET_ACCESS_KEY=tbtest-aws", "EXTRA_ALLOWED=yes-allowed",
                "TRIALBOX_ENV_ALLOW=EXTRA_ALLOWED"),
            EXTRA("--", "-c", "env"));
@@ -161,7 +160,7 @@ START_TEST(a_background_child_left_by_the_session_is_gone_after_it_ends)
                  "n=0; for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = sleep ] && "
                  "grep -q \"$m\" $d/cmdline 2>/dev/null && n=$((n+1)); done; echo running=$n",
                  num, num, num, num, num + 3);
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_int_eq(r.status, 0);
         ck_assert_msg(strstr(r.out, "running=3") != NULL, "the session did not start its children: %s", r.out);
         bool gone = false;
@@ -232,7 +231,7 @@ START_TEST(no_bwrap_is_void_sandbox_unavailable)
         struct proc_result r;
         char marker_file[1100];
         fixture_new(&f);
-        tb(&r, &f, ENV("PATH=/nonexistent-folder"), EXTRA("--harness-bin", "/bin/true"));
+        tb_shell(&r, &f, ENV("PATH=/nonexistent-folder"), EXTRA("--harness-bin", "/bin/true"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "outcome", "void");
         assert_outcome(&f, "cause", "sandbox_unavailable");
@@ -244,7 +243,7 @@ START_TEST(no_bwrap_is_void_sandbox_unavailable)
 
         fixture_new(&f);
         snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
-        tb(&r, &f, ENV("TRIALBOX_BWRAP=/nonexistent/bwrap"), EXTRA("--", "-c", "touch RAN"));
+        tb_shell(&r, &f, ENV("TRIALBOX_BWRAP=/nonexistent/bwrap"), EXTRA("--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "cause", "sandbox_unavailable");
         ck_assert_int_ne(access(marker_file, F_OK), 0);
@@ -260,7 +259,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         char marker_file[1100];
         fixture_new(&f);
         snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
-        tb(&r, &f, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"), EXTRA("--", "-c", "touch RAN"));
+        tb_shell(&r, &f, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")), EXTRA("--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "outcome", "void");
         assert_outcome(&f, "cause", "sandbox_unavailable");
@@ -270,7 +269,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         proc_result_free(&r);
 
         /* check says so too, with the fix. */
-        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"),
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")),
                  (char *[]){ TRIALBOX_BIN, "check", NULL });
         ck_assert_int_eq(r.status, 1);
         ck_assert_ptr_nonnull(strstr(r.out, "setting up uid map: Permission denied"));
@@ -278,7 +277,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         ck_assert_ptr_nonnull(strstr(r.out, "/etc/apparmor.d/bwrap"));
         ck_assert_ptr_nonnull(strstr(r.out, "FAIL namespaces"));
         proc_result_free(&r);
-        run_argv(&r, ENV("TRIALBOX_BWRAP=" TESTS_SOURCE_DIR "/fakes/bwrap-refuses"),
+        run_argv(&r, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")),
                  (char *[]){ TRIALBOX_BIN, "check", "--json", NULL });
         ck_assert_int_eq(r.status, 1);
         ck_assert(str_has_prefix(r.out, "{\"ready\":false,\"checks\":["));
@@ -305,7 +304,7 @@ START_TEST(a_commit_inside_a_worktree_trial_succeeds)
         /* The Trial runs in the worktree, whose .git is a file. */
         struct fixture w = f;
         snprintf(w.repo, sizeof w.repo, "%s", wt);
-        tb(&r, &w, NULL,
+        tb_shell(&r, &w, NULL,
            EXTRA("--", "-c", "git -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m from-the-trial"));
         ck_assert_msg(r.status == 0, "commit failed: %s", r.err);
         snprintf(script, sizeof script, "git -C '%s' log --format=%%s feature | grep -qx from-the-trial", f.repo);
@@ -321,7 +320,7 @@ START_TEST(unsandboxed_mode_keeps_the_real_home)
         struct proc_result r;
         char want[1100], home_dir[1100];
         fixture_new(&f);
-        tb(&r, &f, ENV("TRIALBOX_NO_SANDBOX=1"), EXTRA("--", "-c", "echo \"$HOME\"; pwd"));
+        tb_shell(&r, &f, ENV("TRIALBOX_NO_SANDBOX=1"), EXTRA("--", "-c", "echo \"$HOME\"; pwd"));
         ck_assert_int_eq(r.status, 0);
         snprintf(want, sizeof want, "%s\n%s\n", getenv("HOME"), f.repo);
         ck_assert_str_eq(r.out, want);
@@ -341,7 +340,7 @@ START_TEST(dry_run_prints_the_bwrap_line_and_runs_nothing)
         char ran[1100];
         fixture_new(&f);
         snprintf(ran, sizeof ran, "%s/RAN", f.repo);
-        tb(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "touch RAN"));
+        tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 0);
         ck_assert(str_has_prefix(r.out, "env -i "));
         ck_assert_ptr_nonnull(strstr(r.out, "bwrap --seccomp ")); /* first: the keeper finds the fd there */
@@ -376,7 +375,7 @@ START_TEST(an_npm_launcher_and_an_nvm_install_run_as_the_harness)
         write_text(p, "module.exports = 'lib-loaded';\n", 0644);
         snprintf(p, sizeof p, "%s/proj/node_modules/.bin/agent", f.dir);
         ck_assert_int_eq(symlink("../agent/bin/agent.js", p), 0);
-        tb(&r, &f, NULL, EXTRA("--harness-bin", p));
+        tb_shell(&r, &f, NULL, EXTRA("--harness-bin", p));
         ck_assert_msg(r.status == 0, "npm launcher failed: %s", r.err);
         ck_assert_str_eq(r.out, "lib-loaded plain\n");
         proc_result_free(&r);
@@ -401,7 +400,7 @@ START_TEST(an_npm_launcher_and_an_nvm_install_run_as_the_harness)
         snprintf(out2, sizeof out2, "%s/out2", f.dir);
         struct fixture g = f;
         snprintf(g.out, sizeof g.out, "%s", out2);
-        tb(&r, &g, NULL, EXTRA("--harness-bin", p));
+        tb_shell(&r, &g, NULL, EXTRA("--harness-bin", p));
         ck_assert_msg(r.status == 0, "nvm launcher failed: %s", r.err);
         ck_assert_str_eq(r.out, "lib-loaded nvm-node\n");
         proc_result_free(&r);
@@ -423,7 +422,7 @@ START_TEST(the_skills_folder_is_visible_read_only_at_its_own_path)
         ck_assert_int_eq(symlink(skills, p), 0);
         snprintf(script, sizeof script,
                  "cat skills/SKILL.md; touch '%s/planted' 2>/dev/null && echo skills=rw || echo skills=ro", skills);
-        tb(&r, &f, NULL, EXTRA("--skills", skills, "--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--skills", skills, "--", "-c", script));
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "a skill\nskills=ro\n");
         proc_result_free(&r);
@@ -452,7 +451,7 @@ START_TEST(a_missing_harness_binary_is_void_session_unavailable)
         struct fixture f;
         struct proc_result r;
         fixture_new(&f);
-        tb(&r, &f, NULL, EXTRA("--harness-bin", "no-such-agent-cli"));
+        tb_shell(&r, &f, NULL, EXTRA("--harness-bin", "no-such-agent-cli"));
         ck_assert_int_eq(r.status, 125);
         assert_outcome(&f, "cause", "session_unavailable");
         char *d = outcome_field(f.out, "detail");
@@ -482,11 +481,8 @@ START_TEST(check_and_harnesses_report_a_working_sandbox_and_the_shell_harness)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("trial", 60)
 {
-        Suite *s = suite_create("trial");
-        TCase *tc = tcase_create("trial");
-        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, a_completed_session_writes_its_outcome_and_passes_its_status);
         tcase_add_test(tc, the_repository_is_writable_and_the_toolchains_are_not);
         tcase_add_test(tc, a_bound_toolchain_is_on_the_session_path);
@@ -504,8 +500,4 @@ static Suite *suite(void)
         tcase_add_test(tc, an_unknown_harness_gets_one_line_listing_the_installed_harnesses);
         tcase_add_test(tc, a_missing_harness_binary_is_void_session_unavailable);
         tcase_add_test(tc, check_and_harnesses_report_a_working_sandbox_and_the_shell_harness);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

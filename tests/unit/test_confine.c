@@ -21,22 +21,6 @@
 #include "sandbox/confine.h"
 #include "tb_test.h"
 
-static int find_arg(const struct strv *a, const char *x)
-{
-        for (size_t i = 0; i < a->n; i++)
-                if (strcmp(a->v[i], x) == 0)
-                        return (int)i;
-        return -1;
-}
-
-static int find_triple(const struct strv *a, const char *flag, const char *src, const char *dest)
-{
-        for (size_t i = 0; i + 2 < a->n; i++)
-                if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], src) == 0 && strcmp(a->v[i + 2], dest) == 0)
-                        return (int)i;
-        return -1;
-}
-
 static void confined_argv(bool nested, bool userns, const char *home, struct sandbox_spec *s, struct strv *a)
 {
         struct tb_error err = { 0 };
@@ -56,24 +40,24 @@ START_TEST(the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_
         ck_assert_str_eq(a.v[1], "--seccomp");
         ck_assert_int_eq(atoi(a.v[2]), s.seccomp_fd);
         ck_assert_int_gt(s.seccomp_fd, SANDBOX_STATUS_FD + 1);
-        ck_assert_int_gt(find_arg(&a, "--unshare-user"), 0);
-        ck_assert_int_gt(find_arg(&a, "--disable-userns"), 0);
+        ck_assert_int_gt(strv_find(&a, "--unshare-user"), 0);
+        ck_assert_int_gt(strv_find(&a, "--disable-userns"), 0);
         /* With a user namespace, /proc/sys is left to the kernel. */
-        ck_assert_int_lt(find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), 0);
+        ck_assert_int_lt(strv_find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), 0);
         strv_done(&a);
         sandbox_spec_done(&s);
 
         /* A Harness with a sandbox of its own keeps them. */
         confined_argv(true, true, "/tmp/t/out/home", &s, &a);
-        ck_assert_int_lt(find_arg(&a, "--disable-userns"), 0);
+        ck_assert_int_lt(strv_find(&a, "--disable-userns"), 0);
         ck_assert_str_eq(a.v[1], "--seccomp");
         strv_done(&a);
         sandbox_spec_done(&s);
 
         /* Root: no user namespace to disable (the filter does it); /proc/sys covered. */
         confined_argv(false, false, "/tmp/t/out/home", &s, &a);
-        ck_assert_int_lt(find_arg(&a, "--disable-userns"), 0);
-        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), find_arg(&a, "--proc"));
+        ck_assert_int_lt(strv_find(&a, "--disable-userns"), 0);
+        ck_assert_int_gt(strv_find_triple(&a, "--ro-bind", "/proc/sys", "/proc/sys"), strv_find(&a, "--proc"));
         strv_done(&a);
         sandbox_spec_done(&s);
 }
@@ -212,18 +196,12 @@ START_TEST(check_says_the_filter_and_the_keyring_are_in_effect_here)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("confine", 0)
 {
-        Suite *s = suite_create("confine");
-        TCase *tc = tcase_create("confine");
         tcase_add_test(tc, the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_bwrap_makes_one);
         tcase_add_test(tc, the_tmpdir_is_a_private_tmpfs_and_never_a_prefix_of_the_home);
         tcase_add_test(tc, the_exported_filter_denies_when_loaded_and_lets_the_rest_through);
         tcase_add_test(tc, the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first);
         tcase_add_test(tc, a_fresh_session_keyring_hides_the_one_before);
         tcase_add_test(tc, check_says_the_filter_and_the_keyring_are_in_effect_here);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -836,19 +836,16 @@ START_TEST(a_value_typed_at_a_terminal_is_not_echoed)
 }
 END_TEST
 
-static Suite *credentials_suite(void)
+int main(void)
 {
         Suite *s = suite_create("credentials");
-        TCase *load = tcase_create("load");
-        TCase *save = tcase_create("save");
-        TCase *cmd = tcase_create("command");
+        TCase *load = tb_tcase(s, "load", 20);
+        TCase *save = tb_tcase(s, "save", 20);
+        TCase *cmd = tb_tcase(s, "command", 20);
         TCase *all[] = { load, save, cmd };
 
-        for (size_t i = 0; i < TB_ARRAY_SIZE(all); i++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(all); i++)
                 tcase_add_checked_fixture(all[i], setup, teardown);
-                tcase_set_timeout(all[i], 20);
-                suite_add_tcase(s, all[i]);
-        }
         tcase_add_test(load, a_missing_file_is_empty_credentials);
         tcase_add_test(load, a_well_formed_file_gives_each_value);
         tcase_add_test(load, invalid_json_is_reported_with_the_file_line_and_column);
@@ -889,7 +886,5 @@ static Suite *credentials_suite(void)
         tcase_add_test(cmd, a_broken_file_fails_with_one_line_and_is_left_alone);
         tcase_add_test(cmd, the_default_file_is_used_without_an_override);
         tcase_add_test(cmd, a_value_typed_at_a_terminal_is_not_echoed);
-        return s;
+        return run_suite(s);
 }
-
-int main(void) { return run_suite(credentials_suite()); }

@@ -147,9 +147,7 @@ START_TEST(only_a_printable_line_is_taken_and_the_last_wins) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("gitconfig");
-  TCase *tc = tcase_create("gitconfig");
+TB_SUITE("gitconfig", 0) {
   if (host_can("command -v git >/dev/null"))
     tcase_add_loop_test(tc, every_file_it_reads_gives_gits_answer, 0,
                         (int)TB_ARRAY_SIZE(read_here));
@@ -159,8 +157,4 @@ static Suite *suite(void) {
                       (int)TB_ARRAY_SIZE(left_to_git));
   tcase_add_test(tc, a_nul_byte_is_left_to_git);
   tcase_add_test(tc, only_a_printable_line_is_taken_and_the_last_wins);
-  suite_add_tcase(s, tc);
-  return s;
 }
-
-int main(void) { return run_suite(suite()); }

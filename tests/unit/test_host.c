@@ -203,23 +203,14 @@ START_TEST(endpoints_are_checked_stored_once_and_required_wins)
         ck_assert_int_eq(svc->add_endpoint(&h, "ok.example.com", 0), -EINVAL);
         ck_assert_int_eq(svc->add_endpoint(&h, "ok.example.com", TB_ENDPOINT_REQUIRED | TB_ENDPOINT_OPTIONAL), -EINVAL);
 
-        size_t n;
-        const struct host_endpoint *e = host_endpoints(&h, &n);
-        ck_assert_uint_eq(n, 4);
-        ck_assert_str_eq(e[0].pattern, "api.example.com:443");
-        ck_assert(e[0].required);
-        ck_assert_str_eq(e[1].pattern, "*.cdn.example.com");
-        ck_assert(!e[1].required);
-        ck_assert_str_eq(e[2].pattern, "192.0.2.7:8080");
-        ck_assert_str_eq(e[3].pattern, "[2001:db8::1]:443");
+        assert_endpoints(&h, { "api.example.com:443", true }, { "*.cdn.example.com", false },
+                         { "192.0.2.7:8080", true }, { "[2001:db8::1]:443", true });
         host_done(&h);
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("host", 0)
 {
-        Suite *s = suite_create("host");
-        TCase *tc = tcase_create("host");
         tcase_add_test(tc, a_plugin_reads_only_its_own_section_of_the_credentials);
         tcase_add_test(tc, a_malformed_credentials_file_voids_with_its_error);
         tcase_add_test(tc, home_files_are_written_0600_only_in_the_fresh_home);
@@ -227,8 +218,4 @@ static Suite *suite(void)
         tcase_add_test(tc, the_lock_waits_then_times_out_and_is_had_once_free);
         tcase_add_test(tc, a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host_home);
         tcase_add_test(tc, endpoints_are_checked_stored_once_and_required_wins);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

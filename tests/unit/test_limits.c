@@ -192,13 +192,6 @@ START_TEST(the_deadline_is_the_unix_second_the_timeout_falls_at)
 }
 END_TEST
 
-static json_object *key(json_object *j, const char *k)
-{
-        json_object *v = NULL;
-        ck_assert_msg(json_object_object_get_ex(j, k, &v), "no '%s'", k);
-        return v;
-}
-
 START_TEST(the_limits_json_is_null_where_nothing_was_asked)
 {
         struct trial_limits l;
@@ -207,7 +200,7 @@ START_TEST(the_limits_json_is_null_where_nothing_was_asked)
         json_object *j = trial_limits_to_json(&l);
         const char *keys[] = { "timeout_ms", "kill_after_ms", "memory_bytes", "pids", "cpus" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(keys); i++)
-                ck_assert_ptr_null(key(j, keys[i]));
+                ck_assert_ptr_null(json_get(j, keys[i]));
         json_object_put(j);
 
         trial_limits_set(&l, "--timeout", "1.5m", &err);
@@ -215,20 +208,18 @@ START_TEST(the_limits_json_is_null_where_nothing_was_asked)
         trial_limits_set(&l, "--pids", "64", &err);
         trial_limits_set(&l, "--cpus", "1.5", &err);
         j = trial_limits_to_json(&l);
-        ck_assert_int_eq(json_object_get_int64(key(j, "timeout_ms")), 90000);
-        ck_assert_int_eq(json_object_get_int64(key(j, "kill_after_ms")), 10000);
-        ck_assert_int_eq(json_object_get_int64(key(j, "memory_bytes")), 3LL << 29);
-        ck_assert_int_eq(json_object_get_int64(key(j, "pids")), 64);
-        ck_assert(json_object_is_type(key(j, "cpus"), json_type_double));
-        ck_assert_double_eq(json_object_get_double(key(j, "cpus")), 1.5);
+        ck_assert_int_eq(json_object_get_int64(json_get(j, "timeout_ms")), 90000);
+        ck_assert_int_eq(json_object_get_int64(json_get(j, "kill_after_ms")), 10000);
+        ck_assert_int_eq(json_object_get_int64(json_get(j, "memory_bytes")), 3LL << 29);
+        ck_assert_int_eq(json_object_get_int64(json_get(j, "pids")), 64);
+        ck_assert(json_object_is_type(json_get(j, "cpus"), json_type_double));
+        ck_assert_double_eq(json_object_get_double(json_get(j, "cpus")), 1.5);
         json_object_put(j);
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("limits", 0)
 {
-        Suite *s = suite_create("limits");
-        TCase *tc = tcase_create("limits");
         tcase_add_loop_test(tc, a_duration_in_every_accepted_form_reads_as_milliseconds, 0, TB_ARRAY_SIZE(good_durations));
         tcase_add_loop_test(tc, a_bad_duration_is_refused_naming_the_option_and_the_forms, 0, TB_ARRAY_SIZE(bad_durations));
         tcase_add_test(tc, kill_after_takes_zero_and_defaults_to_ten_seconds);
@@ -239,8 +230,4 @@ static Suite *suite(void)
         tcase_add_test(tc, only_the_limit_options_are_limits_and_only_some_need_a_cgroup);
         tcase_add_test(tc, the_limits_json_is_null_where_nothing_was_asked);
         tcase_add_test(tc, the_deadline_is_the_unix_second_the_timeout_falls_at);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

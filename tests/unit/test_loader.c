@@ -14,20 +14,12 @@
 #include "sandbox/spec.h"
 #include "tb_test.h"
 
-static char path_buf[4096];
-
-static const char *fake(const char *target, const char *file)
-{
-        snprintf(path_buf, sizeof path_buf, "%s/%s/%s.so", FAKE_PLUGIN_DIR, target, file);
-        return path_buf;
-}
-
 
 START_TEST(a_good_plugin_loads_with_its_hooks)
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_good", "good"), "good", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_good", "good"), "good", &p, &err), 0);
         ck_assert_str_eq(p.harness->name, "good");
         ck_assert_str_eq(p.harness->default_binary, "/bin/true");
         ck_assert_ptr_nonnull(p.preflight);
@@ -43,7 +35,7 @@ START_TEST(a_plugin_of_another_abi_major_is_refused_naming_both_versions)
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_major", "major"), "major", &p, &err), -EPROTO);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_major", "major"), "major", &p, &err), -EPROTO);
         ck_assert_ptr_nonnull(strstr(err.msg, "major.so"));
         ck_assert_ptr_nonnull(strstr(err.msg, "ABI 2.0"));
         char speaks[64];
@@ -60,7 +52,7 @@ START_TEST(a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ig
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_minor", "minor"), "minor", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_minor", "minor"), "minor", &p, &err), 0);
         ck_assert_uint_eq(TB_PLUGIN_ABI_MINOR_OF(p.harness->abi_version), 99);
         ck_assert_uint_gt(p.harness->size, sizeof(struct tb_harness));
         ck_assert_ptr_nonnull(p.preflight);
@@ -82,7 +74,7 @@ START_TEST(a_plugin_built_against_an_older_minor_loads_and_works_without_the_new
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_old", "old"), "old", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_old", "old"), "old", &p, &err), 0);
         ck_assert_uint_eq(p.harness->abi_version, 0x10000);
         ck_assert_uint_eq(p.harness->size, offsetof(struct tb_harness, flags));
         ck_assert_ptr_nonnull(p.preflight);
@@ -115,29 +107,23 @@ START_TEST(the_members_of_abi_1_1_are_read_only_when_the_plugins_size_reaches_th
         struct plugin p;
         struct tb_error err = { 0 };
         /* Its struct sets flags and endpoints, but its size stops before flags. */
-        ck_assert_int_eq(plugin_load_file(fake("fp_noflags", "noflags"), "noflags", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_noflags", "noflags"), "noflags", &p, &err), 0);
         ck_assert_ptr_nonnull(p.env);
         ck_assert(!plugin_needs_userns(&p));
         ck_assert_ptr_null(p.endpoints);
         plugin_unload(&p);
 
         /* ... and here it stops before endpoints. */
-        ck_assert_int_eq(plugin_load_file(fake("fp_noendpoints", "noendpoints"), "noendpoints", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_noendpoints", "noendpoints"), "noendpoints", &p, &err), 0);
         ck_assert(plugin_needs_userns(&p));
         ck_assert_ptr_null(p.endpoints);
         plugin_unload(&p);
 
         /* The whole struct: the endpoints hook declares through the host. */
-        ck_assert_int_eq(plugin_load_file(fake("fp_good", "good"), "good", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_good", "good"), "good", &p, &err), 0);
         struct tb_host host = { .harness = "good", .checking = true };
         ck_assert_int_eq(host_call(&host, p.endpoints), 0);
-        size_t n;
-        const struct host_endpoint *e = host_endpoints(&host, &n);
-        ck_assert_uint_eq(n, 2);
-        ck_assert_str_eq(e[0].pattern, "api.fake.test:443");
-        ck_assert(e[0].required);
-        ck_assert_str_eq(e[1].pattern, "telemetry.fake.test");
-        ck_assert(!e[1].required);
+        assert_endpoints(&host, { "api.fake.test:443", true }, { "telemetry.fake.test", false });
         host_done(&host);
         plugin_unload(&p);
 }
@@ -147,7 +133,7 @@ START_TEST(a_plugin_without_the_symbol_is_refused)
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_nosym", "nosym"), "nosym", &p, &err), -ENOENT);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_nosym", "nosym"), "nosym", &p, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "nosym.so"));
         ck_assert_ptr_nonnull(strstr(err.msg, "trialbox_harness"));
 }
@@ -157,7 +143,7 @@ START_TEST(a_plugin_whose_name_is_not_its_file_name_is_refused)
 {
         struct plugin p;
         struct tb_error err = { 0 };
-        ck_assert_int_eq(plugin_load_file(fake("fp_mismatch", "mismatch"), "mismatch", &p, &err), -EINVAL);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_mismatch", "mismatch"), "mismatch", &p, &err), -EINVAL);
         ck_assert_ptr_nonnull(strstr(err.msg, "mismatch.so' calls itself 'other', not 'mismatch'"));
 }
 END_TEST
@@ -167,7 +153,7 @@ START_TEST(hooks_past_a_plugins_size_are_absent)
         struct plugin p;
         struct tb_error err = { 0 };
         /* size 40 reaches default_binary and preflight only. */
-        ck_assert_int_eq(plugin_load_file(fake("fp_small", "small"), "small", &p, &err), 0);
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_small", "small"), "small", &p, &err), 0);
         ck_assert_ptr_nonnull(p.preflight);
         ck_assert_ptr_null(p.prepare_login);
         ck_assert_ptr_null(p.env);
@@ -182,7 +168,7 @@ START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
         struct plugin p;
         struct tb_error err = { 0 };
         snprintf(to, sizeof to, "%s/good.so", dir);
-        copy_file(fake("fp_good", "good"), to, 0666, SIZE_MAX);
+        copy_file(FAKE_SO("fp_good", "good"), to, 0666, SIZE_MAX);
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
         ck_assert_ptr_nonnull(strstr(err.msg, to));
         ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
@@ -213,7 +199,7 @@ START_TEST(a_file_that_is_not_a_library_is_refused)
         ck_assert_ptr_nonnull(strstr(err.msg, "text.so' is not a loadable library"));
 
         /* A truncated library passes the magic check and fails in dlopen. */
-        char *good = read_text(fake("fp_good", "good"));
+        char *good = read_text(FAKE_SO("fp_good", "good"));
         snprintf(to, sizeof to, "%s/trunc.so", dir);
         int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         ck_assert_int_eq(write(fd, good, 200), 200);
@@ -231,7 +217,7 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
         char *a = tmpdir_new(), *b = tmpdir_new();
         char to[1024], env[4096];
         snprintf(to, sizeof to, "%s/good.so", b);
-        copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
+        copy_file(FAKE_SO("fp_good", "good"), to, 0644, SIZE_MAX);
         snprintf(env, sizeof env, "%s:%s", a, b);
 
         struct plugin p;
@@ -247,7 +233,7 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
 
         /* An earlier folder wins; the later one is listed as shadowed. */
         snprintf(to, sizeof to, "%s/good.so", a);
-        copy_file(fake("fp_good", "good"), to, 0644, SIZE_MAX);
+        copy_file(FAKE_SO("fp_good", "good"), to, 0644, SIZE_MAX);
         struct plugin_entry *v;
         size_t n;
         plugin_list(env, &v, &n);
@@ -274,10 +260,8 @@ START_TEST(harness_names_are_checked_before_any_file_is_looked_up)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("loader", 0)
 {
-        Suite *s = suite_create("loader");
-        TCase *tc = tcase_create("loader");
         tcase_add_test(tc, a_good_plugin_loads_with_its_hooks);
         tcase_add_test(tc, a_plugin_of_another_abi_major_is_refused_naming_both_versions);
         tcase_add_test(tc, a_plugin_built_against_a_newer_minor_loads_and_its_newer_parts_are_ignored);
@@ -290,8 +274,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_file_that_is_not_a_library_is_refused);
         tcase_add_test(tc, the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed);
         tcase_add_test(tc, harness_names_are_checked_before_any_file_is_looked_up);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -184,13 +184,6 @@ START_TEST(each_way_a_session_ends_maps_to_its_kind_cause_status_and_detail)
 }
 END_TEST
 
-static json_object *field(json_object *j, const char *k)
-{
-        json_object *v = NULL;
-        ck_assert_msg(json_object_object_get_ex(j, k, &v), "no '%s'", k);
-        return v;
-}
-
 START_TEST(a_failed_outcome_has_a_cause_only_when_the_kernel_or_a_limit_ended_it)
 {
         struct outcome o = base();
@@ -198,7 +191,7 @@ START_TEST(a_failed_outcome_has_a_cause_only_when_the_kernel_or_a_limit_ended_it
         outcome_from_session(&o, &plain);
         char *s = outcome_to_json(&o);
         json_object *j = json_tokener_parse(s);
-        ck_assert_ptr_null(field(j, "cause"));
+        ck_assert_ptr_null(json_get(j, "cause"));
         json_object_put(j);
         free(s);
 
@@ -206,8 +199,8 @@ START_TEST(a_failed_outcome_has_a_cause_only_when_the_kernel_or_a_limit_ended_it
         outcome_from_session(&o, &t);
         s = outcome_to_json(&o);
         j = json_tokener_parse(s);
-        ck_assert_str_eq(json_object_get_string(field(j, "cause")), "timeout");
-        ck_assert_str_eq(json_object_get_string(field(j, "outcome")), "failed");
+        ck_assert_str_eq(json_object_get_string(json_get(j, "cause")), "timeout");
+        ck_assert_str_eq(json_object_get_string(json_get(j, "outcome")), "failed");
         json_object_put(j);
         free(s);
 }
@@ -230,12 +223,12 @@ START_TEST(the_json_has_the_record_fields_with_nulls_where_unknown)
         /* Built as before issue 11: nothing stamped. */
         char *s = outcome_to_json(&o);
         json_object *j = json_tokener_parse(s);
-        ck_assert_ptr_null(field(j, "started_at"));
-        ck_assert_ptr_null(field(j, "ended_at"));
-        ck_assert_ptr_null(field(j, "usage"));
-        ck_assert_ptr_null(field(j, "host"));
-        ck_assert_ptr_null(field(json_object_object_get(j, "limits"), "memory_bytes"));
-        ck_assert_str_eq(json_object_get_string(field(j, "trialbox_version")), TB_VERSION);
+        ck_assert_ptr_null(json_get(j, "started_at"));
+        ck_assert_ptr_null(json_get(j, "ended_at"));
+        ck_assert_ptr_null(json_get(j, "usage"));
+        ck_assert_ptr_null(json_get(j, "host"));
+        ck_assert_ptr_null(json_get(json_object_object_get(j, "limits"), "memory_bytes"));
+        ck_assert_str_eq(json_object_get_string(json_get(j, "trialbox_version")), TB_VERSION);
         json_object_put(j);
         free(s);
 
@@ -252,22 +245,22 @@ START_TEST(the_json_has_the_record_fields_with_nulls_where_unknown)
         outcome_end(&o);
         s = outcome_to_json(&o);
         j = json_tokener_parse(s);
-        const char *started = json_object_get_string(field(j, "started_at"));
+        const char *started = json_object_get_string(json_get(j, "started_at"));
         ck_assert_int_eq(strlen(started), 24);
         ck_assert_msg(started[4] == '-' && started[10] == 'T' && started[19] == '.' && started[23] == 'Z', "%s", started);
-        ck_assert_ptr_nonnull(field(j, "ended_at"));
-        ck_assert_int_eq(json_object_get_int64(field(field(j, "limits"), "memory_bytes")), 512LL << 20);
-        ck_assert_ptr_null(field(field(j, "limits"), "pids"));
-        json_object *u = field(j, "usage");
-        ck_assert_int_eq(json_object_get_int64(field(u, "cpu_user_ms")), 1500);
-        ck_assert_int_eq(json_object_get_int64(field(u, "cpu_system_ms")), 250);
-        ck_assert_int_eq(json_object_get_int64(field(u, "peak_memory_bytes")), 2048 * 1024);
-        ck_assert_int_eq(json_object_get_int64(field(u, "oom_kills")), 0);
-        ck_assert_ptr_null(field(u, "pids_refused"));
-        ck_assert_str_eq(json_object_get_string(field(u, "source")), "rusage");
+        ck_assert_ptr_nonnull(json_get(j, "ended_at"));
+        ck_assert_int_eq(json_object_get_int64(json_get(json_get(j, "limits"), "memory_bytes")), 512LL << 20);
+        ck_assert_ptr_null(json_get(json_get(j, "limits"), "pids"));
+        json_object *u = json_get(j, "usage");
+        ck_assert_int_eq(json_object_get_int64(json_get(u, "cpu_user_ms")), 1500);
+        ck_assert_int_eq(json_object_get_int64(json_get(u, "cpu_system_ms")), 250);
+        ck_assert_int_eq(json_object_get_int64(json_get(u, "peak_memory_bytes")), 2048 * 1024);
+        ck_assert_int_eq(json_object_get_int64(json_get(u, "oom_kills")), 0);
+        ck_assert_ptr_null(json_get(u, "pids_refused"));
+        ck_assert_str_eq(json_object_get_string(json_get(u, "source")), "rusage");
         char host[256] = "";
         gethostname(host, sizeof host);
-        ck_assert_str_eq(json_object_get_string(field(j, "host")), host);
+        ck_assert_str_eq(json_object_get_string(json_get(j, "host")), host);
         json_object_put(j);
         free(s);
 }
@@ -444,10 +437,8 @@ START_TEST(a_filesystem_the_session_filled_still_gets_the_final_outcome)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("outcome", 0)
 {
-        Suite *s = suite_create("outcome");
-        TCase *tc = tcase_create("outcome");
         tcase_add_test(tc, exit_zero_is_completed);
         tcase_add_test(tc, a_nonzero_exit_is_failed_with_its_code_passed_through);
         tcase_add_test(tc, a_signal_is_failed_with_the_signal_and_128_plus_n);
@@ -463,8 +454,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_running_record_is_lost_when_its_pid_is_gone_or_the_boot_differs);
         tcase_add_test(tc, the_reserved_final_record_replaces_the_running_one_and_leaves_no_temp_file);
         tcase_add_test(tc, a_filesystem_the_session_filled_still_gets_the_final_outcome);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

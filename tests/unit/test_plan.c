@@ -17,14 +17,6 @@ static char *plan_in(const char *dir, const char *text)
         return p;
 }
 
-static char *joined(const struct strv *v)
-{
-        struct strbuf sb = { 0 };
-        for (size_t i = 0; i < v->n; i++)
-                strbuf_addf(&sb, "%s%s", i ? " " : "", v->v[i]);
-        return sb.s;
-}
-
 START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
 {
         char *dir = tmpdir_new();
@@ -47,7 +39,7 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         ck_assert_ptr_null(t->user);
         struct strv args = { 0 };
         plan_trial_run_args(t, t->repo, &args);
-        char *line = joined(&args);
+        char *line = strv_joined(&args, "", "");
         char *want;
         if (asprintf(&want,
                      "run --repo %s --harness shell --output-dir %s --harness-bin sh --skills %s/skills --timeout 90 "
@@ -164,17 +156,11 @@ START_TEST(the_summary_counts_outcomes_causes_and_percentiles_per_harness)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("plan", 0)
 {
-        Suite *s = suite_create("plan");
-        TCase *tc = tcase_create("plan");
         tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
         tcase_add_test(tc, repo_from_takes_an_optional_revision);
         tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
         tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
         tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

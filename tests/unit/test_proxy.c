@@ -268,8 +268,6 @@ __attribute__((unused)) static bool tunnel_opens(const struct harness *h, const 
         return str_has_prefix(head, "HTTP/1.1 200 ");
 }
 
-#define assert_contains(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "'%s' not in: %s", (sub), (s))
-#define assert_lacks(s, sub) ck_assert_msg(strstr((s), (sub)) == NULL, "'%s' in: %s", (sub), (s))
 
 /* ---- patterns ---- */
 
@@ -926,42 +924,35 @@ START_TEST(the_test_name_map_is_honoured_only_in_test_builds)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("proxy", 60)
 {
-        Suite *s = suite_create("proxy");
-        TCase *t = tcase_create("proxy");
-        tcase_set_timeout(t, 60);
-        tcase_add_test(t, patterns_are_accepted_or_refused_as_usage_errors);
-        tcase_add_test(t, patterns_match_names_wildcards_ports_and_literals);
-        tcase_add_test(t, requested_hosts_are_normalised_case_and_trailing_dot);
-        tcase_add_test(t, special_addresses_are_refused_unless_listed_literally);
-        tcase_add_test(t, the_hosts_own_addresses_are_refused);
-        tcase_add_test(t, request_heads_parse_or_get_their_status);
-        tcase_add_test(t, a_head_over_16_kib_gets_431);
-        tcase_add_test(t, the_fuzz_corpus_replays_clean);
+        tcase_add_test(tc, patterns_are_accepted_or_refused_as_usage_errors);
+        tcase_add_test(tc, patterns_match_names_wildcards_ports_and_literals);
+        tcase_add_test(tc, requested_hosts_are_normalised_case_and_trailing_dot);
+        tcase_add_test(tc, special_addresses_are_refused_unless_listed_literally);
+        tcase_add_test(tc, the_hosts_own_addresses_are_refused);
+        tcase_add_test(tc, request_heads_parse_or_get_their_status);
+        tcase_add_test(tc, a_head_over_16_kib_gets_431);
+        tcase_add_test(tc, the_fuzz_corpus_replays_clean);
 #ifndef PROXY_RELEASE_CHECK
-        tcase_add_test(t, loopback_is_refused_unless_its_address_is_listed);
+        tcase_add_test(tc, loopback_is_refused_unless_its_address_is_listed);
         /* The rest reach their server through the name map: without it (a Release build with its tests)
          * allowed.test would be looked up in the real DNS, and no test sends traffic off this host. */
         if (proxy_test_hosts_enabled()) {
-                tcase_add_test(t, plain_http_in_absolute_form_reaches_the_server_in_origin_form);
-                tcase_add_test(t, connect_relays_bytes_both_ways_and_a_half_closed_stream_still_delivers_the_other_way);
-                tcase_add_test(t, tls_through_connect_with_openssl);
-                tcase_add_test(t, a_denied_name_gets_403_with_the_reason_and_is_never_resolved);
-                tcase_add_test(t, wildcards_match_strict_subdomains_and_ports_are_honoured);
-                tcase_add_test(t, an_allowed_server_that_refuses_gets_502_and_is_recorded_allowed);
-                tcase_add_test(t, a_client_that_does_not_read_stalls_only_its_own_tunnel);
-                tcase_add_test(t, a_thousand_idle_connections_do_not_block_a_new_request);
-                tcase_add_test(t, a_client_that_never_speaks_gets_408_and_others_are_served_meanwhile);
-                tcase_add_test(t, oversized_and_malformed_heads_get_4xx);
-                tcase_add_test(t, every_connection_is_one_exact_json_line_and_counted_per_host);
+                tcase_add_test(tc, plain_http_in_absolute_form_reaches_the_server_in_origin_form);
+                tcase_add_test(tc, connect_relays_bytes_both_ways_and_a_half_closed_stream_still_delivers_the_other_way);
+                tcase_add_test(tc, tls_through_connect_with_openssl);
+                tcase_add_test(tc, a_denied_name_gets_403_with_the_reason_and_is_never_resolved);
+                tcase_add_test(tc, wildcards_match_strict_subdomains_and_ports_are_honoured);
+                tcase_add_test(tc, an_allowed_server_that_refuses_gets_502_and_is_recorded_allowed);
+                tcase_add_test(tc, a_client_that_does_not_read_stalls_only_its_own_tunnel);
+                tcase_add_test(tc, a_thousand_idle_connections_do_not_block_a_new_request);
+                tcase_add_test(tc, a_client_that_never_speaks_gets_408_and_others_are_served_meanwhile);
+                tcase_add_test(tc, oversized_and_malformed_heads_get_4xx);
+                tcase_add_test(tc, every_connection_is_one_exact_json_line_and_counted_per_host);
         } else {
                 printf("proxy: tests through the name map skipped: this build does not honour it\n");
         }
 #endif
-        tcase_add_test(t, the_test_name_map_is_honoured_only_in_test_builds);
-        suite_add_tcase(s, t);
-        return s;
+        tcase_add_test(tc, the_test_name_map_is_honoured_only_in_test_builds);
 }
-
-int main(void) { return run_suite(suite()); }

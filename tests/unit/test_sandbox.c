@@ -13,23 +13,6 @@
 #include "tb_test.h"
 #include "sandbox/toolchain.h"
 
-/* Index of `flag src dest` in argv, or -1. */
-static int find_triple(const struct strv *a, const char *flag, const char *src, const char *dest)
-{
-        for (size_t i = 0; i + 2 < a->n; i++)
-                if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], src) == 0 && strcmp(a->v[i + 2], dest) == 0)
-                        return (int)i;
-        return -1;
-}
-
-static int find_arg(const struct strv *a, const char *x)
-{
-        for (size_t i = 0; i < a->n; i++)
-                if (strcmp(a->v[i], x) == 0)
-                        return (int)i;
-        return -1;
-}
-
 START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last)
 {
         struct sandbox_spec s = { 0 };
@@ -43,23 +26,23 @@ START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_com
         sandbox_argv(&s, "/usr/bin/bwrap", &a);
 
         ck_assert_str_eq(a.v[0], "/usr/bin/bwrap");
-        ck_assert_int_ge(find_arg(&a, "--unshare-pid"), 1);
-        ck_assert_int_ge(find_arg(&a, "--die-with-parent"), 1);
-        ck_assert_int_ge(find_arg(&a, "--new-session"), 1);
-        ck_assert_int_ge(find_arg(&a, "--unshare-ipc"), 1);
-        int cap = find_arg(&a, "--cap-drop");
+        ck_assert_int_ge(strv_find(&a, "--unshare-pid"), 1);
+        ck_assert_int_ge(strv_find(&a, "--die-with-parent"), 1);
+        ck_assert_int_ge(strv_find(&a, "--new-session"), 1);
+        ck_assert_int_ge(strv_find(&a, "--unshare-ipc"), 1);
+        int cap = strv_find(&a, "--cap-drop");
         ck_assert_int_ge(cap, 1);
         ck_assert_str_eq(a.v[cap + 1], "ALL");
-        int usr = find_triple(&a, "--ro-bind", "/usr", "/usr");
-        int repo = find_triple(&a, "--bind", "/work/repo", "/work/repo");
+        int usr = strv_find_triple(&a, "--ro-bind", "/usr", "/usr");
+        int repo = strv_find_triple(&a, "--bind", "/work/repo", "/work/repo");
         ck_assert_int_gt(usr, 0);
         ck_assert_int_gt(repo, usr);
-        ck_assert_int_gt(find_arg(&a, "--proc"), usr);
-        int chdir = find_arg(&a, "--chdir");
+        ck_assert_int_gt(strv_find(&a, "--proc"), usr);
+        int chdir = strv_find(&a, "--chdir");
         ck_assert_str_eq(a.v[chdir + 1], "/work/repo");
-        int st = find_arg(&a, "--json-status-fd");
+        int st = strv_find(&a, "--json-status-fd");
         ck_assert_str_eq(a.v[st + 1], "3");
-        int dd = find_arg(&a, "--");
+        int dd = strv_find(&a, "--");
         ck_assert_int_gt(dd, st);
         ck_assert_str_eq(a.v[dd + 1], "/sandbox/harness/x");
         ck_assert_str_eq(a.v[dd + 2], "--flag");
@@ -150,13 +133,13 @@ START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_
         struct strv a = { 0 };
         toolchain_add_system(&s, link);
         sandbox_argv(&s, "bwrap", &a);
-        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/usr", "/usr"), 0);
-        ck_assert_int_gt(find_triple(&a, "--ro-bind", "/etc", "/etc"), 0);
-        ck_assert_int_gt(find_triple(&a, "--ro-bind", target, target), 0);
-        ck_assert_int_lt(find_triple(&a, "--bind", "/usr", "/usr"), 0);
-        ck_assert_int_gt(find_arg(&a, "--proc"), 0);
-        ck_assert_int_gt(find_arg(&a, "--dev"), 0);
-        ck_assert_int_gt(find_arg(&a, "--tmpfs"), 0);
+        ck_assert_int_gt(strv_find_triple(&a, "--ro-bind", "/usr", "/usr"), 0);
+        ck_assert_int_gt(strv_find_triple(&a, "--ro-bind", "/etc", "/etc"), 0);
+        ck_assert_int_gt(strv_find_triple(&a, "--ro-bind", target, target), 0);
+        ck_assert_int_lt(strv_find_triple(&a, "--bind", "/usr", "/usr"), 0);
+        ck_assert_int_gt(strv_find(&a, "--proc"), 0);
+        ck_assert_int_gt(strv_find(&a, "--dev"), 0);
+        ck_assert_int_gt(strv_find(&a, "--tmpfs"), 0);
         strv_done(&a);
         sandbox_spec_done(&s);
 
@@ -641,18 +624,17 @@ START_TEST(a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_maske
 }
 END_TEST
 
-static Suite *suite(void)
+int main(void)
 {
         Suite *s = suite_create("sandbox");
-        TCase *tc = tcase_create("spec");
+        TCase *tc = tb_tcase(s, "spec", 0);
         tcase_add_test(tc, the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last);
         tcase_add_test(tc, secrets_are_in_the_environment_never_in_argv_and_redacted_when_printed);
         tcase_add_test(tc, a_variable_set_twice_keeps_the_last_value_and_stays_secret);
         tcase_add_test(tc, the_printed_line_quotes_what_a_shell_would_split);
         tcase_add_test(tc, covers_means_a_folder_bound_onto_itself_that_contains_the_path);
         tcase_add_test(tc, an_op_inserted_goes_before_the_one_at_its_index);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("toolchain");
+        tc = tb_tcase(s, "toolchain", 0);
         tcase_add_test(tc, the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_target);
         tcase_add_test(tc, path_folders_and_version_manager_homes_are_bound_read_only_with_their_variables);
         tcase_add_test(tc, the_home_of_a_tool_is_above_its_bin_folder);
@@ -661,13 +643,9 @@ static Suite *suite(void)
         tcase_add_test(tc, tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_top_level_folder);
         tcase_add_test(tc, a_cargo_config_is_bound_only_when_it_names_no_registry_token);
         tcase_add_test(tc, too_broad_means_the_home_a_folder_above_it_a_top_level_folder_or_an_xdg_base);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("secret places");
+        tc = tb_tcase(s, "secret places", 0);
         tcase_add_test(tc, every_secret_place_a_bind_exposes_is_masked_right_after_that_bind);
         tcase_add_test(tc, a_cargo_config_without_a_token_is_not_a_secret_and_extra_places_are);
         tcase_add_test(tc, a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_masked_too);
-        suite_add_tcase(s, tc);
-        return s;
+        return run_suite(s);
 }
-
-int main(void) { return run_suite(suite()); }

@@ -154,13 +154,7 @@ START_TEST(what_was_seen_maps_to_one_session_result)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("supervisor", 0)
 {
-        Suite *s = suite_create("supervisor");
-        TCase *tc = tcase_create("supervisor");
         tcase_add_loop_test(tc, what_was_seen_maps_to_one_session_result, 0, (int)TB_ARRAY_SIZE(cases));
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -143,17 +143,11 @@ START_TEST(the_environment_has_one_home_home_when_absolute_else_the_password_dat
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("util", 0)
 {
-        Suite *s = suite_create("util");
-        TCase *tc = tcase_create("util");
         tcase_add_test(tc, str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text);
         tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }
