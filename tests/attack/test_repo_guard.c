@@ -223,7 +223,7 @@ START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_host
         tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
         ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed a file the host's config names: %s", r.out);
-        ck_assert_ptr_nonnull(strstr(r.err, "later.cfg"));
+        assert_contains(r.err, "later.cfg");
         proc_result_free(&r);
         free(script);
         /* A hooks folder the host's config names but that is not there yet. */
@@ -239,7 +239,7 @@ START_TEST(hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_host
                          0);
         tb_shell(&r, &f2, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "PLANTED"), "%s%s", r.out, r.err);
-        ck_assert_ptr_nonnull(strstr(r.err, ".githooks"));
+        assert_contains(r.err, ".githooks");
         proc_result_free(&r);
         free(script);
         run_argv(&r, NULL,
@@ -276,7 +276,7 @@ START_TEST(a_hooks_link_into_the_worktree_stays_the_hosts)
         tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
         ck_assert_msg(r.status == 0 && strstr(r.out, "REPLACED"), "%s%s", r.out, r.err);
         ck_assert_msg(!strstr(r.out, "LEAK-"), "the session changed the hooks the link names: %s", r.out);
-        ck_assert_ptr_nonnull(strstr(r.err, "restored the link"));
+        assert_contains(r.err, "restored the link");
         snprintf(link, sizeof link, "%s/.git/hooks", f.repo);
         ssize_t n = readlink(link, target, sizeof target - 1);
         ck_assert_int_gt(n, 0);
@@ -306,7 +306,7 @@ START_TEST(a_git_folder_made_by_the_session_in_a_plain_folder_is_renamed_aside)
         ck_assert_msg(r.status == 0 && strstr(r.out, "SESSION-INIT-OK"), "%s%s", r.out, r.err);
         snprintf(dotgit, sizeof dotgit, "%s/.git", f.repo);
         ck_assert_int_ne(access(dotgit, F_OK), 0);
-        ck_assert_ptr_nonnull(strstr(r.err, ".git.trialbox-quarantine-1"));
+        assert_contains(r.err, ".git.trialbox-quarantine-1");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -353,7 +353,7 @@ START_TEST(a_planted_git_file_never_binds_a_host_folder)
                 tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "true"));
                 ck_assert_msg(r.status == 0, "%s", r.err);
                 ck_assert_msg(!binds_rw(r.out, targets[i]), "'%s' is bound read-write: %s", targets[i], r.out);
-                ck_assert_ptr_nonnull(strstr(r.err, "not bound"));
+                assert_contains(r.err, "not bound");
                 proc_result_free(&r);
                 fixture_free(&f);
         }
@@ -400,7 +400,7 @@ START_TEST(a_fifo_as_git_file_or_commondir_hangs_nothing)
                         ck_assert_msg(r.status == 0, "fifo as %s, %s: status %d: %s", where ? "commondir" : ".git",
                                       dry ? "dry-run" : "run", r.status, r.err);
                         if (!dry)
-                                ck_assert_ptr_nonnull(strstr(r.out, "SESSION-RAN"));
+                                assert_contains(r.out, "SESSION-RAN");
                         proc_result_free(&r);
                         fixture_free(&f);
                 }
@@ -436,9 +436,9 @@ START_TEST(the_session_commits_as_the_host_user_and_sees_no_other_host_git_confi
                  "git commit -q --allow-empty -m as-host && git config --get credential.helper; "
                  "git config --get core.pager; cat \"$HOME/.gitconfig\""));
         ck_assert_msg(r.status == 0, "the commit failed: %s%s", r.out, r.err);
-        ck_assert_ptr_null(strstr(r.out, "never"));
-        ck_assert_ptr_null(strstr(r.out, "SECRETPAGER"));
-        ck_assert_ptr_null(strstr(r.out, "credential"));
+        assert_lacks(r.out, "never");
+        assert_lacks(r.out, "SECRETPAGER");
+        assert_lacks(r.out, "credential");
         sh_ok("cd '%s' && git log -1 --format='%%an <%%ae>|%%cn' | grep -qx 'Host \"Q\" Person <host@example.com>|Host "
               "\"Q\" Person'",
               f.repo);

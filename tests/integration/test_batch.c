@@ -142,7 +142,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
 #if RUN_HAS_TIMEOUT
         assert_result(&e, "slow", "outcome", "failed");
         assert_result(&e, "slow", "cause", "timeout");
-        ck_assert_ptr_nonnull(strstr(r.out, "failed/timeout 1"));
+        assert_contains(r.out, "failed/timeout 1");
 #endif
         /* The summary: per Harness × outcome, and the causes. */
         ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/session_unavailable 2") &&
@@ -465,7 +465,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         /* An array task runs its one Trial here: --index does not go with --slurm (tests/integration/test_slurm.c has --slurm). */
         batch(&r, &e, EXTRA("--slurm", "--index", "1"));
         ck_assert_int_eq(r.status, 2);
-        ck_assert_ptr_nonnull(strstr(r.err, "does not go with --slurm"));
+        assert_contains(r.err, "does not go with --slurm");
         proc_result_free(&r);
         assert_file_in(e.repo, "marker", "t1\n");
         exp_free(&e);

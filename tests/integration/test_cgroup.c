@@ -191,7 +191,7 @@ START_TEST(as_root_the_probe_finds_a_mechanism_for_every_limit)
         char line[2048];
         cgroup_probe_summary(&p, line, sizeof line);
         fprintf(stderr, "limits: %s\n", line);
-        ck_assert_ptr_nonnull(strstr(line, "memory"));
+        assert_contains(line, "memory");
         if (m == CGROUP_V1)
                 ck_assert(p.parent[CG_MEMORY][0] && p.parent[CG_PIDS][0] && p.parent[CG_CPU][0]);
 }
@@ -219,7 +219,7 @@ START_TEST(without_a_writable_cgroup_the_probe_says_none_and_the_fix)
         struct tb_error err = { 0 };
         ck_assert_int_eq(cgroup_create(&p, &l, "x", &cg, &err), -EOPNOTSUPP);
         ck_assert_ptr_null(cg);
-        ck_assert_ptr_nonnull(strstr(err.msg, "Delegate=yes"));
+        assert_contains(err.msg, "Delegate=yes");
 }
 END_TEST
 
@@ -441,7 +441,7 @@ START_TEST(a_bad_name_or_an_existing_cgroup_is_refused_and_nothing_is_left)
         char name[64];
         snprintf(name, sizeof name, "%s", name_buf);
         ck_assert_int_eq(cgroup_create(&p, &l, name, &again, &err), -EEXIST);
-        ck_assert_ptr_nonnull(strstr(err.msg, "exists already"));
+        assert_contains(err.msg, "exists already");
         ck_assert_ptr_null(again);
         destroy_and_check_gone(cg, &p, name);
         ck_assert_int_eq(cgroup_destroy(NULL, &err), 0);

@@ -652,10 +652,10 @@ START_TEST(an_output_folder_full_before_is_status_126_and_one_the_session_fills_
         say("full filesystem, before the Trial: status %d, stderr: %s", r.status, r.err);
         ck_assert_msg(r.status == 126, "status %d, not 126; stderr: %s", r.status, r.err);
         ck_assert_msg(one_line(r.err), "not one line: %s", r.err);
-        ck_assert_ptr_nonnull(strstr(r.err, "outcome.json"));
-        ck_assert_ptr_nonnull(strstr(r.err, "No space left on device"));
-        ck_assert_ptr_null(strstr(r.err, "00004242"));
-        ck_assert_ptr_null(strstr(r.out, "00004242"));
+        assert_contains(r.err, "outcome.json");
+        assert_contains(r.err, "No space left on device");
+        assert_lacks(r.err, "00004242");
+        assert_lacks(r.out, "00004242");
         ck_assert_str_eq(r.out, ""); /* --json: no Outcome that was not written */
         ck_assert_int_ne(access(ran, F_OK), 0);
         ck_assert_int_ne(access(outcome, F_OK), 0);
@@ -678,7 +678,7 @@ START_TEST(an_output_folder_full_before_is_status_126_and_one_the_session_fills_
         ck_assert_msg(r.status == 0, "status %d, not 0; stderr: %s", r.status, r.err);
         ck_assert_msg(str_has_prefix(r.out, "ran\nlogin-seen\n{") && strstr(r.out, "\"outcome\":\"completed\""),
                       "stdout: %s", r.out);
-        ck_assert_ptr_null(strstr(r.err, "00004242"));
+        assert_lacks(r.err, "00004242");
         ck_assert_int_eq(access(outcome, F_OK), 0);
         _cleanup_free_ char *kind = outcome_field(out, "outcome");
         ck_assert_str_eq(kind, "completed");
@@ -714,8 +714,8 @@ START_TEST(a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_
         say("read-only filesystem, new output folder: status %d, stderr: %s", r.status, r.err);
         ck_assert_msg(r.status == 2, "status %d, not 2; stderr: %s", r.status, r.err);
         ck_assert_msg(one_line(r.err), "not one line: %s", r.err);
-        ck_assert_ptr_nonnull(strstr(r.err, "cannot create output folder"));
-        ck_assert_ptr_nonnull(strstr(r.err, "Read-only file system"));
+        assert_contains(r.err, "cannot create output folder");
+        assert_contains(r.err, "Read-only file system");
         ck_assert_str_eq(r.out, "");
         ck_assert_int_ne(access(ran, F_OK), 0);
         host_login_check(&l, "read-only, new folder");
@@ -726,9 +726,9 @@ START_TEST(a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_
         say("read-only filesystem, existing output folder: status %d, stderr: %s", r.status, r.err);
         ck_assert_msg(r.status == 126, "status %d, not 126; stderr: %s", r.status, r.err);
         ck_assert_msg(one_line(r.err), "not one line: %s", r.err);
-        ck_assert_ptr_nonnull(strstr(r.err, "outcome.json"));
-        ck_assert_ptr_nonnull(strstr(r.err, "Read-only file system"));
-        ck_assert_ptr_null(strstr(r.err, "00004242"));
+        assert_contains(r.err, "outcome.json");
+        assert_contains(r.err, "Read-only file system");
+        assert_lacks(r.err, "00004242");
         ck_assert_str_eq(r.out, "");
         ck_assert_int_ne(access(ran, F_OK), 0);
         assert_no_copy_under(mnt, "read-only, existing folder");

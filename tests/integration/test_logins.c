@@ -126,12 +126,8 @@ START_TEST(codex_without_a_login_is_void_before_any_session)
         _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s/nowhere", f.dir);
         _cleanup_free_ char *ran = path_in(f.repo, "SAVED-1");
         tb_run(&r, "codex", &f, ENV(env_home), EXTRA("--harness-bin", FAKE("fake-codex"), "--", "a", "b"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
-        char *d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "no Codex login at"));
-        ck_assert_ptr_nonnull(strstr(d, "codex login"));
-        free(d);
+        assert_void(&f, &r, "session_unavailable", "no Codex login at");
+        assert_outcome_has(&f, "detail", "codex login");
         ck_assert_int_ne(access(ran, F_OK), 0);
         proc_result_free(&r);
         fixture_free(&f);
@@ -180,8 +176,7 @@ START_TEST(agy_gets_its_token_file_and_self_update_off_with_true)
 
         fixture_new(&f);
         tb_run(&r, "agy", &f, ENV("HOME=/nonexistent"), EXTRA("--harness-bin", "/bin/true"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
+        assert_void(&f, &r, "session_unavailable", NULL);
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -205,12 +200,8 @@ START_TEST(claude_gets_its_token_as_a_variable_and_is_void_without_one)
         _cleanup_free_ char *empty = path_in(f.dir, "empty.json");
         write_text(empty, "{}", 0600);
         tb_run(&r, "claude", &f, NULL, EXTRA("--credentials", empty, "--harness-bin", "/bin/true"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
-        char *d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "no claude.setup_token in the Credentials"));
-        ck_assert_ptr_nonnull(strstr(d, "trialbox credentials set claude.setup_token"));
-        free(d);
+        assert_void(&f, &r, "session_unavailable", "no claude.setup_token in the Credentials");
+        assert_outcome_has(&f, "detail", "trialbox credentials set claude.setup_token");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -226,10 +217,10 @@ START_TEST(opencode_reads_its_key_from_a_variable_its_config_names)
         tb_run(&r, "opencode", &f, NULL,
                EXTRA("--credentials", creds, "--harness-bin", FAKE("print-env"), "--", config));
         ck_assert_msg(r.status == 0, "%s", r.err);
-        ck_assert_ptr_nonnull(strstr(r.out, "\nANTHROPIC_API_KEY=sk-tbtest-opencode\n"));
-        ck_assert_ptr_nonnull(strstr(r.out, "\"apiKey\": \"{env:ANTHROPIC_API_KEY}\""));
-        ck_assert_ptr_nonnull(strstr(r.out, "\"anthropic\""));
-        ck_assert_ptr_nonnull(strstr(r.out, "OPENCODE_DISABLE_AUTOUPDATE=1"));
+        assert_contains(r.out, "\nANTHROPIC_API_KEY=sk-tbtest-opencode\n");
+        assert_contains(r.out, "\"apiKey\": \"{env:ANTHROPIC_API_KEY}\"");
+        assert_contains(r.out, "\"anthropic\"");
+        assert_contains(r.out, "OPENCODE_DISABLE_AUTOUPDATE=1");
         /* The key is on no file of the output folder. */
         _cleanup_free_ char *grep = xasprintf("! grep -rq sk-tbtest-opencode '%s'", f.out);
         ck_assert(host_can(grep));
@@ -242,8 +233,7 @@ START_TEST(opencode_reads_its_key_from_a_variable_its_config_names)
         write_text(empty, "{\"claude\": {\"setup_token\": \"x\"}}", 0600);
         tb_run(&r, "opencode", &f, NULL,
                EXTRA("--credentials", empty, "--harness-bin", "/bin/sh", "--", "-c", "touch RAN"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
+        assert_void(&f, &r, "session_unavailable", NULL);
         ck_assert_int_ne(access(ran, F_OK), 0);
         proc_result_free(&r);
         fixture_free(&f);
@@ -262,12 +252,12 @@ START_TEST(a_codex_session_holds_no_other_harness_secret)
         tb_run(&r, "codex", &f, ENV(env_home, "ANTHROPIC_API_KEY=sk-host-anthropic"),
                EXTRA("--credentials", creds, "--harness-bin", FAKE("print-env")));
         ck_assert_msg(r.status == 0, "%s", r.err);
-        ck_assert_ptr_null(strstr(r.out, "sk-ant-oat-tbtest-claude"));
-        ck_assert_ptr_null(strstr(r.out, "sk-tbtest-opencode"));
-        ck_assert_ptr_null(strstr(r.out, "sk-host-anthropic"));
-        ck_assert_ptr_null(strstr(r.out, "CLAUDE_CODE_OAUTH_TOKEN"));
+        assert_lacks(r.out, "sk-ant-oat-tbtest-claude");
+        assert_lacks(r.out, "sk-tbtest-opencode");
+        assert_lacks(r.out, "sk-host-anthropic");
+        assert_lacks(r.out, "CLAUDE_CODE_OAUTH_TOKEN");
         _cleanup_free_ char *want = xasprintf("CODEX_HOME=%s/home/.codex\n", f.out);
-        ck_assert_ptr_nonnull(strstr(r.out, want));
+        assert_contains(r.out, want);
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -364,11 +354,7 @@ START_TEST(grok_is_void_without_a_login_or_when_its_lock_is_held_too_long)
         _cleanup_free_ char *env = NULL;
         free(grok_state(&f, &env, false));
         tb_run(&r, "grok", &f, ENV(env), EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
-        char *d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "no Grok login in the Trials home"));
-        free(d);
+        assert_void(&f, &r, "session_unavailable", "no Grok login in the Trials home");
         proc_result_free(&r);
         fixture_free(&f);
 
@@ -382,11 +368,7 @@ START_TEST(grok_is_void_without_a_login_or_when_its_lock_is_held_too_long)
         _cleanup_free_ char *ran = path_in(f.repo, "times");
         tb_run(&r, "grok", &f, ENV(env, "TRIALBOX_GROK_WAIT=0.3"),
                EXTRA("--harness-bin", FAKE("fake-grok"), "--", "times", "0"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
-        d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "stayed busy for 0.3 s"));
-        free(d);
+        assert_void(&f, &r, "session_unavailable", "stayed busy for 0.3 s");
         ck_assert_int_ne(access(ran, F_OK), 0);
         close(fd);
         proc_result_free(&r);
@@ -407,14 +389,14 @@ START_TEST(check_says_where_each_login_was_looked_for_and_how_to_provide_it)
         ck_assert(host_can(mv));
         run_argv(&r, tb_env(ENV(env_creds, "HOME=/nonexistent")), (char *[]){ TRIALBOX_BIN, "check", "--harness", "codex", NULL });
         ck_assert_int_eq(r.status, 1);
-        ck_assert_ptr_nonnull(strstr(r.out, "FAIL login"));
-        ck_assert_ptr_nonnull(strstr(r.out, "no Codex login at '/nonexistent/.codex/auth.json'; run 'codex login'"));
+        assert_contains(r.out, "FAIL login");
+        assert_contains(r.out, "no Codex login at '/nonexistent/.codex/auth.json'; run 'codex login'");
         proc_result_free(&r);
         run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_nonnull(strstr(r.out, "claude.setup_token: in '"));
-        ck_assert_ptr_nonnull(strstr(r.out, "(present)"));
-        ck_assert_ptr_null(strstr(r.out, "sk-ant-oat-tbtest-claude"));
+        assert_contains(r.out, "claude.setup_token: in '");
+        assert_contains(r.out, "(present)");
+        assert_lacks(r.out, "sk-ant-oat-tbtest-claude");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -449,41 +431,41 @@ START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
         ck_assert_int_eq(r.status, 0);
 
         _cleanup_free_ char *codex = harness_block(r.out, "codex");
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: api.openai.com:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: chatgpt.com:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: auth.openai.com:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_nonnull(strstr(codex, "endpoint: ab.chatgpt.com:443 (optional: denied under --network allow unless --allow-host)"));
-        ck_assert_ptr_nonnull(strstr(codex, "keeps nested user namespaces"));
+        assert_contains(codex, "endpoint: api.openai.com:443 (required: allowed under --network allow)");
+        assert_contains(codex, "endpoint: chatgpt.com:443 (required: allowed under --network allow)");
+        assert_contains(codex, "endpoint: auth.openai.com:443 (required: allowed under --network allow)");
+        assert_contains(codex, "endpoint: ab.chatgpt.com:443 (optional: denied under --network allow unless --allow-host)");
+        assert_contains(codex, "keeps nested user namespaces");
         _cleanup_free_ char *claude = harness_block(r.out, "claude");
-        ck_assert_ptr_nonnull(strstr(claude, "endpoint: api.anthropic.com:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_nonnull(strstr(claude, "keeps nested user namespaces"));
+        assert_contains(claude, "endpoint: api.anthropic.com:443 (required: allowed under --network allow)");
+        assert_contains(claude, "keeps nested user namespaces");
         _cleanup_free_ char *opencode = harness_block(r.out, "opencode");
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: api.openai.com:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_null(strstr(opencode, "api.anthropic.com"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: registry.npmjs.org:443 (optional: denied under --network allow unless --allow-host)"));
-        ck_assert_ptr_nonnull(strstr(opencode, "endpoint: github.com:443 (optional: denied under --network allow unless --allow-host)"));
-        ck_assert_ptr_null(strstr(opencode, "nested user namespaces"));
+        assert_contains(opencode, "endpoint: api.openai.com:443 (required: allowed under --network allow)");
+        assert_lacks(opencode, "api.anthropic.com");
+        assert_contains(opencode, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)");
+        assert_contains(opencode, "endpoint: registry.npmjs.org:443 (optional: denied under --network allow unless --allow-host)");
+        assert_contains(opencode, "endpoint: github.com:443 (optional: denied under --network allow unless --allow-host)");
+        assert_lacks(opencode, "nested user namespaces");
         _cleanup_free_ char *muse = harness_block(r.out, "muse");
-        ck_assert_ptr_nonnull(strstr(muse, "endpoints: none declared"));
+        assert_contains(muse, "endpoints: none declared");
         proc_result_free(&r);
 
         /* Without -v, none of it; with --json, always. */
         run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", NULL });
-        ck_assert_ptr_null(strstr(r.out, "endpoint"));
+        assert_lacks(r.out, "endpoint");
         proc_result_free(&r);
         run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
-        ck_assert_ptr_nonnull(strstr(r.out, "{\"host\":\"api.openai.com:443\",\"required\":true}"));
-        ck_assert_ptr_nonnull(strstr(r.out, "{\"host\":\"ab.chatgpt.com:443\",\"required\":false}"));
-        ck_assert_ptr_nonnull(strstr(r.out, "\"needs_userns\":true"));
+        assert_contains(r.out, "{\"host\":\"api.openai.com:443\",\"required\":true}");
+        assert_contains(r.out, "{\"host\":\"ab.chatgpt.com:443\",\"required\":false}");
+        assert_contains(r.out, "\"needs_userns\":true");
         proc_result_free(&r);
 
         /* A provider whose host is not known: said, and the rest still declared. */
         write_text(creds, "{\"opencode\": {\"api_key\": \"k\", \"provider\": \"my-gateway\"}}", 0600);
         run_argv(&r, tb_env(ENV(env_creds)), (char *[]){ TRIALBOX_BIN, "harnesses", "-v", NULL });
         _cleanup_free_ char *unknown = harness_block(r.out, "opencode");
-        ck_assert_ptr_nonnull(strstr(unknown, "the API host of provider 'my-gateway' is not known"));
-        ck_assert_ptr_nonnull(strstr(unknown, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)"));
+        assert_contains(unknown, "the API host of provider 'my-gateway' is not known");
+        assert_contains(unknown, "endpoint: models.opencode.ai:443 (required: allowed under --network allow)");
         proc_result_free(&r);
         fixture_free(&f);
 }

@@ -283,15 +283,15 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
                 ck_assert_str_eq(result(r.out, "tls"), "200");
 
         /* A denied name is never resolved: -v names each lookup. */
-        ck_assert_ptr_nonnull(strstr(r.err, "resolving 'allowed.test'"));
-        ck_assert_ptr_null(strstr(r.err, "resolving 'denied.test'"));
-        ck_assert_ptr_null(strstr(r.err, "resolving 'wild.test'"));
+        assert_contains(r.err, "resolving 'allowed.test'");
+        assert_lacks(r.err, "resolving 'denied.test'");
+        assert_lacks(r.err, "resolving 'wild.test'");
 
         _cleanup_free_ char *rec = read_text_in(f.out, "network.jsonl");
         size_t want = 9 + (tls ? 1 : 0); /* every curl above but the direct one */
         ck_assert_uint_eq(count_lines(rec), want);
-        ck_assert_ptr_nonnull(strstr(rec, "\"host\":\"denied.test\",\"port\":80,\"method\":\"GET\",\"decision\":\"denied\""));
-        ck_assert_ptr_nonnull(strstr(rec, "\"host\":\"allowed.test\",\"port\":80,\"method\":\"CONNECT\",\"decision\":\"allowed\""));
+        assert_contains(rec, "\"host\":\"denied.test\",\"port\":80,\"method\":\"GET\",\"decision\":\"denied\"");
+        assert_contains(rec, "\"host\":\"allowed.test\",\"port\":80,\"method\":\"CONNECT\",\"decision\":\"allowed\"");
         ck_assert_str_eq(network_field(f.out, "mode"), "allow");
         ck_assert_str_eq(network_field(f.out, "hosts/allowed.test/allowed"), "2");
         ck_assert_str_eq(network_field(f.out, "hosts/allowed.test/denied"), "0");
@@ -329,15 +329,15 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
         fixture_new(&f);
         tb_shell(&r, &f, NULL, EXTRA("--network", "none", "--dry-run"));
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
+        assert_contains(r.out, " --unshare-net ");
         proc_result_free(&r);
         tb_shell(&r, &f, NULL, EXTRA("--allow-host", "x.test", "--dry-run"));
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
-        ck_assert_ptr_nonnull(strstr(r.out, "HTTPS_PROXY=http://127.0.0.1:3128"));
+        assert_contains(r.out, " --unshare-net ");
+        assert_contains(r.out, "HTTPS_PROXY=http://127.0.0.1:3128");
         proc_result_free(&r);
         tb_shell(&r, &f, NULL, EXTRA("--dry-run"));
-        ck_assert_ptr_null(strstr(r.out, "--unshare-net"));
+        assert_lacks(r.out, "--unshare-net");
         proc_result_free(&r);
         const char *const bad[][4] = {
                 { "--allow-host", "*", NULL },

@@ -56,7 +56,7 @@ START_TEST(slurm_args_split_like_a_shell_without_expanding_anything)
                 struct tb_error err = { 0 };
                 ck_assert_int_eq(slurm_args_split(bad[i], &v, &err), -EINVAL);
                 ck_assert_ptr_null(strchr(err.msg, '\n'));
-                ck_assert_ptr_nonnull(strstr(err.msg, "--slurm-args"));
+                assert_contains(err.msg, "--slurm-args");
                 strv_done(&v);
         }
 }
@@ -114,9 +114,9 @@ START_TEST(a_trial_without_a_limit_keeps_the_array_from_asking_for_it)
         slurm_limits_add(&req.limits, 0, 0, 0);
         slurm_limits_add(&req.limits, 900, 2LL << 30, 0);
         char *got = sbatch_line(&req);
-        ck_assert_ptr_null(strstr(got, "--time"));
-        ck_assert_ptr_null(strstr(got, "--mem"));
-        ck_assert_ptr_nonnull(strstr(got, "[--cpus-per-task=2]"));
+        assert_lacks(got, "--time");
+        assert_lacks(got, "--mem");
+        assert_contains(got, "[--cpus-per-task=2]");
         free(got);
 }
 END_TEST
@@ -145,7 +145,7 @@ START_TEST(slurm_args_may_not_take_over_the_array_or_the_wait)
                 struct strv v = { 0 };
                 struct tb_error err = { 0 };
                 ck_assert_msg(slurm_sbatch_argv(&req, &v, &err) == -EINVAL, "'%s' accepted", theirs[i]);
-                ck_assert_ptr_nonnull(strstr(err.msg, "trialbox sets them"));
+                assert_contains(err.msg, "trialbox sets them");
                 ck_assert_uint_eq(v.n, 0);
         }
         struct slurm_array_request req = request(NULL);
@@ -367,7 +367,7 @@ START_TEST(bwrap_runs_inside_a_task_of_an_unprivileged_submitter)
         ck_assert_int_eq(wait_status(pid), 0);
         assert_bwrap_ran(&j, 2);
         char *env = file_in(j.dir, "env", 0);
-        ck_assert_ptr_nonnull(strstr(env, "SLURM_JOB_UID=65534"));
+        assert_contains(env, "SLURM_JOB_UID=65534");
         free(env);
         job_dir_free(&j);
 }
@@ -429,7 +429,7 @@ START_TEST(a_forgotten_job_is_gone_and_a_missing_sbatch_is_named)
         struct slurm_array_request req = request(NULL);
         long long id = -1;
         ck_assert_int_eq(slurm_submit(&req, ENV("PATH=/nonexistent"), &id, &err), -ENOENT);
-        ck_assert_ptr_nonnull(strstr(err.msg, "slurm-client"));
+        assert_contains(err.msg, "slurm-client");
 }
 END_TEST
 

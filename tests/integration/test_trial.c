@@ -24,7 +24,7 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
         fixture_new(&f);
         tb_shell(&r, &f, NULL, EXTRA("--json", "--", "-c", "echo from-the-session"));
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_nonnull(strstr(r.out, "from-the-session\n"));
+        assert_contains(r.out, "from-the-session\n");
         assert_outcome(&f, "outcome", "completed");
         assert_outcome(&f, "exit_code", "0");
         assert_outcome(&f, "sandboxed", "true");
@@ -38,7 +38,7 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
         char *last = strrchr(r.out, '\n');
         last = last ? last + 1 : r.out;
         ck_assert(last[0] == '{');
-        ck_assert_ptr_nonnull(strstr(last, "\"outcome\":\"completed\""));
+        assert_contains(last, "\"outcome\":\"completed\"");
         proc_result_free(&r);
         fixture_free(&f);
 
@@ -133,16 +133,16 @@ START_TEST(a_host_secret_variable_does_not_reach_the_session)
                "TRIALBOX_ENV_ALLOW=EXTRA_ALLOWED"),
            EXTRA("--", "-c", "env"));
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_null(strstr(r.out, "sk-tbtest-openai"));
-        ck_assert_ptr_null(strstr(r.out, "tbtest-aws"));
-        ck_assert_ptr_null(strstr(r.out, "OPENAI_API_KEY"));
-        ck_assert_ptr_nonnull(strstr(r.out, "EXTRA_ALLOWED=yes-allowed"));
+        assert_lacks(r.out, "sk-tbtest-openai");
+        assert_lacks(r.out, "tbtest-aws");
+        assert_lacks(r.out, "OPENAI_API_KEY");
+        assert_contains(r.out, "EXTRA_ALLOWED=yes-allowed");
         ck_assert_ptr_nonnull(strstr(r.out, "\nPATH=") ? strstr(r.out, "PATH=") : strstr(r.out, "PATH="));
         char home[1100];
         snprintf(home, sizeof home, "HOME=%s/home\n", f.out);
-        ck_assert_ptr_nonnull(strstr(r.out, home));
+        assert_contains(r.out, home);
         snprintf(home, sizeof home, "XDG_CONFIG_HOME=%s/home/.config\n", f.out);
-        ck_assert_ptr_nonnull(strstr(r.out, home));
+        assert_contains(r.out, home);
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -232,20 +232,14 @@ START_TEST(no_bwrap_is_void_sandbox_unavailable)
         char marker_file[1100];
         fixture_new(&f);
         tb_shell(&r, &f, ENV("PATH=/nonexistent-folder"), EXTRA("--harness-bin", "/bin/true"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "outcome", "void");
-        assert_outcome(&f, "cause", "sandbox_unavailable");
-        char *d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "bwrap was not found on the PATH; install bubblewrap"));
-        free(d);
+        assert_void(&f, &r, "sandbox_unavailable", "bwrap was not found on the PATH; install bubblewrap");
         proc_result_free(&r);
         fixture_free(&f);
 
         fixture_new(&f);
         snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
         tb_shell(&r, &f, ENV("TRIALBOX_BWRAP=/nonexistent/bwrap"), EXTRA("--", "-c", "touch RAN"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "sandbox_unavailable");
+        assert_void(&f, &r, "sandbox_unavailable", NULL);
         ck_assert_int_ne(access(marker_file, F_OK), 0);
         proc_result_free(&r);
         fixture_free(&f);
@@ -260,9 +254,7 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         fixture_new(&f);
         snprintf(marker_file, sizeof marker_file, "%s/RAN", f.repo);
         tb_shell(&r, &f, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")), EXTRA("--", "-c", "touch RAN"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "outcome", "void");
-        assert_outcome(&f, "cause", "sandbox_unavailable");
+        assert_void(&f, &r, "sandbox_unavailable", NULL);
         assert_outcome(&f, "detail", "bwrap: setting up uid map: Permission denied");
         assert_outcome(&f, "exit_code", "null");
         ck_assert_int_ne(access(marker_file, F_OK), 0);
@@ -272,16 +264,16 @@ START_TEST(a_bwrap_that_refuses_is_void_with_its_own_message)
         run_argv(&r, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")),
                  (char *[]){ TRIALBOX_BIN, "check", NULL });
         ck_assert_int_eq(r.status, 1);
-        ck_assert_ptr_nonnull(strstr(r.out, "setting up uid map: Permission denied"));
-        ck_assert_ptr_nonnull(strstr(r.out, "kernel.apparmor_restrict_unprivileged_userns=0"));
-        ck_assert_ptr_nonnull(strstr(r.out, "/etc/apparmor.d/bwrap"));
-        ck_assert_ptr_nonnull(strstr(r.out, "FAIL namespaces"));
+        assert_contains(r.out, "setting up uid map: Permission denied");
+        assert_contains(r.out, "kernel.apparmor_restrict_unprivileged_userns=0");
+        assert_contains(r.out, "/etc/apparmor.d/bwrap");
+        assert_contains(r.out, "FAIL namespaces");
         proc_result_free(&r);
         run_argv(&r, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-refuses")),
                  (char *[]){ TRIALBOX_BIN, "check", "--json", NULL });
         ck_assert_int_eq(r.status, 1);
         ck_assert(str_has_prefix(r.out, "{\"ready\":false,\"checks\":["));
-        ck_assert_ptr_nonnull(strstr(r.out, "{\"check\":\"namespaces\",\"ok\":false,\"verdict\":\"fail\""));
+        assert_contains(r.out, "{\"check\":\"namespaces\",\"ok\":false,\"verdict\":\"fail\"");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -343,9 +335,9 @@ START_TEST(dry_run_prints_the_bwrap_line_and_runs_nothing)
         tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 0);
         ck_assert(str_has_prefix(r.out, "env -i "));
-        ck_assert_ptr_nonnull(strstr(r.out, "bwrap --seccomp ")); /* first: the keeper finds the fd there */
-        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-pid --unshare-ipc --die-with-parent --new-session --cap-drop ALL"));
-        ck_assert_ptr_nonnull(strstr(r.out, "-- /sandbox/harness/shell -c 'touch RAN'"));
+        assert_contains(r.out, "bwrap --seccomp "); /* first: the keeper finds the fd there */
+        assert_contains(r.out, " --unshare-pid --unshare-ipc --die-with-parent --new-session --cap-drop ALL");
+        assert_contains(r.out, "-- /sandbox/harness/shell -c 'touch RAN'");
         ck_assert_int_ne(access(ran, F_OK), 0);
         ck_assert_int_ne(access(f.out, F_OK), 0);
         proc_result_free(&r);
@@ -452,11 +444,7 @@ START_TEST(a_missing_harness_binary_is_void_session_unavailable)
         struct proc_result r;
         fixture_new(&f);
         tb_shell(&r, &f, NULL, EXTRA("--harness-bin", "no-such-agent-cli"));
-        ck_assert_int_eq(r.status, 125);
-        assert_outcome(&f, "cause", "session_unavailable");
-        char *d = outcome_field(f.out, "detail");
-        ck_assert_ptr_nonnull(strstr(d, "'no-such-agent-cli' was not found on the PATH"));
-        free(d);
+        assert_void(&f, &r, "session_unavailable", "'no-such-agent-cli' was not found on the PATH");
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -467,16 +455,16 @@ START_TEST(check_and_harnesses_report_a_working_sandbox_and_the_shell_harness)
         struct proc_result r;
         run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "check", "--harness", "shell", NULL });
         ck_assert_msg(r.status == 0, "check failed: %s", r.out);
-        ck_assert_ptr_nonnull(strstr(r.out, "ok   namespaces"));
-        ck_assert_ptr_nonnull(strstr(r.out, "ok   userns"));
-        ck_assert_ptr_nonnull(strstr(r.out, "ok   plugins"));
-        ck_assert_ptr_nonnull(strstr(r.out, "ok   plugin       " PLUGIN_BUILD_DIR "/shell.so"));
-        ck_assert_ptr_nonnull(strstr(r.out, "a Trial can start here"));
+        assert_contains(r.out, "ok   namespaces");
+        assert_contains(r.out, "ok   userns");
+        assert_contains(r.out, "ok   plugins");
+        assert_contains(r.out, "ok   plugin       " PLUGIN_BUILD_DIR "/shell.so");
+        assert_contains(r.out, "a Trial can start here");
         proc_result_free(&r);
         run_argv(&r, tb_env(NULL), (char *[]){ TRIALBOX_BIN, "harnesses", "--json", NULL });
         ck_assert_int_eq(r.status, 0);
-        ck_assert_ptr_nonnull(strstr(r.out, "\"name\":\"shell\""));
-        ck_assert_ptr_nonnull(strstr(r.out, "\"status\":\"ready\""));
+        assert_contains(r.out, "\"name\":\"shell\"");
+        assert_contains(r.out, "\"status\":\"ready\"");
         proc_result_free(&r);
 }
 END_TEST

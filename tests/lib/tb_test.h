@@ -251,12 +251,13 @@ char *outcome_field(const char *output_dir, const char *field);
  * `cause`, and that its detail says `part` (NULL: not looked at). */
 #define assert_void(f, r, cause, part)                                                                      \
         do {                                                                                                \
+                const char *part_ = (part);                                                                 \
                 ck_assert_msg((r)->status == 125, "status %d, not 125 (void); stderr: %s", (r)->status,     \
                               (r)->err);                                                                    \
                 assert_outcome((f), "outcome", "void");                                                     \
                 assert_outcome((f), "cause", (cause));                                                      \
-                if ((part) != NULL)                                                                         \
-                        assert_outcome_has((f), "detail", (part));                                          \
+                if (part_)                                                                                  \
+                        assert_outcome_has((f), "detail", part_);                                           \
         } while (0)
 
 #define assert_line(text, line)                                                                             \
@@ -266,11 +267,17 @@ char *outcome_field(const char *output_dir, const char *field);
 #define assert_one_line(s) ck_assert_msg(one_line(s), "not exactly one line: '%s'", (s))
 /* Assert that `text` (not NULL) holds, or lacks, `part`. */
 #define assert_contains(text, part)                                                                         \
-        ck_assert_msg((text) != NULL && strstr((text), (part)) != NULL, "'%s' not in: %s", (part),        \
-                      (text) ? (text) : "(null)")
+        do {                                                                                                \
+                const char *t_ = (text);                                                                    \
+                ck_assert_msg(t_ != NULL && strstr(t_, (part)) != NULL, "'%s' not in: %s", (part),        \
+                              t_ ? t_ : "(null)");                                                          \
+        } while (0)
 #define assert_lacks(text, part)                                                                            \
-        ck_assert_msg((text) != NULL && strstr((text), (part)) == NULL, "'%s' in: %s", (part),            \
-                      (text) ? (text) : "(null)")
+        do {                                                                                                \
+                const char *t_ = (text);                                                                    \
+                ck_assert_msg(t_ != NULL && strstr(t_, (part)) == NULL, "'%s' in: %s", (part),            \
+                              t_ ? t_ : "(null)");                                                          \
+        } while (0)
 #define assert_mode(path, want)                                                                             \
         do {                                                                                                \
                 mode_t m_ = mode_of(path);                                                                  \

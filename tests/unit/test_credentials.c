@@ -50,8 +50,8 @@ static struct tb_error load_bad(const char *text, size_t len)
         ck_assert_int_eq(credentials_load(path, &c, &err), -EINVAL);
         ck_assert_ptr_null(c);
         ck_assert_int_eq(err.code, -EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, path));
-        ck_assert_ptr_null(strstr(err.msg, SECRET));
+        assert_contains(err.msg, path);
+        assert_lacks(err.msg, SECRET);
         ck_assert_ptr_null(strchr(err.msg, '\n'));
         return err;
 }
@@ -164,8 +164,8 @@ START_TEST(a_non_string_value_is_named_by_its_key_path)
         /* A number is not quoted back either. */
         static const char num[] = "{\"opencode\": {\"api_key\": 73570113}}";
         err = load_bad(num, sizeof num - 1);
-        ck_assert_ptr_null(strstr(err.msg, "73570113"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "'opencode.api_key' must be a string"));
+        assert_lacks(err.msg, "73570113");
+        assert_contains(err.msg, "'opencode.api_key' must be a string");
 }
 END_TEST
 
@@ -179,7 +179,7 @@ START_TEST(trailing_garbage_after_the_object_is_refused)
 
         static const char two[] = "{} {}";
         err = load_bad(two, sizeof two - 1);
-        ck_assert_ptr_nonnull(strstr(err.msg, "line 1, column 4: unexpected data after the top-level object"));
+        assert_contains(err.msg, "line 1, column 4: unexpected data after the top-level object");
 }
 END_TEST
 
@@ -187,7 +187,7 @@ START_TEST(a_value_with_a_nul_escape_is_refused)
 {
         static const char text[] = "{\"claude\": {\"setup_token\": \"" SECRET "\\u0000x\"}}";
         struct tb_error err = load_bad(text, sizeof text - 1);
-        ck_assert_ptr_nonnull(strstr(err.msg, "'claude.setup_token' contains a NUL character"));
+        assert_contains(err.msg, "'claude.setup_token' contains a NUL character");
 }
 END_TEST
 
@@ -195,7 +195,7 @@ START_TEST(a_raw_nul_byte_in_the_file_is_invalid_json)
 {
         static const char text[] = "{\"claude\": {\"setup_token\": \"" SECRET "\0x\"}}";
         struct tb_error err = load_bad(text, sizeof text - 1);
-        ck_assert_ptr_nonnull(strstr(err.msg, "invalid JSON at line 1, column "));
+        assert_contains(err.msg, "invalid JSON at line 1, column ");
 }
 END_TEST
 
@@ -203,11 +203,11 @@ START_TEST(a_bad_name_in_the_file_is_refused)
 {
         static const char text[] = "{\"Claude\": {\"setup_token\": \"" SECRET "\"}}";
         struct tb_error err = load_bad(text, sizeof text - 1);
-        ck_assert_ptr_nonnull(strstr(err.msg, "section name 'Claude' is invalid"));
+        assert_contains(err.msg, "section name 'Claude' is invalid");
 
         static const char key[] = "{\"claude\": {\"setup token\": \"" SECRET "\"}}";
         err = load_bad(key, sizeof key - 1);
-        ck_assert_ptr_nonnull(strstr(err.msg, "key name 'claude.setup token' is invalid"));
+        assert_contains(err.msg, "key name 'claude.setup token' is invalid");
 }
 END_TEST
 
@@ -240,8 +240,8 @@ START_TEST(a_symlink_as_the_file_to_load_is_refused)
         ck_assert_int_eq(symlink(real, path), 0);
         ck_assert_int_eq(credentials_load(path, &c, &err), -ELOOP);
         ck_assert_ptr_null(c);
-        ck_assert_ptr_nonnull(strstr(err.msg, "is a symbolic link"));
-        ck_assert_ptr_nonnull(strstr(err.msg, path));
+        assert_contains(err.msg, "is a symbolic link");
+        assert_contains(err.msg, path);
 }
 END_TEST
 
@@ -252,13 +252,13 @@ START_TEST(a_folder_or_a_fifo_as_the_file_is_refused)
 
         ck_assert_int_eq(mkdir(path, 0700), 0);
         ck_assert_int_eq(credentials_load(path, &c, &err), -EISDIR);
-        ck_assert_ptr_nonnull(strstr(err.msg, "is a folder"));
+        assert_contains(err.msg, "is a folder");
         ck_assert_int_eq(rmdir(path), 0);
 
         /* Must not block waiting for a writer. */
         ck_assert_int_eq(mkfifo(path, 0600), 0);
         ck_assert_int_eq(credentials_load(path, &c, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, "is not a regular file"));
+        assert_contains(err.msg, "is not a regular file");
         ck_assert_ptr_null(c);
 }
 END_TEST
@@ -275,7 +275,7 @@ START_TEST(a_file_over_one_mib_is_refused)
         big[n - 1] = '}';
         write_bytes(path, big, n, 0600);
         ck_assert_int_eq(credentials_load(path, &c, &err), -EFBIG);
-        ck_assert_ptr_nonnull(strstr(err.msg, "larger than 1 MiB"));
+        assert_contains(err.msg, "larger than 1 MiB");
 
         /* Exactly the limit is fine. */
         big[n - 2] = '}';
@@ -372,7 +372,7 @@ START_TEST(unset_removes_the_key_and_drops_an_emptied_section)
         ck_assert_int_eq(credentials_unset(c, "claude", "setup_token"), 0);
         ck_assert_int_eq(credentials_save(c, path, &err), 0);
         _cleanup_free_ char *text = slurp(path);
-        ck_assert_ptr_null(strstr(text, "claude"));
+        assert_lacks(text, "claude");
 
         ck_assert_int_eq(credentials_unset(c, "opencode", "provider"), 0);
         ck_assert_int_eq(credentials_save(c, path, &err), 0);
@@ -601,7 +601,7 @@ START_TEST(set_reads_the_value_from_stdin_and_drops_one_trailing_newline)
                                                    "claude.setup_token", NULL);
         ck_assert_int_eq(a.status, 0);
         ck_assert_str_eq(a.out, "");
-        ck_assert_ptr_null(strstr(a.err, SECRET));
+        assert_lacks(a.err, SECRET);
         ck_assert_str_eq(get_from(path, "claude", "setup_token", &c1), SECRET);
         ck_assert_uint_eq(mode_of(path), 0600);
 
@@ -622,7 +622,7 @@ START_TEST(set_never_takes_the_value_from_argv)
         ck_assert_int_eq(r.status, 2);
         ck_assert_str_eq(r.err, "trialbox: 'set' takes only a KEY: the value is read from stdin, never from the "
                                 "command line; see 'trialbox credentials --help'\n");
-        ck_assert_ptr_null(strstr(r.err, SECRET));
+        assert_lacks(r.err, SECRET);
         ck_assert_int_eq(access(path, F_OK), -1);
 }
 END_TEST
@@ -641,7 +641,7 @@ START_TEST(set_refuses_an_empty_value_or_one_with_a_nul_byte)
 
         _cleanup_(proc_result_free) struct proc_result u = run_cmd("a\xff\n", 3, path, "set", "claude.setup_token", NULL);
         ck_assert_int_eq(u.status, 2);
-        ck_assert_ptr_nonnull(strstr(u.err, "not UTF-8 text"));
+        assert_contains(u.err, "not UTF-8 text");
         ck_assert_int_eq(access(path, F_OK), -1);
 }
 END_TEST
@@ -658,7 +658,7 @@ START_TEST(list_prints_the_names_and_never_the_values)
         ck_assert_int_eq(l.status, 0);
         ck_assert_str_eq(l.out, "claude.setup_token\nopencode.api_key\n");
         ck_assert_str_eq(l.err, "");
-        ck_assert_ptr_null(strstr(l.out, SECRET));
+        assert_lacks(l.out, SECRET);
 }
 END_TEST
 
@@ -729,15 +729,15 @@ START_TEST(usage_errors_exit_2_with_one_line)
                                    "'trialbox credentials --help'\n");
         _cleanup_(proc_result_free) struct proc_result unknown = run_cmd(NULL, 0, path, "show", NULL, NULL);
         ck_assert_int_eq(unknown.status, 2);
-        ck_assert_ptr_nonnull(strstr(unknown.err, "unknown credentials command 'show'"));
+        assert_contains(unknown.err, "unknown credentials command 'show'");
         _cleanup_(proc_result_free) struct proc_result extra = run_cmd(NULL, 0, path, "list", "x", NULL);
         ck_assert_int_eq(extra.status, 2);
         _cleanup_(proc_result_free) struct proc_result nokey = run_cmd(NULL, 0, path, "unset", NULL, NULL);
         ck_assert_int_eq(nokey.status, 2);
-        ck_assert_ptr_nonnull(strstr(nokey.err, "'unset' needs a KEY"));
+        assert_contains(nokey.err, "'unset' needs a KEY");
         _cleanup_(proc_result_free) struct proc_result opt = run_cmd(NULL, 0, path, "list", "--bogus", NULL);
         ck_assert_int_eq(opt.status, 2);
-        ck_assert_ptr_nonnull(strstr(opt.err, "unknown option '--bogus'"));
+        assert_contains(opt.err, "unknown option '--bogus'");
         struct proc_result *all[] = { &none, &unknown, &extra, &nokey, &opt };
         for (size_t i = 0; i < TB_ARRAY_SIZE(all); i++) {
                 ck_assert_uint_eq(count_lines(all[i]->err), 1);
@@ -830,7 +830,7 @@ START_TEST(a_value_typed_at_a_terminal_is_not_echoed)
         ck_assert(WIFEXITED(ws));
         ck_assert_int_eq(WEXITSTATUS(ws), 0);
         ck_assert_msg(strstr(sb.s, SECRET) == NULL, "the terminal showed: %s", sb.s);
-        ck_assert_ptr_nonnull(strstr(sb.s, "saved 'claude.setup_token'"));
+        assert_contains(sb.s, "saved 'claude.setup_token'");
         free(sb.s);
         ck_assert_str_eq(get_from(path, "claude", "setup_token", &c), "typed-" SECRET);
 }

@@ -53,8 +53,8 @@ START_TEST(a_malformed_credentials_file_voids_with_its_error)
         struct tb_host h = { .harness = "claude", .credentials_path = path };
         ck_assert_ptr_null(host_services()->require_credential(&h, "setup_token", "how"));
         ck_assert(h.voided);
-        ck_assert_ptr_nonnull(strstr(h.void_detail, "'claude.setup_token' must be a string"));
-        ck_assert_ptr_nonnull(strstr(h.void_detail, path));
+        assert_contains(h.void_detail, "'claude.setup_token' must be a string");
+        assert_contains(h.void_detail, path);
         host_done(&h);
         tmpdir_remove(dir);
         free(dir);
@@ -139,7 +139,7 @@ START_TEST(the_lock_waits_then_times_out_and_is_had_once_free)
         ck_assert_int_eq(trials_home_lock(lock, 0, &held, &err), 0);
         /* A second open file description cannot have it while the first holds it. */
         ck_assert_int_eq(trials_home_lock(lock, 100, &fd, &err), -ETIMEDOUT);
-        ck_assert_ptr_nonnull(strstr(err.msg, "held by another Trial"));
+        assert_contains(err.msg, "held by another Trial");
         close(held);
         ck_assert_int_eq(trials_home_lock(lock, 100, &fd, &err), 0);
         close(fd);

@@ -58,7 +58,7 @@ START_TEST(a_bad_duration_is_refused_naming_the_option_and_the_forms)
         ck_assert_ptr_null(strchr(err.msg, '\033'));
         ck_assert_ptr_null(strchr(err.msg, '\n'));
         if (!strstr(err.msg, "too long"))
-                ck_assert_ptr_nonnull(strstr(err.msg, "(90, 90s, 1.5m, 2h)"));
+                assert_contains(err.msg, "(90, 90s, 1.5m, 2h)");
 }
 END_TEST
 
@@ -71,7 +71,7 @@ START_TEST(kill_after_takes_zero_and_defaults_to_ten_seconds)
         ck_assert_int_eq(trial_limits_set(&l, "--kill-after", "0", &err), 0);
         ck_assert_int_eq(l.kill_after_ms, 0);
         ck_assert_int_eq(trial_limits_set(&l, "--kill-after", "-1", &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, "--kill-after"));
+        assert_contains(err.msg, "--kill-after");
 }
 END_TEST
 
@@ -112,7 +112,7 @@ START_TEST(a_bad_size_is_refused_naming_the_option_and_the_forms)
         ck_assert_int_eq(b, -7);
         ck_assert_msg(strstr(err.msg, bad_sizes[_i].says), "'%s': %s", bad_sizes[_i].text, err.msg);
         ck_assert_msg(str_has_prefix(err.msg, "--memory '"), "%s", err.msg);
-        ck_assert_ptr_nonnull(strstr(err.msg, "(512M, 4G, 1.5G)"));
+        assert_contains(err.msg, "(512M, 4G, 1.5G)");
 }
 END_TEST
 
@@ -131,8 +131,8 @@ START_TEST(pids_must_be_a_positive_whole_number)
         int r = limits_parse_pids("--pids", pids_cases[_i].text, &n, &err);
         if (pids_cases[_i].want < 0) {
                 ck_assert_msg(r == -EINVAL, "'%s' was taken", pids_cases[_i].text);
-                ck_assert_ptr_nonnull(strstr(err.msg, "--pids '"));
-                ck_assert_ptr_nonnull(strstr(err.msg, "whole number from 1"));
+                assert_contains(err.msg, "--pids '");
+                assert_contains(err.msg, "whole number from 1");
         } else {
                 ck_assert_msg(r == 0, "'%s': %s", pids_cases[_i].text, err.msg);
                 ck_assert_int_eq(n, pids_cases[_i].want);
@@ -155,7 +155,7 @@ START_TEST(cpus_is_a_fraction_above_zero)
         int r = limits_parse_cpus("--cpus", cpus_cases[_i].text, &m, &err);
         if (cpus_cases[_i].milli < 0) {
                 ck_assert_msg(r == -EINVAL, "'%s' was taken", cpus_cases[_i].text);
-                ck_assert_ptr_nonnull(strstr(err.msg, "--cpus '"));
+                assert_contains(err.msg, "--cpus '");
         } else {
                 ck_assert_msg(r == 0, "'%s': %s", cpus_cases[_i].text, err.msg);
                 ck_assert_int_eq(m, cpus_cases[_i].milli);

@@ -36,11 +36,11 @@ START_TEST(a_plugin_of_another_abi_major_is_refused_naming_both_versions)
         struct plugin p;
         struct tb_error err = { 0 };
         ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_major", "major"), "major", &p, &err), -EPROTO);
-        ck_assert_ptr_nonnull(strstr(err.msg, "major.so"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "ABI 2.0"));
+        assert_contains(err.msg, "major.so");
+        assert_contains(err.msg, "ABI 2.0");
         char speaks[64];
         snprintf(speaks, sizeof speaks, "speaks %d.%d", TB_PLUGIN_ABI_MAJOR, TB_PLUGIN_ABI_MINOR);
-        ck_assert_ptr_nonnull(strstr(err.msg, speaks));
+        assert_contains(err.msg, speaks);
         ck_assert_ptr_null(p.dl);
 }
 END_TEST
@@ -134,8 +134,8 @@ START_TEST(a_plugin_without_the_symbol_is_refused)
         struct plugin p;
         struct tb_error err = { 0 };
         ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_nosym", "nosym"), "nosym", &p, &err), -ENOENT);
-        ck_assert_ptr_nonnull(strstr(err.msg, "nosym.so"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "trialbox_harness"));
+        assert_contains(err.msg, "nosym.so");
+        assert_contains(err.msg, "trialbox_harness");
 }
 END_TEST
 
@@ -144,7 +144,7 @@ START_TEST(a_plugin_whose_name_is_not_its_file_name_is_refused)
         struct plugin p;
         struct tb_error err = { 0 };
         ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_mismatch", "mismatch"), "mismatch", &p, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, "mismatch.so' calls itself 'other', not 'mismatch'"));
+        assert_contains(err.msg, "mismatch.so' calls itself 'other', not 'mismatch'");
 }
 END_TEST
 
@@ -170,9 +170,9 @@ START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
         snprintf(to, sizeof to, "%s/good.so", dir);
         copy_file(FAKE_SO("fp_good", "good"), to, 0666, SIZE_MAX);
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
-        ck_assert_ptr_nonnull(strstr(err.msg, to));
-        ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "chmod go-w"));
+        assert_contains(err.msg, to);
+        assert_contains(err.msg, "writable by others");
+        assert_contains(err.msg, "chmod go-w");
 
         ck_assert_int_eq(chmod(to, 0644), 0);
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), 0);
@@ -180,7 +180,7 @@ START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
 
         ck_assert_int_eq(chmod(dir, 0777), 0);
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
-        ck_assert_ptr_nonnull(strstr(err.msg, "plugin folder"));
+        assert_contains(err.msg, "plugin folder");
         chmod(dir, 0755);
         tmpdir_remove(dir);
         free(dir);
@@ -196,7 +196,7 @@ START_TEST(a_file_that_is_not_a_library_is_refused)
         snprintf(to, sizeof to, "%s/text.so", dir);
         write_text(to, "this is not ELF\n", 0644);
         ck_assert_int_eq(plugin_load_file(to, "text", &p, &err), -ENOEXEC);
-        ck_assert_ptr_nonnull(strstr(err.msg, "text.so' is not a loadable library"));
+        assert_contains(err.msg, "text.so' is not a loadable library");
 
         /* A truncated library passes the magic check and fails in dlopen. */
         char *good = read_text(FAKE_SO("fp_good", "good"));
@@ -206,7 +206,7 @@ START_TEST(a_file_that_is_not_a_library_is_refused)
         close(fd);
         free(good);
         ck_assert_int_eq(plugin_load_file(to, "trunc", &p, &err), -ENOEXEC);
-        ck_assert_ptr_nonnull(strstr(err.msg, "trunc.so' is not a loadable library"));
+        assert_contains(err.msg, "trunc.so' is not a loadable library");
         tmpdir_remove(dir);
         free(dir);
 }
@@ -227,9 +227,9 @@ START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_
         plugin_unload(&p);
 
         ck_assert_int_eq(plugin_load(env, "codex", &p, &err), -ENOENT);
-        ck_assert_ptr_nonnull(strstr(err.msg, "no plugin for harness 'codex'"));
-        ck_assert_ptr_nonnull(strstr(err.msg, "installed harnesses: good"));
-        ck_assert_ptr_nonnull(strstr(err.msg, a));
+        assert_contains(err.msg, "no plugin for harness 'codex'");
+        assert_contains(err.msg, "installed harnesses: good");
+        assert_contains(err.msg, a);
 
         /* An earlier folder wins; the later one is listed as shadowed. */
         snprintf(to, sizeof to, "%s/good.so", a);

@@ -52,7 +52,7 @@ START_TEST(a_signal_is_failed_with_the_signal_and_128_plus_n)
         ck_assert_int_eq(o.signal, 15);
         ck_assert_int_eq(o.exit_code, -1);
         ck_assert_int_eq(outcome_exit_status(&o), 143);
-        ck_assert_ptr_nonnull(strstr(o.detail, "SIGTERM"));
+        assert_contains(o.detail, "SIGTERM");
 }
 END_TEST
 
@@ -133,7 +133,7 @@ START_TEST(the_outcome_file_is_written_whole_and_replaces_no_temp_file)
         free(dir);
 
         ck_assert_int_lt(outcome_write(&o, "/nonexistent/folder", &err), 0);
-        ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/folder"));
+        assert_contains(err.msg, "/nonexistent/folder");
 }
 END_TEST
 
