@@ -1718,7 +1718,7 @@ START_TEST(the_real_claude_sandbox_runtime_mounts_its_proc_inside_a_trial)
 }
 END_TEST
 
-/* ---- who the session runs as (issue 10, section 1) ---- */
+/* ---- who the session runs as ---- */
 
 /* `trialbox run --harness shell --repo R --output-dir O FLAGS... -- -c SCRIPT`,
  * without tb_argv()'s --root-session. */
@@ -1851,7 +1851,7 @@ START_TEST(root_session_runs_as_trialbox_s_own_user_with_output_and_home_0700)
 }
 END_TEST
 
-/* ---- Trials are independent (issue 10, section 4) ---- */
+/* ---- Trials are independent ---- */
 
 /* Trial A makes a SysV shared memory segment and message queue, files in
  * /tmp and /dev/shm and a process, then waits; Trial B, meanwhile, looks

@@ -1189,8 +1189,7 @@ END_TEST
 
 /* A KEY that is not valid may be a secret typed in its place, or carry
  * control characters and escape sequences: `credentials` says it is not
- * valid without repeating it in full, and sends the terminal nothing raw
- * (issue 9, defect 2). */
+ * valid without repeating it in full, and sends the terminal nothing raw. */
 START_TEST(an_invalid_credentials_key_is_neither_repeated_in_full_nor_echoed_raw)
 {
         struct fixture f;

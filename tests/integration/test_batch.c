@@ -16,8 +16,8 @@
 #include "tb_test.h"
 #include "base/util.h"
 
-/* `trialbox run` takes --timeout (issue 11): the twelve-Trial plan has its
- * timed-out row. */
+/* `trialbox run` takes --timeout: the twelve-Trial plan has its timed-out
+ * row. */
 #ifndef RUN_HAS_TIMEOUT
 #define RUN_HAS_TIMEOUT 1
 #endif

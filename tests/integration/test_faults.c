@@ -666,8 +666,8 @@ START_TEST(an_output_folder_full_before_is_status_126_and_one_the_session_fills_
         ck_assert_int_eq(rmdir(mnt), 0);
 
         /* Filled by the session itself: it completes, and its Outcome is
-         * still written, into the space reserved before the session (issue 11;
-         * the reservation needs 64 KiB besides the login's copy). */
+         * still written, into the space reserved before the session (the
+         * reservation needs 64 KiB besides the login's copy). */
         ck_assert_int_eq(mkdir(mnt, 0755), 0);
         ck_assert_msg(mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0755") == 0, "mount tmpfs: %s", strerror(errno));
         run_codex(&r, &f, out, &l,
@@ -736,7 +736,7 @@ START_TEST(a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_
         proc_result_free(&r);
 
         /* The same, unsandboxed: no room can be reserved for the Outcome,
-         * so the session does not run (issue 11). */
+         * so the session does not run. */
         struct fixture g = f;
         snprintf(g.out, sizeof g.out, "%s", existing);
         tb_run(&r, "shell", &g, NULL, EXTRA("--no-sandbox", "--", "-c", "touch RAN"));
@@ -979,7 +979,7 @@ START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
 END_TEST
 
 
-/* ---- the fresh home after the session (issue 10) ---- */
+/* ---- the fresh home after the session ---- */
 
 /* A session that replaces its login's folder with a link to a host folder:
  * one holding a decoy login, then the host's real login folder itself. */

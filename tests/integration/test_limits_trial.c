@@ -1,4 +1,4 @@
-/* Trial limits end to end (issue 11): real bwrap, real cgroups as root. As
+/* Trial limits end to end: real bwrap, real cgroups as root. As
  * nobody (no writable cgroup on this host) a Trial that asks for --memory,
  * --pids or --cpus is void with the fix, and --timeout works as for root.
  * What the kernel counted shows in outcome.json's `usage`; the `running`

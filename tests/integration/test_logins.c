@@ -472,7 +472,7 @@ START_TEST(harnesses_v_lists_each_harness_endpoints_required_or_optional)
 END_TEST
 
 /* With HOME unset, `check` and `run` look for a login in one home, the
- * password database's (issue 9, defect 1: `check` looked in "//.codex"). */
+ * password database's (`check` once looked in "//.codex"). */
 START_TEST(check_and_run_look_for_a_login_in_the_same_home_when_home_is_unset)
 {
         struct proc_result r;
@@ -524,7 +524,7 @@ START_TEST(a_grok_session_leaving_an_unreadable_folder_a_link_and_a_fifo_voids_n
 }
 END_TEST
 
-/* ---- one login, many concurrent Trials (issue 13) ---- */
+/* ---- one login, many concurrent Trials ---- */
 
 static char *codex_token(const char *tag)
 {

@@ -1,4 +1,4 @@
-/* Integration tests of `run --network` (issue 12): the real trialbox, the
+/* Integration tests of `run --network`: the real trialbox, the
  * real bwrap, the `shell` Harness running curl. Every server here listens on
  * the host's loopback (made by the test) or inside a Trial's own namespace;
  * names like allowed.test reach them through TRIALBOX_TEST_HOSTS, which

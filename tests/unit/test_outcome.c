@@ -138,7 +138,7 @@ START_TEST(the_outcome_file_is_written_whole_and_replaces_no_temp_file)
 END_TEST
 
 
-/* ---- issue 11: causes, the record's new fields, running, reserved space ---- */
+/* ---- limits: causes, the record's fields, running, reserved space ---- */
 
 /* The end-of-session mapping, case by case. */
 static const struct {
@@ -220,7 +220,7 @@ START_TEST(the_json_has_the_record_fields_with_nulls_where_unknown)
         struct outcome o = base();
         struct session_result r = { .started = true, .exit_code = 0 };
         outcome_from_session(&o, &r);
-        /* Built as before issue 11: nothing stamped. */
+        /* Built without the record's fields: nothing stamped. */
         char *s = outcome_to_json(&o);
         json_object *j = json_tokener_parse(s);
         ck_assert_ptr_null(json_get(j, "started_at"));

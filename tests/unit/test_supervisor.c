@@ -99,7 +99,7 @@ static const struct result_case cases[] = {
         { "no setup, no message, bwrap exited: void naming the status",
           { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(1, 0) },
           false, CAUSE_SANDBOX_UNAVAILABLE, 0, 0, "bwrap exited with status 1 before the session started" },
-        /* Limits (issue 11). */
+        /* Limits: a timeout, its grace, and what the kernel killed. */
         { "past the deadline, the session ended on its SIGTERM: timed out, signal 15",
           { RAN, .exit_code = 128 + SIGTERM, .timed_out = true, .timeout_ms = 1000, .kill_after_ms = 10000 },
           true, CAUSE_NONE, 0, SIGTERM, NULL },

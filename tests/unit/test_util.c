@@ -112,7 +112,7 @@ START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
 }
 END_TEST
 
-/* Defect 1 of issue 9 at its root: one home, however HOME is set. */
+/* One home, however HOME is set: `check` and `run` look for logins in the same one. */
 START_TEST(the_environment_has_one_home_home_when_absolute_else_the_password_databases)
 {
         struct passwd *pw = getpwuid(getuid());
