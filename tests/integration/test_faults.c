@@ -820,21 +820,9 @@ END_TEST
  * repository. */
 static pid_t start_session_job(struct fixture *f, const char *script, bool sandboxed, char **errp)
 {
-        _cleanup_free_ char *outp = xasprintf("%s/stdout", f->dir);
-        _cleanup_free_ char *started = xasprintf("%s/STARTED", f->repo);
-        *errp = xasprintf("%s/stderr", f->dir);
-        int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int err = open(*errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        char *argv[64];
-        tb_argv(argv, 64, "shell", f, sandboxed ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
-        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out_fd = out, .err_fd = err, .own_group = true });
-        close(out);
-        close(err);
-        bool up = wait_for_file(started, 60000);
-        if (!up)
-                kill(pid, SIGKILL);
-        ck_assert_msg(up, "the session never started");
-        return pid;
+        *errp = path_in(f->dir, "stderr");
+        return tb_shell_start(f, sandboxed ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script),
+                              "STARTED", true);
 }
 
 /* timeout(1), Ctrl-C and runners signal trialbox's whole process group:

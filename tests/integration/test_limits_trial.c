@@ -321,16 +321,9 @@ START_TEST(the_running_record_is_there_while_the_session_runs_and_replaced_at_th
         struct fixture f;
         fixture_new(&f);
         chmod(f.repo, 0777);
-        char *argv[64];
-        tb_argv(argv, 64, "shell", &f,
-                EXTRA("--", "-c", "touch STARTED; while [ ! -e GO ]; do sleep 0.05; done; exit 0"));
-        _cleanup_free_ char *outp = path_in(f.dir, "stdout"), *errp = path_in(f.dir, "stderr");
-        pid_t pid = spawn_argv(tb_env(NULL), argv, outp, errp);
-        _cleanup_free_ char *started = path_in(f.repo, "STARTED"), *go = path_in(f.repo, "GO");
-        bool up = wait_for_file(started, 60000);
-        if (!up)
-                kill(pid, SIGKILL);
-        ck_assert_msg(up, "the session never started");
+        pid_t pid = tb_shell_start(&f, EXTRA("--", "-c", "touch STARTED; while [ ! -e GO ]; do sleep 0.05; done; exit 0"),
+                                   "STARTED", false);
+        _cleanup_free_ char *go = path_in(f.repo, "GO");
         assert_outcome(&f, "outcome", "running");
         _cleanup_free_ char *rec_pid = outcome_field(f.out, "pid"), *boot = outcome_field(f.out, "boot_id");
         char boot_now[40];

@@ -175,27 +175,14 @@ START_TEST(a_background_child_left_by_the_session_is_gone_after_it_ends)
 }
 END_TEST
 
-static pid_t start_trial(const struct fixture *f, const char *script, char *ready, size_t cap)
-{
-        char *argv[64];
-        snprintf(ready, cap, "%s/READY", f->repo);
-        tb_argv(argv, 64, "shell", f, EXTRA("--", "-c", script));
-        char outp[1100], errp[1100];
-        snprintf(outp, sizeof outp, "%s/stdout", f->dir);
-        snprintf(errp, sizeof errp, "%s/stderr", f->dir);
-        pid_t pid = spawn_argv(tb_env(NULL), argv, outp, errp);
-        ck_assert_msg(wait_for_file(ready, 20000), "the session never became ready");
-        return pid;
-}
-
 START_TEST(sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal)
 {
         struct fixture f;
-        char ready[1100], script[512], num[64];
+        char script[512], num[64];
         fixture_new(&f);
-        snprintf(num, sizeof num, "3%d.%ld", (int)getpid() % 100000, (long)time(NULL) % 100000);
+        sleep_number(num, sizeof num);
         snprintf(script, sizeof script, "touch READY; exec sleep %s", num);
-        pid_t pid = start_trial(&f, script, ready, sizeof ready);
+        pid_t pid = tb_shell_start(&f, EXTRA("--", "-c", script), "READY", false);
         ck_assert(host_process_with(num));
         ck_assert_int_eq(kill(pid, SIGTERM), 0);
         ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
@@ -210,9 +197,9 @@ END_TEST
 START_TEST(a_second_signal_kills_a_session_that_ignores_the_first)
 {
         struct fixture f;
-        char ready[1100];
         fixture_new(&f);
-        pid_t pid = start_trial(&f, "trap '' TERM INT; touch READY; while :; do sleep 0.05; done", ready, sizeof ready);
+        pid_t pid = tb_shell_start(&f, EXTRA("--", "-c", "trap '' TERM INT; touch READY; while :; do sleep 0.05; done"),
+                                   "READY", false);
         ck_assert_int_eq(kill(pid, SIGINT), 0);
         usleep(300000);
         /* Still running: it ignored SIGINT. */

@@ -215,6 +215,12 @@ void tb_run(struct proc_result *r, const char *harness, const struct fixture *f,
             const char *const extra[]);
 /* The same for the `shell` Harness. */
 void tb_shell(struct proc_result *r, const struct fixture *f, char *const env[], const char *const extra[]);
+/* Start trialbox for the `shell` Harness on the fixture in the background,
+ * as tb_shell would run it (stdout and stderr into DIR/stdout and
+ * DIR/stderr; in a process group of its own when `own_group`, as a shell
+ * job), and wait until its session has made REPO/`ready` (trialbox is killed
+ * if it never does). Returns trialbox's pid. (asserts) */
+pid_t tb_shell_start(const struct fixture *f, const char *const extra[], const char *ready, bool own_group);
 /* Run `trialbox ARGS...` (NULL-terminated) with tb_env(env), and wait; as
  * root, a `run` also gets --root-session, as tb_argv gives it. */
 void tb_command(struct proc_result *r, char *const env[], const char *const args[]);

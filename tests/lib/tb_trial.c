@@ -2,8 +2,12 @@
  * outcome.json (tb_test.h). */
 #define _GNU_SOURCE
 #include "tb_test.h"
+#include "base/util.h"
+
+#include <check.h>
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,20 @@ void tb_run(struct proc_result *r, const char *harness, const struct fixture *f,
 void tb_shell(struct proc_result *r, const struct fixture *f, char *const env[], const char *const extra[])
 {
         tb_run(r, "shell", f, env, extra);
+}
+
+pid_t tb_shell_start(const struct fixture *f, const char *const extra[], const char *ready, bool own_group)
+{
+        char *argv[64];
+        tb_argv(argv, 64, "shell", f, extra);
+        _cleanup_free_ char *outp = path_in(f->dir, "stdout"), *errp = path_in(f->dir, "stderr");
+        _cleanup_free_ char *ready_path = path_in(f->repo, ready);
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out = outp, .err = errp, .own_group = own_group });
+        bool up = wait_for_file(ready_path, 60000);
+        if (!up)
+                kill(pid, SIGKILL);
+        ck_assert_msg(up, "the session never made %s", ready);
+        return pid;
 }
 
 void tb_command(struct proc_result *r, char *const env[], const char *const args[])
