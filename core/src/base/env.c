@@ -45,6 +45,7 @@ void tb_env_init(struct tb_env *env)
                 .secret_places = getenv("TRIALBOX_SECRET_PLACES"),
                 .test_hosts = getenv("TRIALBOX_TEST_HOSTS"),
                 .batch_backoff_ms = getenv("TRIALBOX_BATCH_BACKOFF_MS"),
+                .record_nonce = getenv("TRIALBOX_RECORD_NONCE"),
         };
         env->home = resolve_home(env);
 }

@@ -18,6 +18,7 @@
 #include "experiments/batch.h"
 #include "base/util.h"
 #include "experiments/plan.h"
+#include "model/outcome.h"
 
 struct report;
 struct tb_error;
@@ -98,8 +99,16 @@ int batch_kind_from_name(const char *s);
 char *batch_log_tail(const char *out);
 /* The environment Slurm's clients and a task's job ids come from. */
 char *const *batch_environ(const struct batch *b);
-/* launcher.json in `out` for the child `pid`, before it runs. */
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid);
+/* launcher.json in `out` for the child `pid`, before it runs, with the
+ * attempt's `nonce`. */
+int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce);
+/* A fresh token (OUTCOME_NONCE_LEN hex digits, getrandom). */
+void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1]);
+/* Was `rec` (read from `out`/outcome.json) written by a run this batch
+ * started: its launcher_nonce the one launcher.json holds? */
+bool batch_record_ours(const char *out, json_object *rec);
+/* Rename `out`/outcome.json to outcome.json.foreign (for review). */
+void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
 json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);

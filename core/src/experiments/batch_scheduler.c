@@ -165,6 +165,17 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         const char *out = t->p->output_dir;
         *rec = batch_read_record(out, "outcome.json");
         const char *kind = batch_record_kind(*rec);
+        if (kind && !batch_record_ours(out, *rec)) {
+                /* Not written by a run this batch started: never taken. */
+                _cleanup_free_ char *id = str_escape(t->p->id);
+                log_warn("%s: '%s/outcome.json' was not written by a run this batch started (no matching "
+                         "launcher_nonce); it is kept as outcome.json.foreign and the Trial runs",
+                         id, out);
+                batch_set_aside_foreign(out);
+                json_object_put(*rec);
+                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started");
+                return FOUND_RECORD;
+        }
         if (kind && strcmp(kind, "running") != 0)
                 return FOUND_RECORD;
         if (!kind) {
@@ -297,8 +308,9 @@ static int clone_to_user(const struct plan_trial *p, const char *clone)
         return r;
 }
 
-/* In the child: a fresh clone of repo_from at its revision, or a void Outcome. */
-static void clone_or_void(const struct plan_trial *p, const char *clone)
+/* In the child: a fresh clone of repo_from at its revision, or a void
+ * Outcome (echoing the launcher's `nonce`). */
+static void clone_or_void(const struct plan_trial *p, const char *clone, const char *nonce)
 {
         struct stat st;
         int r = lstat(clone, &st) == 0 ? -EEXIST : 0;
@@ -317,6 +329,7 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
                 return;
         struct outcome o = { .harness = p->harness, .exit_code = -1 };
         outcome_start(&o);
+        outcome_set_nonce(&o, nonce);
         _cleanup_free_ char *tail = batch_log_tail(p->output_dir);
         _cleanup_free_ char *d =
                 r == -EEXIST ? xasprintf("the clone folder '%s' already exists; move it away", clone)
@@ -328,7 +341,8 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
         _exit(TB_EXIT_VOID);
 }
 
-static void child(const struct batch *b, const struct plan_trial *p, int go, int log_fd, char **argv)
+static void child(const struct batch *b, const struct plan_trial *p, int go, int log_fd, char **argv, char **envp,
+                  const char *nonce)
 {
         setpgid(0, 0); /* a terminal's ^C reaches the batch only; it forwards once */
         sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
@@ -344,9 +358,9 @@ static void child(const struct batch *b, const struct plan_trial *p, int go, int
                 _exit(127);
         if (p->repo_from) {
                 _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
-                clone_or_void(p, clone);
+                clone_or_void(p, clone, nonce);
         }
-        execveat(b->self_fd, "", argv, environ, AT_EMPTY_PATH);
+        execveat(b->self_fd, "", argv, envp, AT_EMPTY_PATH);
         log_error("cannot run trialbox itself: %s", strerror(errno));
         _exit(127);
 }
@@ -356,12 +370,14 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         const struct plan_trial *p = t->p;
         _cleanup_free_ char *parent = path_dirname(p->output_dir);
         int r = mkdir_p(parent, 0755);
-        if (r == 0 && mkdir(p->output_dir, 0755) < 0 && errno != EEXIST)
+        /* 0700, as `run` makes it (which opens it to 0711 when its session
+         * runs as another user); what is in it is the runner's alone. */
+        if (r == 0 && mkdir(p->output_dir, 0700) < 0 && errno != EEXIST)
                 r = -errno;
         if (r < 0)
                 return tb_fail(err, r, "cannot create the output folder '%s': %s", p->output_dir, strerror(-r));
         _cleanup_free_ char *log = xasprintf("%s/trialbox.log", p->output_dir);
-        _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
@@ -369,18 +385,28 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         struct strv argv = { 0 };
         strv_add(&argv, "trialbox");
         plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
+        /* This attempt's token: its run echoes it in outcome.json, so that
+         * no record another process planted is ever taken for it. */
+        char nonce[OUTCOME_NONCE_LEN + 1];
+        batch_nonce(nonce);
+        struct strv envp = { 0 };
+        for (char **e = environ; e && *e; e++)
+                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
+                        strv_add(&envp, *e);
+        strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
         pid_t pid = fork();
         if (pid == 0) {
                 close(go[1]);
-                child(b, p, go[0], log_fd, argv.v);
+                child(b, p, go[0], log_fd, argv.v, envp.v, nonce);
         }
         strv_done(&argv);
+        strv_done(&envp);
         close(go[0]);
         if (pid < 0) {
                 close(go[1]);
                 return tb_fail(err, -errno, "cannot start Trial '%s': fork: %s", p->id, strerror(errno));
         }
-        r = batch_write_launcher(b, p->output_dir, pid);
+        r = batch_write_launcher(b, p->output_dir, pid, nonce);
         if (r == 0 && write(go[1], "g", 1) != 1)
                 r = -errno;
         close(go[1]);

@@ -119,7 +119,7 @@ int repo_guard_write_log(const struct repo_guard *g, int dirfd, const char *name
 {
         if (g->status == GUARD_NONE)
                 return 0;
-        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
         if (!f) {
                 int e = -errno;

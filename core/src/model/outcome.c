@@ -245,7 +245,16 @@ static json_object *outcome_json(const struct outcome *o)
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         add_slurm_ids(j, o);
+        json_object_object_add(j, "launcher_nonce", o->nonce[0] ? json_object_new_string(o->nonce) : NULL);
         return j;
+}
+
+void outcome_set_nonce(struct outcome *o, const char *s)
+{
+        o->nonce[0] = '\0';
+        if (!s || strlen(s) != OUTCOME_NONCE_LEN || strspn(s, "0123456789abcdef") != OUTCOME_NONCE_LEN)
+                return;
+        memcpy(o->nonce, s, OUTCOME_NONCE_LEN + 1);
 }
 
 char *outcome_to_json(const struct outcome *o) { return json_line(outcome_json(o)); }
@@ -373,6 +382,7 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         add_slurm_ids(j, o);
+        json_object_object_add(j, "launcher_nonce", o->nonce[0] ? json_object_new_string(o->nonce) : NULL);
         _cleanup_free_ char *line = json_line(j);
         size_t len = strlen(line);
         line = xrealloc(line, len + 2);

@@ -92,7 +92,16 @@ struct outcome {
         struct json_object *repo_guard, *control_files, *special_files;
         /* The guard's status when it ran: "restored", "quarantined", "failed"; NULL: it did not. */
         const char *guard_status;
+        /* The token of the batch that started this run (TRIALBOX_RECORD_NONCE,
+         * OUTCOME_NONCE_LEN hex digits), echoed as `launcher_nonce` in the
+         * running and the final record: a batch reads no record its own run
+         * did not write. "" when none. */
+        char nonce[33];
 };
+
+#define OUTCOME_NONCE_LEN 32
+/* Copy `s` into o->nonce when it is OUTCOME_NONCE_LEN lowercase hex digits. */
+void outcome_set_nonce(struct outcome *o, const char *s);
 
 /* Stamp the start: started_at (now), host (gethostname), usage all unknown. */
 void outcome_start(struct outcome *o);

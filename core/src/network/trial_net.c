@@ -67,7 +67,7 @@ int trial_net_open_record(struct trial_net *n, const char *output_dir, struct tb
         if (n->mode != TRIAL_NETWORK_ALLOW)
                 return 0;
         _cleanup_free_ char *path = xasprintf("%s/%s", output_dir, TRIAL_NET_RECORD);
-        n->record_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
+        n->record_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
         if (n->record_fd < 0)
                 return tb_fail(err, -errno, "cannot create the network record '%s': %s", path, strerror(errno));
         return 0;

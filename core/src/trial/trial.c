@@ -192,7 +192,9 @@ static int trial_pick_user(struct trial *t, struct tb_error *err)
                                "the session runs as '%s' (%s), who cannot write the repository '%s'; make it "
                                "theirs (chown -R %s '%s') or pass --user",
                                t->user.name, t->user.why, t->repo, t->user.name, t->repo);
-        _cleanup_free_ char *up = existing_ancestor(t->output);
+        /* Above the output folder: that one run makes (or opens) 0711 itself. */
+        _cleanup_free_ char *parent = path_dirname(t->output);
+        _cleanup_free_ char *up = existing_ancestor(parent);
         if (!session_user_can(&t->user, up, X_OK))
                 return tb_fail(err, -EACCES,
                                "the session runs as '%s' (%s), who cannot reach '%s' (its home's folder is bound "
@@ -276,9 +278,10 @@ static int trial_make_output(struct trial *t)
         if (r < 0)
                 return r;
         mode_t mode = t->user.drop ? 0711 : 0700;
-        if (mkdir(t->output, mode) < 0)
-                return errno == EEXIST ? 0 : -errno;
-        return chmod(t->output, mode) < 0 ? -errno : 0; /* whatever the umask */
+        if (mkdir(t->output, mode) < 0 && errno != EEXIST)
+                return -errno;
+        /* Whatever the umask, and whoever made it first (a batch does). */
+        return chmod(t->output, mode) < 0 ? -errno : 0;
 }
 
 /* Load the plugin and make the output folder: 0, or a negative errno with
@@ -400,6 +403,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         /* The Slurm job this Trial runs in, if any. */
         struct slurm_ids ids = slurm_ids_from_env(t->env->environ);
         t->outcome.slurm_job_id = ids.job_id;
+        outcome_set_nonce(&t->outcome, t->env->record_nonce);
         t->outcome.slurm_array_task_id = ids.array_task_id;
         t->host = (struct tb_host){
                 .harness = opt->harness,
