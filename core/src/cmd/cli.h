@@ -27,18 +27,4 @@ int harnesses_main(const struct tb_env *env, int json);
 /* `trialbox batch …` (argv[0] is "batch"): parse, then batch_run. */
 int batch_main(const struct tb_env *env, int argc, char **argv);
 
-/* Is a loaded plugin's Harness ready here? Its binary on the PATH, and its
- * preflight (run in checking mode, changing nothing) satisfied. */
-struct plugin;
-struct readiness {
-        char *binary;  /* resolved binary, or NULL */
-        int ready;
-        int login_ok;  /* the plugin's preflight passed */
-        char *detail;  /* why not ready (the login's reason first), or NULL */
-        char **notes;  /* what the plugin looked for (NULL-terminated, may be NULL) */
-        size_t n_notes;
-};
-void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out);
-void readiness_done(struct readiness *r);
-
 #endif
