@@ -1,5 +1,5 @@
-/* `trialbox harnesses`: each plugin found, loaded and asked
- * (trial/readiness.h), as a table or a JSON array. */
+/* `trialbox harnesses`: its command line, then each plugin found, loaded and
+ * asked (trial/readiness.h), as a table or a JSON array. */
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -7,6 +7,8 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "cmd/cli.h"
+#include "cmd/exit.h"
+#include "cmd/options.h"
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "trial/readiness.h"
@@ -14,6 +16,38 @@
 #ifndef TB_PLUGIN_DIR
 #error "TB_PLUGIN_DIR must be defined by the build"
 #endif
+
+struct harnesses_args {
+        bool json;
+        int v, q;
+};
+
+static const struct cli_option harnesses_options[] = {
+        { .kind = CLI_FLAG, .name = "json", .offset = offsetof(struct harnesses_args, json),
+          .help = "print the list as one JSON array" },
+        { .kind = CLI_COUNT, .name = "verbose", .short_name = 'v', .offset = offsetof(struct harnesses_args, v),
+          .help = "also what each plugin looked for, its endpoints and whether it\n"
+                  "runs its own sandbox" },
+        { .kind = CLI_COUNT, .name = "quiet", .short_name = 'q', .offset = offsetof(struct harnesses_args, q),
+          .help = "errors only" },
+        { .kind = CLI_HELP, .name = "help", .short_name = 'h' },
+};
+
+static const struct cli_status harnesses_statuses[] = {
+        { "0", "the list was printed" },
+        { "2", "a usage error" },
+};
+
+const struct cli_usage cmd_harnesses_usage = {
+        .synopsis = "trialbox harnesses [--json] [-v|-q]",
+        .description = "Lists the plugins found (TRIALBOX_PLUGIN_PATH, then the install folder): each\n"
+                       "Harness's path, ABI and summary, and whether a Trial of it can start here.\n",
+        .stop_at_argument = true,
+        .options = harnesses_options,
+        .n_options = TB_ARRAY_SIZE(harnesses_options),
+        .statuses = harnesses_statuses,
+        .n_statuses = TB_ARRAY_SIZE(harnesses_statuses),
+};
 
 /* A column of its own under the name and the status. */
 #define MORE "%-10s           "
@@ -123,11 +157,21 @@ static void one_harness(const struct plugin_entry *v, const struct tb_env *env, 
         plugin_unload(&p);
 }
 
-int harnesses_main(const struct tb_env *env, int json)
+int cmd_harnesses(const struct cli_command *self, const struct tb_env *env, int argc, char **argv)
 {
+        struct harnesses_args a = { 0 };
         struct plugin_entry *v;
         size_t n;
-        json_object *arr = json ? json_object_new_array() : NULL;
+        int first = 0, verbosity = 1, r = cli_parse(self, argc, argv, &a, &first);
+        if (r != 0)
+                return r == CLI_HELP_SHOWN ? 0 : r;
+        if (first < argc)
+                return cli_usage_error(self->name, "unexpected argument '%s'", argv[first]);
+        if (cli_verbosity(self, a.v, a.q, &verbosity) != 0)
+                return TB_EXIT_USAGE;
+        log_set_verbosity(verbosity);
+
+        json_object *arr = a.json ? json_object_new_array() : NULL;
         plugin_list(env->plugin_path, &v, &n);
         if (n == 0 && !arr)
                 printf("no harnesses installed (looked in TRIALBOX_PLUGIN_PATH and %s)\n", TB_PLUGIN_DIR);
@@ -138,5 +182,5 @@ int harnesses_main(const struct tb_env *env, int json)
                 printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_object_put(arr);
         }
-        return 0;
+        return CLI_EXIT_OK;
 }
