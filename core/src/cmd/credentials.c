@@ -284,16 +284,21 @@ static int parse_action(char **args, int n, enum creds_action *action)
         return 0;
 }
 
-/* The action on the file at `path` (`path` NULL: the default one). */
-static int run_action(const struct tb_env *env, const char *path, enum creds_action action, const char *dotted)
+/* The usage error of a KEY that is not SECTION.KEY. */
+static int bad_key(const char *dotted)
 {
-        _cleanup_free_ char *section = NULL, *key = NULL, *default_path = NULL;
-        if (action != CREDS_LIST && credentials_parse_key(dotted, &section, &key) < 0) {
-                _cleanup_free_ char *shown = key_shown(dotted);
-                return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, '_' and '-' "
-                                   "and a key of A-Z, a-z, 0-9, '_' and '-', e.g. claude.setup_token",
-                                   shown);
-        }
+        _cleanup_free_ char *shown = key_shown(dotted);
+        return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, '_' and '-' and a key "
+                           "of A-Z, a-z, 0-9, '_' and '-', e.g. claude.setup_token",
+                           shown);
+}
+
+/* The action on the file at `path` (`path` NULL: the default one); `dotted`
+ * (split into `section` and `key`) is set's and unset's KEY. */
+static int run_action(const struct tb_env *env, const char *path, enum creds_action action, const char *dotted,
+                      const char *section, const char *key)
+{
+        _cleanup_free_ char *default_path = NULL;
         if (!path && credentials_default_path(env, &default_path) < 0)
                 return cli_fail(CLI_EXIT_FAILED, "cannot find the credentials file: neither XDG_CONFIG_HOME nor "
                                                  "HOME is set; give --credentials FILE");
@@ -319,7 +324,12 @@ int credentials_main(const struct tb_env *env, int argc, char **argv, const char
         r = parse_action(argv + first, argc - first, &action);
         if (r != 0)
                 return r;
-        return run_action(env, a.path, action, action == CREDS_LIST ? NULL : argv[first + 1]);
+        if (action == CREDS_LIST)
+                return run_action(env, a.path, action, NULL, NULL, NULL);
+        _cleanup_free_ char *section = NULL, *key = NULL;
+        if (credentials_parse_key(argv[first + 1], &section, &key) < 0)
+                return bad_key(argv[first + 1]);
+        return run_action(env, a.path, action, argv[first + 1], section, key);
 }
 
 int cmd_credentials(const struct cli_command *self, const struct tb_env *env, int argc, char **argv)
