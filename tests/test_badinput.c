@@ -25,7 +25,11 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/str.h"
 
 #define FAKE_SO(target, file) FAKE_PLUGIN_DIR "/" target "/" file ".so"
 

@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 /* `trialbox run` takes --timeout (issue 11): the twelve-Trial plan has its
  * timed-out row. */

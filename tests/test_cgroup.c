@@ -21,6 +21,8 @@
 
 #include "limits/cgroup.h"
 #include "testutil.h"
+#include "base/error.h"
+#include "base/str.h"
 
 #define MIB (1024LL * 1024)
 

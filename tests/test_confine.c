@@ -20,6 +20,10 @@
 
 #include "sandbox/confine.h"
 #include "testutil.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 static int find_arg(const struct strv *a, const char *x)
 {

@@ -12,6 +12,14 @@
 #include "logins/credentials.h"
 #include "base/env.h"
 #include "testutil.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/str.h"
+#include "base/fileio.h"
 
 /* Planted in every malformed file: no message may ever contain it. */
 #define SECRET "s3cr3t-PLANTED-value"

@@ -36,7 +36,14 @@
 
 #include "logins/credentials.h"
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/str.h"
+#include "base/clock.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

@@ -11,7 +11,9 @@
 
 #include "gitguard/gitconfig.h"
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
 
 /* What git says for HOME=home: name and email by gitconfig_identity_take's
  * rule, NULL where none. */

@@ -29,7 +29,12 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 static bool is_root(void) { return getuid() == 0; }
 

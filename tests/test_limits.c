@@ -8,6 +8,9 @@
 
 #include "model/limits.h"
 #include "testutil.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/str.h"
 
 static const struct {
         const char *text;

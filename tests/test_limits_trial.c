@@ -22,7 +22,10 @@
 #include "limits/cgroup.h"
 #include "model/outcome.h"
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
 
 #define MIB (1024LL * 1024)
 

@@ -13,6 +13,7 @@
 #include "plugin/loader.h"
 #include "sandbox/spec.h"
 #include "testutil.h"
+#include "base/error.h"
 
 static char path_buf[4096];
 

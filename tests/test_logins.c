@@ -17,7 +17,11 @@
 #include <json-c/json.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/path.h"
+#include "base/clock.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

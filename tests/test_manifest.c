@@ -12,6 +12,8 @@
 #include "plugin/manifest.h"
 #include "plugin/loader.h"
 #include "testutil.h"
+#include "base/error.h"
+#include "base/path.h"
 
 static const char good[] = "{\"name\": \"demo\", \"summary\": \"a demo\", \"default_binary\": \"/bin/true\","
                            " \"env\": {\"DEMO_NO_UPDATE\": \"1\"},"

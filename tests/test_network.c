@@ -23,7 +23,10 @@
 
 #include "testutil.h"
 #include "network/trial_net.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 

@@ -15,6 +15,8 @@
 
 #include "model/outcome.h"
 #include "testutil.h"
+#include "base/macro.h"
+#include "base/error.h"
 
 static struct outcome base(void)
 {

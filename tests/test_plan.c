@@ -9,6 +9,10 @@
 #include "experiments/plan.h"
 #include "experiments/report.h"
 #include "testutil.h"
+#include "base/error.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 static char *plan_in(const char *dir, const char *text)
 {

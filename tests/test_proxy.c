@@ -26,6 +26,12 @@
 #include "network/proxy.h"
 #include "network/proxy_request.h"
 #include "testutil.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/str.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,11 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/str.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 #define GIT "git -c user.name=t -c user.email=t@example.com"

@@ -12,6 +12,10 @@
 #include "sandbox/secret_places.h"
 #include "testutil.h"
 #include "sandbox/toolchain.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 /* Index of `flag src dest` in argv, or -1. */
 static int find_triple(const struct strv *a, const char *flag, const char *src, const char *dest)

@@ -27,7 +27,12 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/str.h"
+#include "base/clock.h"
 
 #define FAKE(name) TESTS_SOURCE_DIR "/fake/" name
 

@@ -15,7 +15,9 @@
 
 #include "sandbox/session_user.h"
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
 
 START_TEST(the_session_user_follows_the_rules_for_root_and_for_others)
 {

@@ -21,6 +21,13 @@
 
 #include "experiments/slurm.h"
 #include "testutil.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 extern char **environ;
 

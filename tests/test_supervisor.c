@@ -10,6 +10,7 @@
 
 #include "sandbox/supervisor.h"
 #include "testutil.h"
+#include "base/macro.h"
 
 /* What was seen, then the result it must give. */
 struct result_case {

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "base/util.h"
+#include "base/str.h"
+#include "base/path.h"
 
 /* Every Trial here is of the `shell` Harness. */
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))

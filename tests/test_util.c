@@ -11,7 +11,12 @@
 
 #include "base/env.h"
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/str.h"
+#include "base/path.h"
+#include "base/fileio.h"
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
 {

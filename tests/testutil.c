@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "testutil.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 #include <check.h>
 

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/str.h"
+#include "base/clock.h"
 #include "experiments/batch_internal.h"
 #include "model/outcome.h"
 

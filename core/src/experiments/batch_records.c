@@ -10,7 +10,11 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/str.h"
+#include "base/fileio.h"
 #include "experiments/batch_internal.h"
 #include "experiments/report.h"
 #include "model/job.h"

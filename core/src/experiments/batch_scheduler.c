@@ -25,6 +25,14 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/str.h"
+#include "base/path.h"
+#include "base/clock.h"
 
 extern char **environ;
 

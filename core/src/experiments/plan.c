@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */

@@ -10,6 +10,14 @@
 #include <time.h>
 
 #include "base/env.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/str.h"
+#include "base/path.h"
+#include "base/clock.h"
 
 /* ---- running Slurm's clients ---- */
 

@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 bool host_git_run(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out)
 {

@@ -7,7 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/strbuf.h"
+#include "base/path.h"
+#include "base/fileio.h"
 #include "gitguard/gitconfig.h"
 #include "gitguard/hostgit.h"
 

@@ -1,5 +1,11 @@
 #define _GNU_SOURCE
 #include "limits/cgroup.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/str.h"
+#include "base/fileio.h"
 
 #include <fcntl.h>
 #include <signal.h>

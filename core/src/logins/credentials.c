@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 
 #include "base/env.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
+#include "base/fileio.h"
 
 struct credential {
         char *key;

@@ -1,5 +1,10 @@
 #define _GNU_SOURCE
 #include "logins/login.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/path.h"
+#include "base/fileio.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
 #include "logins/trials_home.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/path.h"
+#include "base/clock.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
 #include "model/limits.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/str.h"
 
 #include <ctype.h>
 #include <limits.h>

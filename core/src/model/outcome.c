@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
 #include "model/outcome.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/fileio.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>

@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
 #include "network/netpolicy.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/str.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include "network/proxy_request.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -15,6 +15,10 @@
 #include <sys/wait.h>
 
 #include "base/log.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
 
 static const char *const mode_names[] = {
         [TRIAL_NETWORK_HOST] = "host",

@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
 #include "sandbox/confine.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/path.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -44,7 +44,7 @@
 #include <stdbool.h>
 
 #include "sandbox/spec.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* The session's temp folder when the home does not lie under it: a private
  * tmpfs of its own, outside /tmp, where an output folder under /tmp puts

@@ -1,5 +1,10 @@
 #define _GNU_SOURCE
 #include "sandbox/secret_places.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,8 @@
 #define _GNU_SOURCE
 #include "sandbox/session_user.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/alloc.h"
 
 #include <dirent.h>
 #include <errno.h>

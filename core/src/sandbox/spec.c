@@ -1,5 +1,10 @@
 #define _GNU_SOURCE
 #include "sandbox/spec.h"
+#include "base/cleanup.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/strbuf.h"
+#include "base/path.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -20,6 +20,12 @@
 #include "limits/cgroup.h"
 #include "sandbox/keeper.h"
 #include "sandbox/spec.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/str.h"
+#include "base/clock.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
