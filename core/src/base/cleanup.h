@@ -50,7 +50,6 @@
 /* The older spelling, kept for callers not yet converted (cmd/): the
  * pointer at `pp`, left NULL. New code uses TAKE_PTR(*pp). */
 #define steal_pointer(pp) TAKE_PTR(*(pp))
-static inline int tb_steal_fd(int *fd) { return TAKE_FD(*fd); }
 
 static inline void tb_freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ _cleanup_(tb_freep)

@@ -202,7 +202,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         }
         if (launcher != *rec)
                 json_object_put(launcher);
-        _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
+        _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
         *rec = batch_record_lost(t, *rec, why);
         return FOUND_RECORD;
 }

@@ -153,10 +153,10 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
 
 int report_read(struct report *r, const char *path, struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the results '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned no = 0;
         int ret = 0;
@@ -170,8 +170,6 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                         break;
                 }
         }
-        free(line);
-        fclose(f);
         return ret;
 }
 

@@ -447,7 +447,7 @@ int slurm_jobcomp_path(char *const envp[], char **path, struct tb_error *err)
                 r = tb_fail(err, -ENOENT, "the cluster keeps no jobcomp/filetxt file (JobCompType '%s')",
                             type ? type : "unset");
         else
-                *path = steal_pointer(&loc);
+                *path = TAKE_PTR(loc);
         tool_result_done(&res);
         return r;
 }
@@ -490,10 +490,10 @@ bool slurm_jobcomp_line_match(const char *line, long long job_id, long long task
 int slurm_jobcomp_find(const char *path, long long job_id, long long task, struct slurm_task_end *end,
                        struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "reading '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         bool found = false;
         while (getline(&line, &cap, f) >= 0) {
@@ -503,8 +503,6 @@ int slurm_jobcomp_find(const char *path, long long job_id, long long task, struc
                         found = true; /* keep the last: a requeued task ends again */
                 }
         }
-        free(line);
-        fclose(f);
         if (!found)
                 return tb_fail(err, -ENOENT, "'%s' has no record of job %lld task %lld", path, job_id, task);
         return 0;

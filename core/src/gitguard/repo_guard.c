@@ -249,7 +249,7 @@ char *repo_guard_common_dir(const struct repo_guard_host *host, const struct san
         }
         if ((*why = refuse_common(host, spec, c)))
                 return NULL;
-        return steal_pointer(&c);
+        return TAKE_PTR(c);
 }
 
 /* ---- before the session ---- */

@@ -88,7 +88,7 @@ int credentials_parse_key(const char *dotted, char **section, char **key)
         if (!credentials_section_name_valid(s) || !credentials_key_name_valid(dot + 1))
                 return -EINVAL;
         *key = xstrdup(dot + 1);
-        *section = steal_pointer(&s);
+        *section = TAKE_PTR(s);
         return 0;
 }
 
@@ -426,7 +426,7 @@ int credentials_parse(const char *text, size_t len, const char *path, struct cre
         int r = parse_into(text, len, path, c, err);
         if (r < 0)
                 return r;
-        *out = steal_pointer(&c);
+        *out = TAKE_PTR(c);
         return 0;
 }
 

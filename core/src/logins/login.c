@@ -153,7 +153,7 @@ static int mkdir_beneath(int dirfd, const char *rel)
         }
         if (cur < 0)
                 errno = EINVAL;
-        return tb_steal_fd(&cur);
+        return TAKE_FD(cur);
 }
 
 static void login_sync_close(struct login_sync *l)
@@ -255,7 +255,7 @@ static bool same_as_last(const struct login_sync *l, const char *data, size_t le
 static void remember(struct login_sync *l, char **data, size_t len)
 {
         erase_and_free(l->last);
-        l->last = steal_pointer(data);
+        l->last = TAKE_PTR(*data);
         l->last_len = len;
 }
 

@@ -26,7 +26,7 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
                         /* Locked; but is it still the file at `path`? */
                         struct stat a, b;
                         if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
-                                *fd_out = tb_steal_fd(&fd);
+                                *fd_out = TAKE_FD(fd);
                                 return 0;
                         }
                         continue;

@@ -253,7 +253,7 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
         const struct proxy_config cfg = {
                 .listen_fd = lfd,
                 .record_fd = n->record_fd,
-                .policy = steal_pointer(&n->policy),
+                .policy = TAKE_PTR(n->policy),
                 .test_hosts = n->test_hosts,
                 .on_lookup = on_lookup,
         };

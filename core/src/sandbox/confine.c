@@ -181,7 +181,7 @@ int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)
         high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_EXEC_ERR_FD + 1);
         if (high < 0)
                 return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
-        *fd = tb_steal_fd(&high);
+        *fd = TAKE_FD(high);
         return 0;
 }
 

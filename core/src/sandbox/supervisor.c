@@ -18,6 +18,7 @@
 #include <termios.h>
 
 #include "limits/cgroup.h"
+#include "model/jsonc.h"
 #include "sandbox/keeper.h"
 #include "sandbox/spec.h"
 #include "base/cleanup.h"
@@ -29,17 +30,14 @@
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
-        json_object *j = json_tokener_parse(line);
-        if (!j || !json_object_is_type(j, json_type_object)) {
-                json_object_put(j);
+        _cleanup_json_ json_object *j = json_tokener_parse(line);
+        if (!j || !json_object_is_type(j, json_type_object))
                 return -EINVAL;
-        }
         json_object *v;
         if (json_object_object_get_ex(j, "child-pid", &v) && json_object_is_type(v, json_type_int))
                 *child_pid = (long)json_object_get_int64(v);
         if (json_object_object_get_ex(j, "exit-code", &v) && json_object_is_type(v, json_type_int))
                 *exit_code = json_object_get_int(v);
-        json_object_put(j);
         return 0;
 }
 

@@ -265,7 +265,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                                trial_network_name(opt->network));
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
-        t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
+        t->home = opt->no_sandbox ? xstrdup(t->user_home) : TAKE_PTR(home);
         return trial_pick_user(t, err);
 }
 
@@ -644,7 +644,7 @@ static void trial_limits_end(struct trial *t, const struct rusage *ru, struct se
         if (u->oom_kills > res->oom_kills)
                 res->oom_kills = u->oom_kills;
         struct tb_error err = { 0 };
-        if (cgroup_destroy(steal_pointer(&t->cgroup), &err) < 0)
+        if (cgroup_destroy(TAKE_PTR(t->cgroup), &err) < 0)
                 log_warn("%s", err.msg);
 }
 
@@ -720,7 +720,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         r = trial_limits_start(t, err);
         if (r < 0) {
                 struct tb_error ignored = { 0 };
-                cgroup_destroy(steal_pointer(&t->cgroup), &ignored);
+                cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
                 return r;
         }
 
