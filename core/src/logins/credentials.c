@@ -14,6 +14,7 @@
 #include "base/strv.h"
 #include "base/path.h"
 #include "base/fileio.h"
+#include "base/utf8.h"
 
 struct credential {
         char *key;
@@ -105,39 +106,6 @@ static char *printable_name(const char *name)
         return out;
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s, size_t len)
-{
-        for (size_t i = 0; i < len;) {
-                unsigned char b = s[i];
-                size_t need;
-                unsigned int cp, min;
-                if (b < 0x80) {
-                        i++;
-                        continue;
-                } else if ((b & 0xe0) == 0xc0) {
-                        need = 1, cp = b & 0x1f, min = 0x80;
-                } else if ((b & 0xf0) == 0xe0) {
-                        need = 2, cp = b & 0x0f, min = 0x800;
-                } else if ((b & 0xf8) == 0xf0) {
-                        need = 3, cp = b & 0x07, min = 0x10000;
-                } else {
-                        return false;
-                }
-                if (len - i - 1 < need)
-                        return false;
-                for (size_t k = 1; k <= need; k++) {
-                        if ((s[i + k] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i + k] & 0x3f);
-                }
-                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                i += need + 1;
-        }
-        return true;
-}
-
 /* ---- the set itself ---- */
 
 static struct credentials_section *section_find(const struct credentials *c, const char *name, size_t *idx)
@@ -196,7 +164,7 @@ int credentials_set(struct credentials *c, const char *section, const char *key,
 {
         if (!credentials_section_name_valid(section) || !credentials_key_name_valid(key))
                 return -EINVAL;
-        if (!*value || !utf8_valid((const unsigned char *)value, strlen(value)))
+        if (!*value || !utf8_is_valid(value, strlen(value)))
                 return -EINVAL;
         set_take(c, section, key, xstrdup(value));
         return 0;
