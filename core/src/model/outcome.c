@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
+#include "base/io.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -425,15 +426,9 @@ int outcome_commit(struct outcome_file *f, const struct outcome *o, struct tb_er
         if (len > OUTCOME_RESERVE)
                 return tb_fail(err, -EFBIG, "writing the outcome: %zu bytes do not fit the %d reserved", len,
                                OUTCOME_RESERVE);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = pwrite(f->fd, json + off, len - off, (off_t)off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return tb_fail(err, w < 0 ? -errno : -EIO, "writing the outcome into '%s': %s", f->tmp,
-                                       strerror(w < 0 ? errno : EIO));
-                off += (size_t)w;
-        }
+        int r = loop_pwrite(f->fd, json, len, 0);
+        if (r < 0)
+                return tb_fail(err, r, "writing the outcome into '%s': %s", f->tmp, strerror(-r));
         if (ftruncate(f->fd, (off_t)len) < 0 || fdatasync(f->fd) < 0 || renameat(f->dirfd, f->tmp, f->dirfd, "outcome.json") < 0)
                 return tb_fail(err, -errno, "putting the outcome in place as 'outcome.json': %s", strerror(errno));
         tb_closep(&f->fd);

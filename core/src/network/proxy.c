@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/strbuf.h"
 #include "base/clock.h"
+#include "base/io.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
@@ -370,10 +371,8 @@ static void drain(struct conn *c)
 {
         char buf[4096];
         for (;;) {
-                ssize_t n = read(c->client.fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, buf, sizeof(buf));
+                if (n == -EAGAIN)
                         return;
                 if (n <= 0 || (c->drained += (size_t)n) > DRAIN_MAX) {
                         conn_close(c);
@@ -673,10 +672,8 @@ static void read_head(struct conn *c)
         if (!c->head)
                 c->head = xmalloc(PROXY_HEAD_MAX + 1);
         for (;;) {
-                ssize_t n = read(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
+                if (n == -EAGAIN)
                         break;
                 if (n <= 0) {
                         snprintf(c->reason, sizeof(c->reason), "the client closed before a complete request");

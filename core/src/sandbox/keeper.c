@@ -16,6 +16,7 @@
 #include "sandbox/confine.h"
 #include "sandbox/spec.h"
 #include "sandbox/session_user.h"
+#include "base/io.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)
@@ -126,9 +127,7 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
         bool bwrap_done = false, killing = false;
         for (;;) {
                 struct signalfd_siginfo si;
-                if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si) {
-                        if (errno == EINTR)
-                                continue;
+                if (read_retry(sfd, &si, sizeof si) != (ssize_t)sizeof si) {
                         killing = true;
                 } else if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
                         killing = true;

@@ -27,6 +27,7 @@
 #include "base/alloc.h"
 #include "base/str.h"
 #include "base/clock.h"
+#include "base/io.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
@@ -50,9 +51,9 @@ struct line_reader {
 /* Read what is there; call `line` for each complete line. Returns false at EOF or error. */
 static bool read_lines(int fd, struct line_reader *lr, void (*line)(char *l, void *ud), void *ud)
 {
-        ssize_t n = read(fd, lr->buf + lr->len, sizeof lr->buf - 1 - lr->len);
+        ssize_t n = read_retry(fd, lr->buf + lr->len, sizeof lr->buf - 1 - lr->len);
         if (n < 0)
-                return errno == EINTR || errno == EAGAIN;
+                return n == -EAGAIN;
         if (n == 0) {
                 if (lr->len) {
                         lr->buf[lr->len] = '\0';
@@ -161,13 +162,7 @@ static void on_stderr(char *l, void *ud)
          * for the Outcome when the sandbox does not come up. */
         size_t n = strlen(l);
         l[n] = '\n';
-        for (size_t off = 0; off <= n;) {
-                ssize_t w = write(STDERR_FILENO, l + off, n + 1 - off);
-                if (w <= 0 && errno != EINTR)
-                        break;
-                if (w > 0)
-                        off += (size_t)w;
-        }
+        (void)loop_write(STDERR_FILENO, l, n + 1);
         l[n] = '\0';
         if (str_has_prefix(l, "bwrap: "))
                 snprintf(seen->bwrap_msg, sizeof seen->bwrap_msg, "%s", l);
@@ -497,17 +492,8 @@ static bool on_watch(struct supervisor *sv, struct source *src, short revents)
         return true;
 }
 
-static void write_all(int fd, const char *buf, size_t n)
-{
-        for (size_t off = 0; off < n;) {
-                ssize_t w = write(fd, buf + off, n - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0) /* nobody reads: drop it, keep draining the session */
-                        return;
-                off += (size_t)w;
-        }
-}
+/* Nobody reads: drop it, keep draining the session. */
+static void write_all(int fd, const char *buf, size_t n) { (void)loop_write(fd, buf, n); }
 
 /* The session's stdout (a pipe, or the pty's master): relayed to trialbox's
  * own, which the session never holds. */
@@ -515,9 +501,9 @@ static bool on_session_stdout(struct supervisor *sv, struct source *src, short r
 {
         (void)revents;
         char buf[65536];
-        ssize_t n = read(src->fd, buf, sizeof buf);
+        ssize_t n = read_retry(src->fd, buf, sizeof buf);
         if (n < 0)
-                return errno == EINTR || errno == EAGAIN; /* EIO: the pty's last slave is closed */
+                return n == -EAGAIN; /* EIO: the pty's last slave is closed */
         if (n == 0)
                 return false;
         write_all(STDOUT_FILENO, buf, (size_t)n);
@@ -541,10 +527,8 @@ static void input_flush(struct supervisor *sv)
 {
         struct relay *in = &sv->input;
         while (in->off < in->len) {
-                ssize_t w = write(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0 && errno == EAGAIN)
+                ssize_t w = write_retry(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
+                if (w == -EAGAIN)
                         return;
                 if (w <= 0) { /* the session closed its stdin */
                         input_end(sv);
@@ -560,8 +544,8 @@ static void input_flush(struct supervisor *sv)
 static bool on_stdin(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
-        ssize_t n = read(src->fd, sv->input.buf, sizeof sv->input.buf);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        ssize_t n = read_retry(src->fd, sv->input.buf, sizeof sv->input.buf);
+        if (n == -EAGAIN)
                 return true;
         if (n <= 0) {
                 sv->input.ended = true;
@@ -826,10 +810,7 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
 
-        ssize_t n;
-        do
-                n = read(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
                 sv->seen.exec_errno = 0;
         return 0;
