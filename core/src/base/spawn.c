@@ -106,8 +106,8 @@ static void __attribute__((noreturn)) child(const struct spawn *s, const int pip
         char *const *envp = s->envp ? s->envp : environ;
         if (s->flags & SPAWN_EXEC_FD)
                 execveat(s->exec_fd, "", s->argv, envp, AT_EMPTY_PATH);
-        else if (strchr(s->argv[0], '/'))
-                execve(s->argv[0], s->argv, envp);
+        else if (s->path || strchr(s->argv[0], '/'))
+                execve(s->path ? s->path : s->argv[0], s->argv, envp);
         else
                 execvpe(s->argv[0], s->argv, envp);
 fail:;

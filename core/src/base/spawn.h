@@ -63,6 +63,7 @@ struct spawn {
          * PATH (execvp). NULL with child_fn: no exec, the child runs child_fn
          * and exits with what it returns. */
         char *const *argv;
+        const char *path;  /* the program's file, when argv[0] is only its name; NULL: argv[0] */
         char *const *envp; /* NULL: this process's environment */
         int exec_fd;       /* with SPAWN_EXEC_FD */
         const char *cwd;   /* NULL: trialbox's */
