@@ -17,6 +17,7 @@
 #include "sandbox/spec.h"
 #include "sandbox/session_user.h"
 #include "base/io.h"
+#include "base/spawn.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)
@@ -93,7 +94,7 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
 
         pid_t bwrap = fork();
         if (bwrap == 0) {
-                sigprocmask(SIG_SETMASK, old, NULL);
+                spawn_reset_signals(old);
                 /* Not root from here: bwrap and the session run as the
                  * session's user (a switch clears the parent-death signal,
                  * so that comes after it). */

@@ -28,6 +28,7 @@
 #include "base/str.h"
 #include "base/clock.h"
 #include "base/io.h"
+#include "base/spawn.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
@@ -211,6 +212,12 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
                                 KEEPER_BLOCK_FD };
         int e;
+        /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
+         * a background shell is not passed on); the mask stays as the
+         * supervisor blocked it until the session's exec restores old_mask. */
+        sigset_t blocked;
+        sigprocmask(SIG_SETMASK, NULL, &blocked);
+        spawn_reset_signals(&blocked);
         /* Its own process group: a signal for trialbox's group (Ctrl-C,
          * timeout(1), a runner's killpg) reaches trialbox alone, which
          * forwards it. */
