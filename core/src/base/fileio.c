@@ -9,76 +9,78 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#endif
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/io.h"
 
-int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
+int open_beneath(int dirfd, const char *rel, int flags)
 {
-        return write_file_atomic_at_flags(dirfd, name, data, len, mode, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
-}
-
-int write_file_atomic_at_flags(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int flags)
-{
-        char tmp[NAME_MAX + 1];
-        _cleanup_close_ int fd = -1;
-        int r;
-
-        for (int attempt = 0; fd < 0; attempt++) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                snprintf(tmp, sizeof tmp, ".%.200s.tmp-%d-%lx", name, (int)getpid(),
-                         (unsigned long)ts.tv_nsec ^ ((unsigned long)attempt * 2654435761UL));
-                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
-                if (fd < 0 && (errno != EEXIST || attempt > 16))
-                        return -errno;
-        }
-        /* The umask may have narrowed the mode: set it exactly. */
-        if (fchmod(fd, mode & 07777) < 0)
-                goto fail;
-        for (size_t off = 0; off < len;) {
-                ssize_t w = write(fd, (const char *)data + off, len - off);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        goto fail;
-                }
-                off += (size_t)w;
-        }
-        if ((flags & WRITE_SYNC_FILE) && fdatasync(fd) < 0)
-                goto fail;
-        if (renameat(dirfd, tmp, dirfd, name) < 0)
-                goto fail;
-        if ((flags & WRITE_SYNC_DIR) && fsync(dirfd) < 0 && errno != EINVAL)
+        flags |= O_CLOEXEC | O_NOFOLLOW;
+#if defined(SYS_openat2) && defined(RESOLVE_BENEATH)
+        struct open_how how = {
+                .flags = (unsigned long long)flags,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+        if (fd >= 0)
+                return fd;
+        if (errno != ENOSYS && errno != EPERM)
                 return -errno;
-        return 0;
-fail:
-        r = -errno;
-        unlinkat(dirfd, tmp, 0);
-        return r;
+#endif
+        /* No openat2 (or a filter refusing it): walk it ourselves. */
+        _cleanup_free_ char *copy = xstrdup(rel);
+        _cleanup_close_ int cur = -1;
+        char *save = NULL;
+        char *part = strtok_r(copy, "/", &save);
+        while (part) {
+                char *next = strtok_r(NULL, "/", &save);
+                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0)
+                        return -EXDEV;
+                int at = cur >= 0 ? cur : dirfd;
+                int sub = openat(at, part, next ? O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW : flags);
+                if (sub < 0)
+                        return -errno;
+                if (!next)
+                        return sub;
+                tb_closep(&cur);
+                cur = sub;
+                part = next;
+        }
+        return -EINVAL;
 }
 
-/* Read `fd` to its end into *out (malloc'd, NUL-terminated), at most `max`
- * bytes, starting with room for `hint`. With `secure`, a buffer is never
- * realloc'd (that could leave a copy behind) but copied and erased, and it
- * is erased on error. 0 or a negative errno (-EFBIG over `max`). */
-static int read_fd_all(int fd, size_t max, size_t hint, bool secure, char **out, size_t *len)
+static void give_up(char *buf, int flags)
+{
+        if (flags & READ_SECURE)
+                erase_and_free(buf);
+        else
+                free(buf);
+}
+
+/* Read `fd` to its end into a buffer first sized for `hint` bytes. With
+ * READ_SECURE a buffer is never realloc'd (that could leave a copy behind)
+ * but copied and erased. */
+static int read_to_end(int fd, size_t max, size_t hint, int flags, char **out, size_t *len)
 {
         /* One byte more than expected: the read that finds the end needs room. */
         size_t cap = (hint < max ? hint : max) + 2, n = 0;
         char *buf = xmalloc(cap);
-        int r = 0;
 
         for (;;) {
                 if (n + 1 >= cap) {
                         if (n > max) {
-                                r = -EFBIG;
-                                break;
+                                give_up(buf, flags);
+                                return -EFBIG;
                         }
                         size_t want = cap < 4096 ? 4096 : cap * 2;
-                        if (secure) {
+                        if (flags & READ_SECURE) {
                                 char *bigger = xmalloc(want);
                                 memcpy(bigger, buf, n);
                                 erase_and_free(buf);
@@ -88,93 +90,141 @@ static int read_fd_all(int fd, size_t max, size_t hint, bool secure, char **out,
                         }
                         cap = want;
                 }
-                ssize_t got = read(fd, buf + n, cap - n - 1);
-                if (got < 0 && errno == EINTR)
-                        continue;
+                ssize_t got = read_retry(fd, buf + n, cap - n - 1);
                 if (got < 0) {
-                        r = errno > 0 ? -errno : -EIO;
-                        break;
+                        give_up(buf, flags);
+                        return (int)got;
                 }
                 if (got == 0)
                         break;
                 n += (size_t)got;
         }
-        if (r == 0 && n > max)
-                r = -EFBIG;
-        if (r < 0) {
-                if (secure)
-                        erase_and_free(buf);
-                else
-                        free(buf);
-                return r;
+        if (n > max) {
+                give_up(buf, flags);
+                return -EFBIG;
         }
         buf[n] = '\0';
         *out = buf;
-        *len = n;
+        if (len)
+                *len = n;
         return 0;
 }
 
-int read_fd_whole(int fd, size_t max, char **out, size_t *len)
+int read_full_fd(int fd, size_t max, int flags, char **out, size_t *len, struct stat *st)
 {
-        return read_fd_all(fd, max, 4094, false, out, len);
+        struct stat own = { 0 };
+        st = st ? st : &own;
+        *st = (struct stat){ 0 };
+        size_t hint = 4094;
+        if (flags & READ_REGULAR) {
+                if (fstat(fd, st) < 0)
+                        return -errno;
+                if (S_ISDIR(st->st_mode))
+                        return -EISDIR;
+                if (!S_ISREG(st->st_mode))
+                        return -EINVAL;
+                if ((uintmax_t)st->st_size > max)
+                        return -EFBIG;
+                hint = (size_t)st->st_size;
+        }
+        return read_to_end(fd, max, hint, flags, out, len);
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max, int flags, char **out, size_t *len, struct stat *st)
+{
+        int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+        if (flags & READ_NOFOLLOW)
+                oflags |= O_NOFOLLOW;
+        if (flags & READ_NONBLOCK)
+                oflags |= O_NONBLOCK;
+        _cleanup_close_ int fd = flags & READ_BENEATH ? open_beneath(dirfd, path, oflags) : openat(dirfd, path, oflags);
+        if (fd < 0)
+                return flags & READ_BENEATH ? fd : -errno;
+        return read_full_fd(fd, max, flags, out, len, st);
+}
+
+int read_file_secure(const char *path, size_t max, char **out, size_t *len, struct stat *st)
+{
+        return read_full_file_at(AT_FDCWD, path, max, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK | READ_SECURE, out,
+                                 len, st);
 }
 
 char *read_file(const char *path, size_t max, size_t *len_out)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
         char *buf = NULL;
-        size_t len = 0;
-        int r = read_fd_all(fd, max, 4094, false, &buf, &len);
+        int r = read_full_file_at(AT_FDCWD, path, max, 0, &buf, len_out, NULL);
         if (r < 0) {
                 errno = -r;
                 return NULL;
         }
-        if (len_out)
-                *len_out = len;
         return buf;
 }
 
 char *read_file_at(int dirfd, const char *name, size_t max, size_t *len_out, struct stat *st_out)
 {
-        struct stat own = { 0 };
-        struct stat *st = st_out ? st_out : &own;
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0 || fstat(fd, st) < 0)
-                return NULL;
-        if (!S_ISREG(st->st_mode)) {
-                errno = EINVAL;
-                return NULL;
-        }
-        if ((uintmax_t)st->st_size > max) {
-                errno = EFBIG;
-                return NULL;
-        }
         char *buf = NULL;
-        size_t len = 0;
-        int r = read_fd_all(fd, max, (size_t)st->st_size, false, &buf, &len);
+        int r = read_full_file_at(dirfd, name, max, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &buf, len_out,
+                                  st_out);
         if (r < 0) {
-                errno = -r;
+                errno = r == -EISDIR ? EINVAL : -r;
                 return NULL;
         }
-        if (len_out)
-                *len_out = len;
         return buf;
 }
 
-int read_file_secure(const char *path, size_t max, char **out, size_t *len, struct stat *st)
+/* Make a new file beside `name` in `dirfd` (O_EXCL, never a link): its fd,
+ * its name in `tmp`, or a negative errno. */
+static int open_temporary(int dirfd, const char *name, mode_t mode, char tmp[NAME_MAX + 1])
 {
-        struct stat own = { 0 };
-        st = st ? st : &own;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0 || fstat(fd, st) < 0)
-                return errno > 0 ? -errno : -EIO;
-        if (S_ISDIR(st->st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st->st_mode))
-                return -EINVAL;
-        if ((uintmax_t)st->st_size > max)
-                return -EFBIG;
-        return read_fd_all(fd, max, (size_t)st->st_size, true, out, len);
+        for (int attempt = 0;; attempt++) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                snprintf(tmp, NAME_MAX + 1, ".%.200s.tmp-%d-%lx", name, (int)getpid(),
+                         (unsigned long)ts.tv_nsec ^ ((unsigned long)attempt * 2654435761UL));
+                int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
+                if (fd >= 0)
+                        return fd;
+                if (errno != EEXIST || attempt > 16)
+                        return -errno;
+        }
+}
+
+/* The mode and owner the new file gets (the umask may have narrowed the
+ * mode: it is set exactly). */
+static int set_mode_and_owner(int fd, int dirfd, const char *name, mode_t mode, int flags)
+{
+        struct stat st;
+        if ((flags & WRITE_KEEP_MODE) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                mode = st.st_mode;
+        if (fchmod(fd, mode & 07777) < 0)
+                return -errno;
+        if (flags & WRITE_DIR_OWNER) {
+                if (fstat(dirfd, &st) < 0)
+                        return -errno;
+                if (st.st_uid != geteuid() && fchown(fd, st.st_uid, st.st_gid) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
+int write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int flags)
+{
+        char tmp[NAME_MAX + 1];
+        _cleanup_close_ int fd = open_temporary(dirfd, name, mode, tmp);
+        if (fd < 0)
+                return fd;
+        int r = set_mode_and_owner(fd, dirfd, name, mode, flags);
+        if (r == 0)
+                r = loop_write(fd, data, len);
+        if (r == 0 && (flags & WRITE_SYNC_FILE) && fdatasync(fd) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        if ((flags & WRITE_SYNC_DIR) && fsync(dirfd) < 0 && errno != EINVAL)
+                return -errno;
+        return 0;
 }

@@ -551,7 +551,7 @@ int credentials_save(const struct credentials *c, const char *path, struct tb_er
         o.p = xmalloc(need);
         o.len = 0;
         serialize(c, &o);
-        r = write_file_atomic_at(dirfd, base, o.p, o.len, 0600);
+        r = write_file_atomic_at(dirfd, base, o.p, o.len, 0600, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
         erase_and_free(o.p);
         if (r < 0)
                 return tb_fail(err, r, "cannot save credentials '%s': %s; check the folder's permissions and free space",

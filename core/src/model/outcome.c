@@ -274,7 +274,7 @@ int outcome_write(const struct outcome *o, const char *output_dir, struct tb_err
         /* Whole or absent, even after a crash (the data is synced before the
          * rename); the folder is not synced: a lost outcome.json reads as a
          * Trial that did not finish, never as a wrong one. */
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));
@@ -348,7 +348,7 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         size_t len = strlen(line);
         line = xrealloc(line, len + 2);
         memcpy(line + len, "\n", 2);
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));

@@ -184,7 +184,7 @@ static int svc_write_home_file(struct tb_host *h, const char *rel, const char *c
         if (dfd < 0)
                 return -errno;
         /* A file of this Trial's fresh home: nothing to keep across a crash. */
-        return write_file_atomic_at_flags(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
+        return write_file_atomic_at(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
 }
 
 static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
