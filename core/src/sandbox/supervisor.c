@@ -733,13 +733,8 @@ static void start_deadline(struct supervisor *sv)
         timerfd_settime(sv->deadline, 0, &its, NULL);
 }
 
-/* Block the signals the loop takes from its signalfd; make the pipes and
- * the event sources; fork and exec; wait for the exec's outcome. */
-static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+static void supervisor_init(struct supervisor *sv, const struct supervisor_run *run)
 {
-        int exec_p[2] = { -1, -1 };
-        sigset_t mask;
-
         *sv = (struct supervisor){
                 .run = run,
                 .argv = run->argv,
@@ -758,6 +753,15 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                           .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
                           .memory_bytes = run->memory_bytes },
         };
+}
+
+/* Block the signals the loop takes from its signalfd; make that, the kill
+ * timer and the pipes (exec_p: the exec's outcome); for bwrap, the argv
+ * with its block fd, and the byte that lets it go unless it is held. */
+static int supervisor_fds(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
+        sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
@@ -783,7 +787,13 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                         return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
                 tb_closep(&sv->block_p[1]);
         }
+        return 0;
+}
 
+/* The session's streams and every event source the loop polls. */
+static int supervisor_sources(struct supervisor *sv, struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
         int r = open_streams(sv, err);
         if (r == 0 && (!add_source(sv, sv->sfd, ALWAYS, on_signalfd, NULL) ||
                        !add_source(sv, sv->timer, WHILE_RUNNING, on_kill_timer, NULL) ||
@@ -795,11 +805,13 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                         r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
         if (r == 0)
                 r = add_limit_sources(sv, err);
-        if (r < 0) {
-                tb_closep(&exec_p[1]);
-                return r;
-        }
+        return r;
+}
 
+/* Fork the session's process; keep none of the child's ends; wait for the
+ * exec's outcome (its errno in seen.exec_errno, 0 when it ran). */
+static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+{
         pid_t self = getpid();
         sv->pid = fork();
         if (sv->pid < 0) {
@@ -821,6 +833,22 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
                 sv->seen.exec_errno = 0;
         return 0;
+}
+
+/* Block the signals the loop takes from its signalfd; make the pipes and
+ * the event sources; fork and exec; wait for the exec's outcome. */
+static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+{
+        int exec_p[2] = { -1, -1 };
+        supervisor_init(sv, run);
+        int r = supervisor_fds(sv, exec_p, err);
+        if (r == 0)
+                r = supervisor_sources(sv, err);
+        if (r < 0) {
+                tb_closep(&exec_p[1]);
+                return r;
+        }
+        return supervisor_fork(sv, exec_p, err);
 }
 
 /* Until the session is reaped and its pipes are at their end, hand each

@@ -694,44 +694,37 @@ static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
         return 0;
 }
 
-/* Run the session (or, with --dry-run, print its command line): 0, or a
- * negative errno with `err` and t->cause saying why the Trial is void. */
-static int trial_execute(struct trial *t, struct tb_error *err)
+/* The spec's last steps, over every bind the core and the plugin made:
+ * secrets masked, unreachable binds dropped, limits prepared. */
+static int trial_finish_spec(struct trial *t, struct tb_error *err)
 {
-        const struct trial_options *opt = t->opt;
-        /* Last, over every bind the core and the plugin made. */
-        if (!opt->no_sandbox) {
+        if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
                 r = trial_limits_prepare(t, err);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        return r;
+}
 
-        if (opt->dry_run) {
-                printf("%s\n", line);
-                return 0;
-        }
-        log_info("plugin '%s'", t->plugin.path);
-        log_info("running: %s", line);
-        r = trial_limits_start(t, err);
-        if (r < 0) {
-                struct tb_error ignored = { 0 };
-                cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
-                return r;
-        }
-
-        _cleanup_strv_ struct strv argv = { 0 };
-        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+/* What the supervisor runs: bwrap's command line, or the command itself. */
+static void trial_command(const struct trial *t, struct strv *argv, struct strv *envp)
+{
         if (t->bwrap)
-                sandbox_argv(&t->spec, t->bwrap, &argv);
+                sandbox_argv(&t->spec, t->bwrap, argv);
         else
                 for (size_t i = 0; i < t->spec.command.n; i++)
-                        strv_add(&argv, t->spec.command.v[i]);
-        sandbox_envp(&t->spec, &envp);
+                        strv_add(argv, t->spec.command.v[i]);
+        sandbox_envp(&t->spec, envp);
+}
+
+/* Run the session under the supervisor, its logins watched and its usage
+ * counted; with the network allowed, held until the proxy is ready. */
+static int trial_session(struct trial *t, char **argv, char **envp, struct session_result *res,
+                         struct tb_error *err)
+{
+        const struct trial_options *opt = t->opt;
         struct supervisor_watch logins = {
                 .fd = t->host.logins.inotify_fd,
                 .ready = logins_ready,
@@ -739,8 +732,8 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
-                .argv = argv.v,
-                .envp = envp.v,
+                .argv = argv,
+                .envp = envp,
                 .cwd = t->spec.chdir,
                 .bwrap = t->bwrap != NULL,
                 .watches = t->host.logins.watching ? &logins : NULL,
@@ -755,28 +748,59 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         run.rusage = &ru;
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
-                int nr = trial_net_open_record(&t->net, t->output, err);
-                if (nr < 0) {
-                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                        return nr;
-                }
                 run.hold = trial_net_hold;
                 run.hold_ctx = &t->net;
         }
-        struct session_result res;
-        r = supervisor_run(&run, &res, err);
+        int r = supervisor_run(&run, res, err);
         if (r < 0)
-                res.started = false;
-        trial_limits_end(t, &ru, &res);
-        /* Whatever the session's end, before anything else runs git there. */
+                res->started = false;
+        trial_limits_end(t, &ru, res);
+        return r;
+}
+
+/* Whatever the session's end: the repository guard's restores, before
+ * anything else runs git there, and the fresh home's mode, by the fd opened
+ * before it ran. */
+static void trial_after_session(struct trial *t)
+{
         _cleanup_strv_ struct strv undone = { 0 };
         repo_guard_restore(&t->guard, &undone);
         for (size_t i = 0; i < undone.n; i++)
                 log_warn("%s", undone.v[i]);
-        /* Whatever the session made of its home's mode, by the fd opened
-         * before it ran. */
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
+}
+
+/* Run the session (or, with --dry-run, print its command line): 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_execute(struct trial *t, struct tb_error *err)
+{
+        int r = trial_finish_spec(t, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        if (t->opt->dry_run) {
+                printf("%s\n", line);
+                return 0;
+        }
+        log_info("plugin '%s'", t->plugin.path);
+        log_info("running: %s", line);
+        r = trial_limits_start(t, err);
+        if (r < 0) {
+                struct tb_error ignored = { 0 };
+                cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
+                return r;
+        }
+        _cleanup_strv_ struct strv argv = { 0 };
+        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+        trial_command(t, &argv, &envp);
+        if (t->net.mode == TRIAL_NETWORK_ALLOW && (r = trial_net_open_record(&t->net, t->output, err)) < 0) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return r;
+        }
+        struct session_result res;
+        r = trial_session(t, argv.v, envp.v, &res, err);
+        trial_after_session(t);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
