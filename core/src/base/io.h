@@ -4,8 +4,21 @@
 #ifndef TB_IO_H
 #define TB_IO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+/* `call` (a system call that fails with -1 and errno) made again while a
+ * signal interrupts it: its result. For the calls without a helper below
+ * (flock, recvmsg, send, splice, accept4, nanosleep). */
+#define RETRY_EINTR(call)                                               \
+        __extension__({                                                 \
+                __typeof__(call) tb_r_;                                 \
+                do                                                      \
+                        tb_r_ = (call);                                 \
+                while (tb_r_ < 0 && errno == EINTR);                    \
+                tb_r_;                                                  \
+        })
 
 /* Read up to `n` bytes into `buf`, as many as come before the end: the
  * count read (less than `n` only at the end, or when a non-blocking fd has

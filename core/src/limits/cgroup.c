@@ -6,6 +6,7 @@
 #include "base/strbuf.h"
 #include "base/str.h"
 #include "base/fileio.h"
+#include "base/io.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -109,8 +110,7 @@ static bool has_word(const char *list, const char *tok, char sep)
 static void sleep_ms(long ms)
 {
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-        }
+        (void)RETRY_EINTR(nanosleep(&ts, &ts)); /* the rest of it, when interrupted */
 }
 
 /* ---- the probe ---- */

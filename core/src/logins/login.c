@@ -191,9 +191,8 @@ int login_sync_now(struct login_set *set, size_t i)
          * Keep the host file's own mode; write beside it and rename over it
          * (the host file's real folder and name, its links resolved when
          * the login was added). */
-        while (flock(l->host_dirfd, LOCK_EX) < 0)
-                if (errno != EINTR)
-                        return -errno;
+        if (RETRY_EINTR(flock(l->host_dirfd, LOCK_EX)) < 0)
+                return -errno;
         r = write_file_atomic_at(l->host_dirfd, l->host_name, data, len, 0600,
                                  WRITE_KEEP_MODE | WRITE_SYNC_FILE | WRITE_SYNC_DIR);
         flock(l->host_dirfd, LOCK_UN);

@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "base/path.h"
 #include "base/clock.h"
+#include "base/io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
                 _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (fd < 0)
                         return tb_fail(err, -errno, "lock '%s': %s", path, strerror(errno));
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                if (RETRY_EINTR(flock(fd, LOCK_EX | LOCK_NB)) == 0) {
                         /* Locked; but is it still the file at `path`? */
                         struct stat a, b;
                         if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
@@ -31,7 +32,7 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
                         }
                         continue;
                 }
-                if (errno != EWOULDBLOCK && errno != EINTR)
+                if (errno != EWOULDBLOCK)
                         return tb_fail(err, -errno, "lock '%s': %s", path, strerror(errno));
                 if (now_ms() >= deadline)
                         return tb_fail(err, -ETIMEDOUT, "lock '%s' is held by another Trial", path);

@@ -329,10 +329,9 @@ static void deny(struct conn *c, int status, const char *fmt, ...)
 static bool send_pending(struct conn *c, struct flow *f, int fd)
 {
         while (f->pending_off < f->pending_len) {
-                ssize_t n = send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL);
+                ssize_t n = RETRY_EINTR(
+                        send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL));
                 if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
                         if (errno == EAGAIN)
                                 return false;
                         c->p->saw_epipe |= errno == EPIPE;
@@ -404,12 +403,12 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
         for (int round = 0; round < PUMP_ROUNDS && !f->shut; round++) {
                 bool moved = false;
                 if (!f->eof && f->in_pipe < f->cap) {
-                        ssize_t n = splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
-                                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
+                                                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe += (size_t)n;
                                 moved = true;
-                        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                        } else if (n == 0 || errno != EAGAIN) {
                                 f->eof = true;
                         } else if (f->in_pipe > 0) {
                                 /* Maybe the source is empty, maybe the pipe is full: either way, wait
@@ -418,13 +417,14 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                         }
                 }
                 if (f->in_pipe > 0) {
-                        ssize_t n = splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(
+                                splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe -= (size_t)n;
                                 f->bytes += (uint64_t)n;
                                 f->full = false;
                                 moved = true;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        } else if (n < 0 && errno != EAGAIN) {
                                 /* The destination is gone: nothing more can be delivered this way. */
                                 c->p->saw_epipe |= errno == EPIPE;
                                 f->eof = true;
@@ -699,14 +699,14 @@ static void read_head(struct conn *c)
 static void accept_some(struct proxy *p)
 {
         for (int i = 0; i < ACCEPT_BATCH; i++) {
-                int fd = accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int fd = RETRY_EINTR(accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
                 if (fd < 0) {
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                                 /* Wait for a connection to end (or the next tick) instead of spinning. */
                                 p->accept_paused = true;
                                 (void)set_events(p, &p->listener, 0);
                         }
-                        if (errno == EINTR || errno == ECONNABORTED)
+                        if (errno == ECONNABORTED)
                                 continue;
                         return;
                 }

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/alloc.h"
 #include "base/spawn.h"
+#include "base/io.h"
 
 static const char *const mode_names[] = {
         [TRIAL_NETWORK_HOST] = "host",
@@ -211,10 +212,7 @@ int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err
         } u = { 0 };
         struct iovec iov = { .iov_base = &rep, .iov_len = sizeof rep };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        ssize_t n;
-        do
-                n = recvmsg(rd, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = RETRY_EINTR(recvmsg(rd, &msg, MSG_CMSG_CLOEXEC));
         int e = errno;
         (void)spawn_wait(&child, NULL);
         spawn_done(&child);
