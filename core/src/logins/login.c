@@ -42,29 +42,25 @@ static int read_login_at(int dirfd, const char *rel, char **out, size_t *len)
 }
 
 /* Make the folders of `rel` (relative, at least one component) beneath
- * `dirfd`, 0700, through no link; the last one's fd, or -1 with errno set. */
+ * `dirfd`, 0700, through no link; the last one's fd, or a negative errno. */
 static int mkdir_beneath(int dirfd, const char *rel)
 {
         _cleanup_free_ char *copy = xstrdup(rel);
         _cleanup_close_ int cur = -1;
         char *save = NULL;
         for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0) {
-                        errno = EXDEV;
-                        return -1;
-                }
+                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0)
+                        return -EXDEV;
                 int at = cur >= 0 ? cur : dirfd;
                 if (mkdirat(at, part, 0700) < 0 && errno != EEXIST)
-                        return -1;
+                        return -errno;
                 int fd = openat(at, part, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0)
-                        return -1;
+                        return -errno;
                 tb_closep(&cur);
                 cur = fd;
         }
-        if (cur < 0)
-                errno = EINVAL;
-        return TAKE_FD(cur);
+        return cur < 0 ? -EINVAL : TAKE_FD(cur);
 }
 
 static void login_sync_close(struct login_sync *l)
@@ -117,8 +113,11 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *hom
                 return tb_fail(err, -errno, "opening the home '%s': %s", home, strerror(errno));
         _cleanup_free_ char *dir_rel = path_dirname(l.copy_rel);
         l.copy_dirfd = mkdir_beneath(l.home_fd, dir_rel);
-        if (l.copy_dirfd < 0 || fchmod(l.copy_dirfd, 0700) < 0)
-                return tb_fail(err, -errno, "making '%s/%s': %s", home, dir_rel, strerror(errno));
+        r = l.copy_dirfd < 0 ? l.copy_dirfd : fchmod(l.copy_dirfd, 0700) < 0 ? -errno : 0;
+        if (r < 0) {
+                tb_closep(&l.copy_dirfd);
+                return tb_fail(err, r, "making '%s/%s': %s", home, dir_rel, strerror(-r));
+        }
         _cleanup_close_ int fd = openat(l.copy_dirfd, l.copy_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         r = fd < 0 ? -errno : loop_write(fd, l.last, l.last_len);
         if (r == 0 && fchmod(fd, 0600) < 0)

@@ -252,10 +252,10 @@ void confine_close_fds(int from, char *const argv[])
 int confine_exec_prepare(char *const argv[])
 {
         if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
-                return -1;
+                return -errno;
         int fd = confine_argv_fd(argv);
         if (fd >= 0 && fcntl(fd, F_SETFD, 0) < 0)
-                return -1;
+                return -errno;
         return 0;
 }
 

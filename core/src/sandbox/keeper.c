@@ -115,10 +115,13 @@ static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, const
         /* bwrap dies with its keeper: a second line of defence. */
         if (e == 0)
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (e == 0 && confine_exec_prepare(argv) == 0) /* a fresh session keyring; the filter fd crosses */
-                execve(argv[0], argv, envp);
-        if (e == 0)
-                e = errno;
+        if (e == 0) {
+                e = -confine_exec_prepare(argv); /* a fresh session keyring; the filter fd crosses */
+                if (e == 0) {
+                        execve(argv[0], argv, envp);
+                        e = errno;
+                }
+        }
         if (write(exec_err_w, &e, sizeof e) < 0) {
         }
         _exit(127);

@@ -61,31 +61,31 @@ static char *make_absolute(const char *p)
         return xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", p);
 }
 
-/* The real path `p` will have: its existing part resolved (links followed),
- * the parts that do not exist yet appended. NULL with errno EINVAL for a "."
- * or ".." among those. */
-static char *resolve_new_path(const char *p)
+/* The real path `p` will have, malloc'd into *out: its existing part
+ * resolved (links followed), the parts that do not exist yet appended. 0, or
+ * -EINVAL for a "." or ".." among those. */
+static int resolve_new_path(const char *p, char **out)
 {
-        char *r = realpath(p, NULL);
-        if (r)
-                return r;
+        *out = realpath(p, NULL);
+        if (*out)
+                return 0;
         _cleanup_free_ char *abs = make_absolute(p);
         size_t n = strlen(abs);
         while (n > 1 && abs[n - 1] == '/')
                 abs[--n] = '\0';
         char *slash = strrchr(abs, '/');
         const char *last = slash + 1;
-        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
-                errno = EINVAL;
-                return NULL;
-        }
+        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+                return -EINVAL;
         /* Resolve the parent, then put the last part back on it. */
         *slash = '\0';
-        _cleanup_free_ char *parent_real = resolve_new_path(slash == abs ? "/" : abs);
+        _cleanup_free_ char *parent_real = NULL;
+        int r = resolve_new_path(slash == abs ? "/" : abs, &parent_real);
         *slash = '/';
-        if (!parent_real)
-                return NULL;
-        return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        if (r < 0)
+                return r;
+        *out = xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        return 0;
 }
 
 /* Only the home itself: the XDG folders its variables name are made by
@@ -245,8 +245,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         } else if (errno != ENOENT) {
                 return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
-        t->output = resolve_new_path(opt->output_dir);
-        if (!t->output)
+        if (resolve_new_path(opt->output_dir, &t->output) < 0)
                 return tb_fail(err, -EINVAL,
                                "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
                                opt->output_dir);
