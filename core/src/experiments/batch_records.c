@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/log.h"
+#include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "base/alloc.h"
-#include "base/str.h"
 #include "base/fileio.h"
+#include "base/log.h"
+#include "base/str.h"
 #include "experiments/batch_internal.h"
 #include "experiments/report.h"
 #include "model/job.h"

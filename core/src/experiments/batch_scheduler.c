@@ -25,16 +25,16 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/str.h"
-#include "base/path.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "base/io.h"
+#include "base/macro.h"
+#include "base/path.h"
 #include "base/spawn.h"
+#include "base/str.h"
+#include "base/strv.h"
 
 extern char **environ;
 

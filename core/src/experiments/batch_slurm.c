@@ -9,15 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/log.h"
-#include "base/cleanup.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/str.h"
-#include "base/path.h"
-#include "base/fileio.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/path.h"
+#include "base/str.h"
+#include "base/strv.h"
 #include "experiments/batch_internal.h"
 #include <limits.h>
 #include <sys/signalfd.h>

@@ -8,12 +8,12 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
 #include "base/path.h"
+#include "base/strv.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */

@@ -7,11 +7,11 @@
 
 #include "base/log.h"
 #include "model/outcome.h"
+#include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "base/alloc.h"
-#include "base/strbuf.h"
 #include "base/str.h"
+#include "base/strbuf.h"
 
 enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };

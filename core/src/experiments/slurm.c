@@ -6,16 +6,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/env.h"
-#include "base/cleanup.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/strbuf.h"
-#include "base/str.h"
-#include "base/path.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/path.h"
 #include "base/spawn.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 /* ---- running Slurm's clients ---- */
 

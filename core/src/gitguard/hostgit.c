@@ -3,11 +3,11 @@
 
 #include <string.h>
 
-#include "base/cleanup.h"
 #include "base/alloc.h"
-#include "base/strv.h"
+#include "base/cleanup.h"
 #include "base/path.h"
 #include "base/spawn.h"
+#include "base/strv.h"
 
 bool host_git_run(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out)
 {

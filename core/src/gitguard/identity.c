@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/macro.h"
 #include "base/error.h"
-#include "base/strbuf.h"
-#include "base/path.h"
 #include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strbuf.h"
 #include "gitguard/gitconfig.h"
 #include "gitguard/hostgit.h"
 

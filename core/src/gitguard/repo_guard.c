@@ -12,14 +12,14 @@
 #include <sys/wait.h>
 
 #include "gitguard/hostgit.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/str.h"
-#include "base/path.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/str.h"
+#include "base/strv.h"
 
 /* The files that make git run a program or read another config, per git
  * directory (the common one and each submodule's). */

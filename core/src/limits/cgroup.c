@@ -1,12 +1,5 @@
 #define _GNU_SOURCE
 #include "limits/cgroup.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/alloc.h"
-#include "base/strbuf.h"
-#include "base/str.h"
-#include "base/fileio.h"
-#include "base/io.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +9,14 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+#include "base/str.h"
+#include "base/strbuf.h"
 
 static const char *const controller_names[CG_N] = { "memory", "pids", "cpu", "cpuacct" };
 static const char *const controller_options[CG_N] = { "--memory", "--pids", "--cpus", NULL };

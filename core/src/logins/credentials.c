@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/env.h"
-#include "base/cleanup.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/path.h"
+#include "base/cleanup.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "base/fileio.h"
+#include "base/path.h"
+#include "base/strv.h"
 #include "base/utf8.h"
 
 struct credential {

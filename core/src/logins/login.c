@@ -1,11 +1,5 @@
 #define _GNU_SOURCE
 #include "logins/login.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/alloc.h"
-#include "base/path.h"
-#include "base/fileio.h"
-#include "base/io.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +9,13 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+#include "base/path.h"
 
 #define LOGIN_MAX_SIZE (1 << 20)
 #define LOGIN_MAX_WATCHED 64

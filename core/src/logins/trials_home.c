@@ -1,10 +1,5 @@
 #define _GNU_SOURCE
 #include "logins/trials_home.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/path.h"
-#include "base/clock.h"
-#include "base/io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,6 +10,12 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/path.h"
 
 int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_error *err)
 {

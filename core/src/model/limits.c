@@ -1,15 +1,16 @@
 #define _GNU_SOURCE
 #include "model/limits.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
-#include "base/str.h"
 
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/str.h"
 
 #define MAX_DURATION_MS (10LL * 366 * 24 * 3600 * 1000)
 #define MIN_MEMORY (1LL << 20)

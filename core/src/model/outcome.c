@@ -1,10 +1,5 @@
 #define _GNU_SOURCE
 #include "model/outcome.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/alloc.h"
-#include "base/fileio.h"
-#include "base/io.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -14,6 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
 
 #ifndef TB_VERSION
 #define TB_VERSION "unknown"

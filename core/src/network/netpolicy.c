@@ -1,9 +1,5 @@
 #define _GNU_SOURCE
 #include "network/netpolicy.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/alloc.h"
-#include "base/str.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -11,6 +7,11 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/str.h"
 
 enum pattern_kind { PAT_NAME, PAT_SUFFIX, PAT_IP };
 

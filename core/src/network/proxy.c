@@ -19,13 +19,13 @@
 
 #include "network/proxy_request.h"
 #include "network/resolver.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strbuf.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "base/io.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */

@@ -13,13 +13,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "base/log.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/spawn.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "base/io.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/spawn.h"
 
 static const char *const mode_names[] = {
         [TRIAL_NETWORK_HOST] = "host",

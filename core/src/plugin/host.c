@@ -12,13 +12,13 @@
 #include "base/log.h"
 #include "sandbox/session_user.h"
 #include "logins/trials_home.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/path.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

@@ -2,12 +2,12 @@
 #include "plugin/loader.h"
 
 #include "plugin/manifest.h"
+#include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "base/alloc.h"
-#include "base/strv.h"
-#include "base/strbuf.h"
 #include "base/path.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

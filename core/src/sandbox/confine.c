@@ -1,9 +1,5 @@
 #define _GNU_SOURCE
 #include "sandbox/confine.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
-#include "base/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +16,11 @@
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
 
 
 struct deny {

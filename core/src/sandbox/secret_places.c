@@ -1,16 +1,17 @@
 #define _GNU_SOURCE
 #include "sandbox/secret_places.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/alloc.h"
-#include "base/strv.h"
-#include "base/path.h"
-#include "base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 enum secret_base { BASE_HOME, BASE_CONFIG, BASE_DATA, BASE_STATE, BASE_CARGO };
 

@@ -1,10 +1,5 @@
 #define _GNU_SOURCE
 #include "sandbox/session_user.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "base/alloc.h"
-#include "base/io.h"
-#include "base/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +11,12 @@
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/spawn.h"
 
 static int lookup(const char *want, struct session_user *out, struct tb_error *err)
 {

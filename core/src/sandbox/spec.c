@@ -1,13 +1,14 @@
 #define _GNU_SOURCE
 #include "sandbox/spec.h"
-#include "base/cleanup.h"
-#include "base/alloc.h"
-#include "base/strv.h"
-#include "base/strbuf.h"
-#include "base/path.h"
 
 #include <string.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/path.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 void sandbox_spec_done(struct sandbox_spec *spec)
 {

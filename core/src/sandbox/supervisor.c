@@ -21,14 +21,14 @@
 #include "model/jsonc.h"
 #include "sandbox/keeper.h"
 #include "sandbox/spec.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/str.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "base/io.h"
+#include "base/macro.h"
 #include "base/spawn.h"
+#include "base/str.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {

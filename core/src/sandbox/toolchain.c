@@ -2,9 +2,9 @@
 #include "sandbox/toolchain.h"
 
 #include "sandbox/secret_places.h"
+#include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/macro.h"
-#include "base/alloc.h"
 #include "base/path.h"
 
 #include <fcntl.h>

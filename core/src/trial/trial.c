@@ -21,13 +21,13 @@
 #include "sandbox/session_user.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/toolchain.h"
-#include "base/cleanup.h"
-#include "base/macro.h"
-#include "base/error.h"
 #include "base/alloc.h"
-#include "base/strv.h"
-#include "base/path.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
