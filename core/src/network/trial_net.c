@@ -256,10 +256,11 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
         int r = trial_net_listen_in(pid, TRIAL_NET_PROXY_PORT, &lfd, err);
         if (r < 0)
                 return r;
+        struct netpolicy *policy = TAKE_PTR(n->policy); /* the proxy's from here, even when it fails */
         const struct proxy_config cfg = {
                 .listen_fd = lfd,
                 .record_fd = n->record_fd,
-                .policy = TAKE_PTR(n->policy),
+                .policy = policy,
                 .test_hosts = n->test_hosts,
                 .on_lookup = on_lookup,
         };

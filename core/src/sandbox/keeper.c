@@ -112,15 +112,14 @@ static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, const
                 int r = session_user_switch(user);
                 e = r < 0 ? -r : 0;
         }
-        /* bwrap dies with its keeper: a second line of defence. */
-        if (e == 0)
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (e == 0) {
+                /* bwrap dies with its keeper: a second line of defence. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 e = -confine_exec_prepare(argv); /* a fresh session keyring; the filter fd crosses */
-                if (e == 0) {
-                        execve(argv[0], argv, envp);
-                        e = errno;
-                }
+        }
+        if (e == 0) {
+                execve(argv[0], argv, envp);
+                e = errno;
         }
         if (write(exec_err_w, &e, sizeof e) < 0) {
         }
@@ -167,9 +166,8 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
         bool bwrap_done = false, killing = false;
         for (;;) {
                 struct signalfd_siginfo si;
-                if (read_retry(sfd, &si, sizeof si) != (ssize_t)sizeof si) {
-                        killing = true;
-                } else if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
+                if (read_retry(sfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGUSR1 ||
+                    si.ssi_signo == SIGUSR2) {
                         killing = true;
                 } else if (si.ssi_signo != SIGCHLD && !bwrap_done) {
                         kill(bwrap, (int)si.ssi_signo);
