@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "base/env.h"
 #include "cmd/cli.h"
 #include "cmd/exit.h"

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/macro.h"
 #include "base/log.h"
 #include "cmd/cli.h"
 #include "cmd/exit.h"

@@ -4,6 +4,12 @@
 #include <json-c/json.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+
 enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };
 
@@ -144,10 +150,10 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
 
 int report_read(struct report *r, const char *path, struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the results '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned no = 0;
         int ret = 0;
@@ -161,8 +167,6 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                         break;
                 }
         }
-        free(line);
-        fclose(f);
         return ret;
 }
 

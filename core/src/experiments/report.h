@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct report;
 

@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 /* The largest Credentials file (and value) accepted: 1 MiB. */
 #define CREDENTIALS_MAX_SIZE (1024L * 1024)
