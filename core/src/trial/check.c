@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/env.h"
+#include "base/spawn.h"
 #include "base/util.h"
 #include "limits/cgroup.h"
 #include "logins/credentials.h"
@@ -23,44 +24,29 @@
 /* Run argv with stdin and fd 3 on /dev/null, its stdout and stderr captured
  * into `out` (at most `cap` bytes), its wait status in *status. 0, or a
  * negative errno when it could not be run or waited for. */
+/* Run argv[0] (a path) with only a PATH, stdin and SANDBOX_STATUS_FD on
+ * /dev/null, its stdout and stderr together in `out` (the first cap - 1
+ * bytes), its status (0-255, 128+N) in *status. 0 or a negative errno. */
 static int run_capture(char **argv, char *out, size_t cap, int *status)
 {
-        _cleanup_close_pair_ int p[2] = { -1, -1 };
         out[0] = '\0';
-        if (pipe2(p, O_CLOEXEC) < 0)
+        _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
                 return -errno;
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDWR);
-                if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 ||
-                    dup2(null, SANDBOX_STATUS_FD) < 0)
-                        _exit(127);
-                char *envp[] = { "PATH=/usr/bin:/bin", NULL };
-                execve(argv[0], argv, envp);
-                _exit(127);
+        char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+        const int fds[] = { null }, targets[] = { SANDBOX_STATUS_FD };
+        struct spawn s = { .argv = argv, .envp = envp, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_CAPTURE,
+                           .std_err = SPAWN_TO_STDOUT, .capture_max = cap - 1, .fds = fds, .fd_targets = targets,
+                           .n_fds = 1 };
+        struct tb_error err = { 0 };
+        int r = spawn_run(&s, &err);
+        if (r == 0) {
+                memcpy(out, s.out.buf, s.out.len);
+                out[s.out.len] = '\0';
+                *status = s.status;
         }
-        tb_closep(&p[1]);
-        /* Keep the first cap-1 bytes; read the rest to the end all the same. */
-        size_t len = 0;
-        for (;;) {
-                char buf[512];
-                ssize_t n = read(p[0], buf, sizeof buf);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
-                memcpy(out + len, buf, take);
-                len += take;
-        }
-        out[len] = '\0';
-        tb_closep(&p[0]);
-        while (waitpid(pid, status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
+        spawn_done(&s);
+        return r;
 }
 
 /* Ubuntu 24.04 and later restrict unprivileged user namespaces through
