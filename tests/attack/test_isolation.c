@@ -1043,7 +1043,7 @@ static char *fd_probe(struct fixture *b, const char *harness, char *const env[],
         _cleanup_free_ char *outp = xasprintf("%s.stdout", b->out), *errp = xasprintf("%s.stderr", b->out);
         _cleanup_free_ char *ready = path_in(b->repo, "READY");
         unlink(ready);
-        pid_t tb = spawn(tb_env(env), argv, &(struct spawn_io){ .out = outp, .err = errp, .keep_fd = keep, .close_fds = true });
+        pid_t tb = spawn(tb_env(env), argv, &(struct tb_spawn_io){ .out = outp, .err = errp, .keep_fd = keep, .close_fds = true });
         ck_assert_msg(wait_for_file(ready, 20000), "the %s session never became ready", harness);
         _cleanup_free_ char *fd_dir = xasprintf("/proc/%d/fd", (int)tb);
         DIR *d = opendir(fd_dir);
@@ -1122,7 +1122,7 @@ START_TEST(an_fd_trialbox_inherited_does_not_reach_the_session)
         /* Positive control: the probe finds an inherited fd 9 where one is. */
         _cleanup_free_ char *ctl_out = path_in(b.dir, "ctl.out"), *ctl_err = path_in(b.dir, "ctl.err");
         pid_t p = spawn(NULL, (char *[]){ "/bin/sh", "-c", "(: >&9) 2>/dev/null && echo fd9=writable", NULL },
-                        &(struct spawn_io){ .out = ctl_out, .err = ctl_err, .keep_fd = fd, .close_fds = true });
+                        &(struct tb_spawn_io){ .out = ctl_out, .err = ctl_err, .keep_fd = fd, .close_fds = true });
         ck_assert_int_eq(wait_status(p), 0);
         _cleanup_free_ char *ctl = read_text(ctl_out);
         close(fd);
@@ -1378,7 +1378,7 @@ START_TEST(the_session_has_no_controlling_terminal)
                         i == 0 ? EXTRA("--", "-c", script) : EXTRA("--no-sandbox", "--", "-c", script));
                 _cleanup_free_ char *outp = xasprintf("%s.stdout", b.out), *errp = xasprintf("%s.stderr", b.out);
                 pid_t tb = spawn(tb_env(NULL), argv,
-                                 &(struct spawn_io){ .out = outp, .err = errp, .tty = slave, .close_fds = true });
+                                 &(struct tb_spawn_io){ .out = outp, .err = errp, .tty = slave, .close_fds = true });
                 int status = wait_status(tb);
                 _cleanup_free_ char *err = read_text(errp);
                 ck_assert_msg(status == 0, "the Trial ended with status %d: %s", status, err);

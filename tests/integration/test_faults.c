@@ -138,7 +138,7 @@ static long calibrate_set(const char *dir)
                 char *argv[] = { TRIALBOX_BIN, "credentials", "--credentials", path, "set", "calibrate.key", NULL };
                 struct timespec a, b;
                 clock_gettime(CLOCK_MONOTONIC, &a);
-                pid_t pid = spawn(NULL, argv, &(struct spawn_io){ .in = value_file, .out = "/dev/null", .err = "/dev/null" });
+                pid_t pid = spawn(NULL, argv, &(struct tb_spawn_io){ .in = value_file, .out = "/dev/null", .err = "/dev/null" });
                 ck_assert_int_eq(wait_status(pid), 0);
                 clock_gettime(CLOCK_MONOTONIC, &b);
                 runs[i] = (long)((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000);
@@ -179,7 +179,7 @@ START_TEST(credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_va
                 value[len] = '\0';
 
                 char *argv[] = { TRIALBOX_BIN, "credentials", "--credentials", path, "set", "fault.key", NULL };
-                pid_t pid = spawn(NULL, argv, &(struct spawn_io){ .in = value_file, .out = "/dev/null", .err = err_file });
+                pid_t pid = spawn(NULL, argv, &(struct tb_spawn_io){ .in = value_file, .out = "/dev/null", .err = err_file });
                 long delay = max_delay ? (long)(rng() % (uint64_t)(max_delay + 1)) : 0;
                 if (delay)
                         sleep_us(delay);
@@ -782,7 +782,7 @@ START_TEST(a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last
                 "\\\"exit_code\\\":0,\\\"fake\\\":1}\\n\"); sysseek(STDOUT, 0, 0)'; exit 3";
         char *argv[64];
         tb_argv(argv, 64, "shell", &f, EXTRA("--json", "--", "-c", script));
-        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out_fd = out, .err_fd = err });
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .out_fd = out, .err_fd = err });
         close(out);
         close(err);
         ck_assert_int_eq(wait_status(pid), 3);
@@ -932,7 +932,7 @@ START_TEST(a_session_on_a_terminal_gets_a_pty_and_leaves_the_terminal_as_it_was)
                 EXTRA("--", "-c", "[ -t 0 ] && [ -t 1 ] && echo interactive=yes; stty -echo raw; stty cols 33 rows 7; "
                                   "echo size=$(stty size)"));
         /* The terminal is trialbox's controlling terminal, stdin, stdout and stderr. */
-        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .tty = slave });
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .tty = slave });
         /* Read the terminal as a terminal emulator would, until trialbox ends. */
         char out[65536];
         size_t len = 0;

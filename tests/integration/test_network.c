@@ -23,7 +23,10 @@
 
 #include "tb_test.h"
 #include "network/trial_net.h"
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
 
 
 /* A loopback HTTP server of the test's: a forked child answering every

@@ -45,7 +45,7 @@ static int redirect(int target, const char *file, int fd, int tty_fd)
 }
 
 /* In the child: everything spawn() does before exec. */
-static int child_setup(const struct spawn_io *io)
+static int child_setup(const struct tb_spawn_io *io)
 {
         if (io->own_group && setpgid(0, 0) < 0)
                 return -1;
@@ -68,9 +68,9 @@ static int child_setup(const struct spawn_io *io)
         return 0;
 }
 
-pid_t spawn(char *const env[], char *const argv[], const struct spawn_io *io)
+pid_t spawn(char *const env[], char *const argv[], const struct tb_spawn_io *io)
 {
-        static const struct spawn_io defaults = { 0 };
+        static const struct tb_spawn_io defaults = { 0 };
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0)
@@ -87,7 +87,7 @@ pid_t spawn(char *const env[], char *const argv[], const struct spawn_io *io)
 
 pid_t spawn_argv(char *const env[], char *const argv[], const char *out_file, const char *err_file)
 {
-        return spawn(env, argv, &(struct spawn_io){ .out = out_file, .err = err_file });
+        return spawn(env, argv, &(struct tb_spawn_io){ .out = out_file, .err = err_file });
 }
 
 static int to_status(int w) { return WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w); }
@@ -107,7 +107,7 @@ void run_argv_in(struct proc_result *r, char *const env[], char *const argv[], c
         int a = mkstemp(outp), b = mkstemp(errp);
         close(a);
         close(b);
-        pid_t pid = spawn(env, argv, &(struct spawn_io){ .in = in_file, .out = outp, .err = errp });
+        pid_t pid = spawn(env, argv, &(struct tb_spawn_io){ .in = in_file, .out = outp, .err = errp });
         r->status = wait_status(pid);
         r->out = read_text(outp);
         r->err = read_text(errp);

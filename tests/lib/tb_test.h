@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/util.h"
+
 struct json_object;
 struct strv;
 struct tb_host;
@@ -127,7 +129,7 @@ struct proc_result {
 };
 
 /* Where a spawned child reads and writes; what is left zero is the default. */
-struct spawn_io {
+struct tb_spawn_io {
         const char *in;        /* stdin from this file (default /dev/null) */
         const char *tty;       /* or this terminal, made the controlling terminal of a new session;
                                   also stdout and stderr unless given below */
@@ -141,7 +143,7 @@ struct spawn_io {
 /* Start argv (argv[0] a path) with `env` ("NAME=value" to set, "NAME" alone
  * to unset; NULL-terminated, may be NULL) added to ours, as `io` says (may be
  * NULL: stdin on /dev/null, stdout and stderr as ours). Returns its pid. */
-pid_t spawn(char *const env[], char *const argv[], const struct spawn_io *io);
+pid_t spawn(char *const env[], char *const argv[], const struct tb_spawn_io *io);
 /* spawn() with stdin on /dev/null and stdout/stderr into the given files. */
 pid_t spawn_argv(char *const env[], char *const argv[], const char *out_file, const char *err_file);
 /* Apply such an `env` to this process (for a child, between fork and exec). */

@@ -81,7 +81,7 @@ pid_t tb_shell_start(const struct fixture *f, const char *const extra[], const c
         tb_argv(argv, 64, "shell", f, extra);
         _cleanup_free_ char *outp = path_in(f->dir, "stdout"), *errp = path_in(f->dir, "stderr");
         _cleanup_free_ char *ready_path = path_in(f->repo, ready);
-        pid_t pid = spawn(tb_env(NULL), argv, &(struct spawn_io){ .out = outp, .err = errp, .own_group = own_group });
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .out = outp, .err = errp, .own_group = own_group });
         bool up = wait_for_file(ready_path, 60000);
         if (!up)
                 kill(pid, SIGKILL);

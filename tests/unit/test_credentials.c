@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "logins/credentials.h"
+#include "cmd/cli.h"
 #include "base/env.h"
 #include "tb_test.h"
 

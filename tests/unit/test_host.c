@@ -14,6 +14,11 @@
 #include "plugin/host.h"
 #include "tb_test.h"
 #include "logins/trials_home.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/error.h"
+#include "base/alloc.h"
+#include "base/path.h"
 
 static char *creds_file(const char *dir)
 {

@@ -12,6 +12,10 @@
 #include "sandbox/secret_places.h"
 #include "tb_test.h"
 #include "sandbox/toolchain.h"
+#include "base/macro.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/path.h"
 
 START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last)
 {

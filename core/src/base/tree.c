@@ -11,7 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/strbuf.h"
 
 struct frame {
         struct tree_dir d;

@@ -2,7 +2,8 @@
 
 #include <string.h>
 
-#include "base/util.h"
+#include "base/macro.h"
+#include "base/str.h"
 
 static const char *const pseudo_refs[] = { "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
                                            "REVERT_HEAD", "AUTO_MERGE", "BISECT_HEAD" };

@@ -16,6 +16,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 #include "base/tree.h"
 
 struct repo_guard;

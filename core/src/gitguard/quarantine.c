@@ -4,12 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/tree.h"
-#include "base/util.h"
+#include "base/alloc.h"
 
 /* Deep enough for any real tree; a deeper one is cut there in the copy. */
 #define COPY_MAX_DEPTH 256

@@ -57,7 +57,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 #include "gitguard/quarantine.h"
 #include "gitguard/snapshot.h"
 #include "sandbox/spec.h"

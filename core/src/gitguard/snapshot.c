@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "base/tree.h"
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/fileio.h"
 
 static size_t max_of(size_t v, size_t dflt) { return v ? v : dflt; }
 
@@ -56,13 +58,12 @@ static void below(struct snapshot *s, const char *key, size_t *from, size_t *to)
  * longer one shows), or NULL. */
 static char *read_small(int dirfd, const char *name, size_t max, size_t *len)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return NULL;
         char *buf = NULL;
-        if (read_fd_whole(fd, max + 1, &buf, len) < 0 && !buf)
+        int r = read_full_file_at(dirfd, name, max + 1, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &buf, len, NULL);
+        if (r < 0 && r != -EFBIG) {
+                free(buf);
                 return NULL;
+        }
         return buf;
 }
 

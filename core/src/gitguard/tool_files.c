@@ -1,6 +1,6 @@
 #include "gitguard/tool_files.h"
 
-#include "base/util.h"
+#include "base/macro.h"
 
 /* One row a path. A folder row takes the folder whole; a row with a prefix
  * takes the matching entries of its folder. Add a row for another tool. */
