@@ -298,9 +298,14 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
         snprintf(boot, sizeof boot, "%.36s", b);
         free(b);
         char rec[256];
-        snprintf(rec, sizeof rec, "{\"harness\":\"shell\",\"outcome\":\"running\",\"pid\":%d,\"boot_id\":\"%s\"}\n",
-                 (int)gone, boot);
+        /* The token this batch's run would have echoed (its launcher.json holds it). */
+        static const char nonce[] = "0123456789abcdef0123456789abcdef";
+        snprintf(rec, sizeof rec,
+                 "{\"harness\":\"shell\",\"outcome\":\"running\",\"pid\":%d,\"boot_id\":\"%s\",\"launcher_nonce\":\"%s\"}\n",
+                 (int)gone, boot, nonce);
         write_in(e.dir, "out/t/outcome.json", rec, 0644);
+        _cleanup_free_ char *launcher = xasprintf("{\"outcome\":\"running\",\"pid\":%d,\"nonce\":\"%s\"}\n", (int)gone, nonce);
+        write_in(e.dir, "out/t/launcher.json", launcher, 0600);
 
         struct proc_result r;
         batch(&r, &e, NULL);
@@ -310,6 +315,8 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
         char *kept = path_in(e.dir, "out/t.attempt-1");
         char *cause = outcome_field(kept, "cause");
         ck_assert_str_eq(cause, "launcher_lost");
+        _cleanup_free_ char *detail = outcome_field(kept, "detail");
+        assert_contains(detail, "its launcher was lost");
         free(cause);
         free(kept);
         proc_result_free(&r);

@@ -688,10 +688,15 @@ START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its
         snprintf(boot, sizeof boot, "%.36s", b);
         free(b);
         /* pid 1 of this very boot is alive: only the Slurm ids can say it is lost. */
+        /* The batch's own token, as its task's run would have echoed it. */
+        static const char nonce[] = "0123456789abcdef0123456789abcdef";
         char *rec = xasprintf("{\"outcome\":\"running\",\"harness\":\"shell\",\"pid\":1,\"pid_start\":%s,"
-                              "\"boot_id\":\"%s\",\"slurm_job_id\":999999990,\"slurm_array_task_id\":0}\n",
-                              "null", boot);
+                              "\"boot_id\":\"%s\",\"slurm_job_id\":999999990,\"slurm_array_task_id\":0,"
+                              "\"launcher_nonce\":\"%s\"}\n",
+                              "null", boot, nonce);
         write_in(out, "outcome.json", rec, 0644);
+        _cleanup_free_ char *launcher = xasprintf("{\"outcome\":\"running\",\"pid\":1,\"nonce\":\"%s\"}\n", nonce);
+        write_in(out, "launcher.json", launcher, 0600);
         free(rec);
         write_text(e.job, "999999990\n", 0644);
         struct proc_result r;

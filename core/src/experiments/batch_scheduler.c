@@ -364,6 +364,15 @@ static int launch_child(void *ctx)
         char c;
         if (read_retry(l->go_r, &c, 1) != 1) /* the batch died before it recorded us */
                 return 127;
+        if (l->p->shared_repo) {
+                /* Other lines name this repository: one Trial in it at a time,
+                 * also across the tasks of a Slurm array (the batch's own
+                 * scheduling covers one batch only). The lock is the run's
+                 * until it exits: its fd is inherited, not closed on exec. */
+                int fd = open(l->p->shared_repo, O_RDONLY | O_DIRECTORY);
+                if (fd >= 0 && RETRY_EINTR(flock(fd, LOCK_EX)) < 0)
+                        close(fd);
+        }
         if (l->p->repo_from) {
                 _cleanup_free_ char *clone = plan_clone_dir(l->p->output_dir);
                 clone_or_void(l->p, clone, l->nonce);

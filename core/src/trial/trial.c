@@ -284,10 +284,17 @@ static int trial_make_output(struct trial *t)
         if (r < 0)
                 return r;
         mode_t mode = t->user.drop ? 0711 : 0700;
-        if (mkdir(t->output, mode) < 0 && errno != EEXIST)
+        if (mkdir(t->output, mode) == 0)
+                return chmod(t->output, mode) < 0 ? -errno : 0; /* whatever the umask */
+        if (errno != EEXIST)
                 return -errno;
-        /* Whatever the umask, and whoever made it first (a batch does). */
-        return chmod(t->output, mode) < 0 ? -errno : 0;
+        /* Made before (a batch makes it 0700): the mode this Trial needs.
+         * One that cannot be changed (a read-only filesystem) fails later,
+         * where the Outcome is written. */
+        struct stat st;
+        if (stat(t->output, &st) == 0 && (st.st_mode & 07777) != mode && chmod(t->output, mode) < 0 && errno != EROFS)
+                return -errno;
+        return 0;
 }
 
 /* Load the plugin and make the output folder: 0, or a negative errno with
