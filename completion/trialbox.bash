@@ -37,7 +37,7 @@ _trialbox()
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --network --allow-host --user --root-session --" -- "$cur")) ;;
+                        --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
         batch)
                 COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
                         --help" -- "$cur")) ;;

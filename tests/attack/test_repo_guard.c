@@ -494,6 +494,27 @@ START_TEST(other_tools_control_files_are_listed_and_put_back)
 }
 END_TEST
 
+/* --keep-control-files: the same changes are listed, and stay. */
+START_TEST(keep_control_files_lists_the_changes_and_keeps_them)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        tb(&r, &f, NULL,
+           EXTRA("--keep-control-files", "--", "-c", "mkdir -p .claude && echo '{}' > .claude/settings.json && echo DONE"));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
+        proc_result_free(&r);
+        json_object *j = outcome_json(&f), *cf;
+        ck_assert(json_object_object_get_ex(j, "control_files", &cf));
+        const char *text = json_object_to_json_string_ext(cf, JSON_C_TO_STRING_NOSLASHESCAPE);
+        ck_assert_msg(strstr(text, ".claude/settings.json") && strstr(text, "\"kept\":true"), "%s", text);
+        json_object_put(j);
+        _cleanup_free_ char *kept = path_in(f.repo, ".claude/settings.json");
+        ck_assert_int_eq(access(kept, F_OK), 0);
+        fixture_free(&f);
+}
+END_TEST
+
 /* Links and FIFOs the session leaves are listed; setuid and setgid bits
  * it set are cleared in the repository, the home and the output. */
 START_TEST(new_links_and_fifos_are_listed_and_setuid_bits_cleared)
@@ -833,6 +854,7 @@ static Suite *suite(void)
         tcase_add_test(tc, git_files_pointing_anywhere_are_moved_out);
         tcase_add_test(tc, a_change_the_guard_cannot_undo_quarantines_the_whole_git_folder);
         tcase_add_test(tc, other_tools_control_files_are_listed_and_put_back);
+        tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);
         tcase_add_test(tc, new_links_and_fifos_are_listed_and_setuid_bits_cleared);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
         tcase_add_loop_test(tc, a_folder_above_a_hooks_folder_the_host_names_is_put_back, 0, 2);

@@ -77,6 +77,9 @@ static const struct cli_option run_options[] = {
                                               "be able to write the repository (default: its owner)"),
         { .kind = CLI_FLAG, .name = "root-session", .offset = OPT(root_session),
           .help = "as root: accept a root session (throwaway machines only)" },
+        { .kind = CLI_FLAG, .name = "keep-control-files", .offset = OPT(keep_control_files),
+          .help = "keep other tools' control files the session changed (listed\n"
+                  "either way; by default they are put back)" },
         { .kind = CLI_COUNT, .name = "verbose", .short_name = 'v', .offset = offsetof(struct run_args, v),
           .help = "say what is done (twice: more)" },
         { .kind = CLI_COUNT, .name = "quiet", .short_name = 'q', .offset = offsetof(struct run_args, q),
@@ -94,9 +97,10 @@ static const struct cli_option run_options[] = {
 
 static const struct cli_status run_statuses[] = {
         { "N", "the session's own, for a completed or failed Trial (128+N: killed by signal N)" },
+        { "123", "the session ran, but its repository's .git was quarantined" },
         { "124", "the session ran past --timeout (failed/timeout)" },
         { "125", "the Trial is void: outcome.json says why" },
-        { "126", "trialbox itself failed" },
+        { "126", "trialbox itself failed, or the repository guard could not finish" },
         { "2", "a usage error: nothing run, nothing written" },
 };
 
@@ -104,7 +108,8 @@ const struct cli_usage cmd_run_usage = {
         .synopsis = "trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH] [--skills DIR] "
                     "[--credentials FILE] [--no-sandbox] [--dry-run] [--network host|none|allow] "
                     "[--allow-host PATTERN]... [--json] [-v|-q] [--timeout DURATION [--kill-after DURATION]] "
-                    "[--memory SIZE] [--pids N] [--cpus N] [--user NAME|UID | --root-session] -- "
+                    "[--memory SIZE] [--pids N] [--cpus N] [--user NAME|UID | --root-session] "
+                    "[--keep-control-files] -- "
                     "[SESSION ARGS...]",
         .description = "Runs one Trial: a session of an agent CLI (a Harness) on a prepared repository,\n"
                        "inside a bubblewrap sandbox, with the Harness's login and nothing else of the\n"

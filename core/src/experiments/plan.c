@@ -53,6 +53,7 @@ static const struct field fields[] = {
         FIELD(cpus, F_CPUS, "--cpus"),
         FIELD(user, F_STRING, "--user"),
         FIELD(root_session, F_FLAG, "--root-session"),
+        FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
 };

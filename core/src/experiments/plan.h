@@ -30,6 +30,7 @@ struct plan_trial {
         char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
         char *user, *network;
         char *root_session; /* "true" (--root-session), or NULL */
+        char *keep_control_files; /* "true" (--keep-control-files), or NULL */
         struct strv allow_host;
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
