@@ -766,6 +766,9 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         repo_guard_restore(&t->guard, &undone);
         for (size_t i = 0; i < undone.n; i++)
                 log_warn("%s", undone.v[i]);
+        /* A shared login the session removed or broke comes back, before
+         * the Trials home's lock is let go. */
+        host_after_session(&t->host);
         /* Whatever the session made of its home's mode, by the fd opened
          * before it ran. */
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
