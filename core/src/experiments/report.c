@@ -1,12 +1,14 @@
 #define _GNU_SOURCE
 #include "experiments/report.h"
 
-#include <getopt.h>
 #include <json-c/json.h>
 #include <string.h>
 
-#include "base/log.h"
-#include "model/outcome.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/str.h"
+#include "base/strbuf.h"
 
 enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };
@@ -148,10 +150,10 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
 
 int report_read(struct report *r, const char *path, struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the results '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned no = 0;
         int ret = 0;
@@ -165,8 +167,6 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                         break;
                 }
         }
-        free(line);
-        fclose(f);
         return ret;
 }
 
@@ -333,53 +333,4 @@ void report_print(const struct report *r, enum report_format format, FILE *out)
                 print_csv(r, out);
         else
                 print_text(r, out);
-}
-
-int report_main(const struct tb_env *env, int argc, char **argv)
-{
-        (void)env;
-        static const struct option longopts[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "csv", no_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        enum report_format format = REPORT_TEXT;
-        int c;
-        opterr = 0;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'j':
-                case 'c':
-                        if (format != REPORT_TEXT) {
-                                log_error("--json and --csv cannot be used together; see 'trialbox report --help'");
-                                return TB_EXIT_USAGE;
-                        }
-                        format = c == 'j' ? REPORT_JSON : REPORT_CSV;
-                        break;
-                case 'h':
-                        fputs("usage: trialbox report RESULTS [--json|--csv]\n"
-                              "prints the summary of a batch's results.jsonl again\n",
-                              stdout);
-                        return 0;
-                default:
-                        log_error("unknown option '%s'; see 'trialbox report --help'",
-                                optind > 0 ? argv[optind - 1] : "?");
-                        return TB_EXIT_USAGE;
-                }
-        }
-        if (argc - optind != 1) {
-                log_error("report needs one RESULTS file (a batch's results.jsonl); see 'trialbox report --help'");
-                return TB_EXIT_USAGE;
-        }
-        struct tb_error err = { 0 };
-        struct report *r = report_new();
-        int ret = report_read(r, argv[optind], &err);
-        if (ret < 0)
-                log_error("%s", err.msg);
-        else
-                report_print(r, format, stdout);
-        report_free(r);
-        return ret < 0 ? TB_EXIT_USAGE : 0;
 }

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct report;
 
@@ -27,9 +27,5 @@ int report_read(struct report *r, const char *path, struct tb_error *err);
 
 /* Print the summary to `out`. */
 void report_print(const struct report *r, enum report_format format, FILE *out);
-
-/* `trialbox report RESULTS [--json|--csv]` (argv[0] is "report"): the exit status. */
-struct tb_env;
-int report_main(const struct tb_env *env, int argc, char **argv);
 
 #endif

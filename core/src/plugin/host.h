@@ -9,6 +9,7 @@
 #include "logins/login.h"
 #include "logins/trials_home.h"
 #include "sandbox/spec.h"
+#include "base/strv.h"
 
 struct credentials;
 struct tb_env;

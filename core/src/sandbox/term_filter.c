@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 enum state {
         GROUND,
         UTF8,       /* a multi-byte character, held until whole */
@@ -144,19 +146,6 @@ static void ground(struct term_filter *f, unsigned char b, struct out *o)
         /* DEL, 0xA0-0xC1, 0xF5-0xFF: not text, dropped */
 }
 
-/* The code point of the whole character in seq, or -1 when it is not
- * UTF-8 (overlong, a surrogate, above U+10FFFF). */
-static long utf8_code_point(const unsigned char *s, size_t n)
-{
-        static const unsigned long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-        unsigned long c = s[0] & (0x7f >> n);
-        for (size_t k = 1; k < n; k++)
-                c = (c << 6) | (s[k] & 0x3f);
-        if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-                return -1;
-        return (long)c;
-}
-
 /* A byte of a multi-byte character. False: `b` ends it unfinished, and is
  * to be read again from GROUND. */
 static bool utf8(struct term_filter *f, unsigned char b, struct out *o)
@@ -171,10 +160,13 @@ static bool utf8(struct term_filter *f, unsigned char b, struct out *o)
                 f->state = UTF8;
                 return true;
         }
-        long cp = utf8_code_point(f->seq, f->len);
-        if (cp >= 0x80 && cp <= 0x9f)
-                c1(f, (unsigned)cp);
-        else if (cp >= 0)
+        /* Whole: the one decoder says whether it is UTF-8 (no overlong
+         * form, no surrogate, nothing above U+10FFFF). */
+        uint32_t cp = 0;
+        bool valid = utf8_decode((const char *)f->seq, f->len, &cp) == f->len;
+        if (valid && cp >= 0x80 && cp <= 0x9f)
+                c1(f, cp);
+        else if (valid)
                 put_n(o, f->seq, f->len);
         f->len = 0;
         return true;
