@@ -16,7 +16,7 @@
 #define GROK_LOCK ".lock"
 #define GROK_WAIT_DEFAULT_S 1800
 /* The largest auth.json taken for a login (Grok's is a few hundred bytes). */
-#define GROK_LOGIN_MAX (256 * 1024)
+#define GROK_LOGIN_MAX ((size_t)256 * 1024)
 
 static int grok_home(const struct tb_host_services *svc, struct tb_host *host, char *buf, size_t n)
 {

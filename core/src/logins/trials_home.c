@@ -239,18 +239,18 @@ int kept_login_sync(struct kept_login *k, const char **restored, struct tb_error
             ((home.st_mode & 0700) != 0700 && fchmod(k->dir_fd, (home.st_mode & 07777) | 0700) < 0))
                 return tb_fail(err, -errno, "checking the login '%s': %s", k->path, strerror(errno));
         _cleanup_erase_ char *login = read_login(k, k->dir_fd, &len, &why);
-        _cleanup_erase_ char *kept = read_login(k, k->keep_fd, &kept_len, &kept_why);
+        _cleanup_erase_ char *copy = read_login(k, k->keep_fd, &kept_len, &kept_why);
         if (login) {
-                if (kept && kept_len == len && memcmp(kept, login, len) == 0)
+                if (copy && kept_len == len && memcmp(copy, login, len) == 0)
                         return 0;
                 int r = write_file_atomic_at(k->keep_fd, k->name, login, len, 0600, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
                 return r < 0 ? tb_fail(err, r, "keeping the login '%s' in '%s': %s", k->path, k->kept_path,
                                        strerror(-r))
                              : 0;
         }
-        if (!kept) /* no good login anywhere: nothing to keep, nothing to put back */
+        if (!copy) /* no good login anywhere: nothing to keep, nothing to put back */
                 return 0;
-        int r = put_back(k, kept, kept_len, err);
+        int r = put_back(k, copy, kept_len, err);
         if (r == 0)
                 *restored = why;
         return r;
@@ -286,12 +286,13 @@ int kept_login_open(struct kept_login *k, const char *path, enum kept_format for
                     const char **restored, struct tb_error *err)
 {
         *restored = NULL;
-        _cleanup_free_ char *home = path ? path_dirname(path) : NULL;
-        const char *name = path ? strrchr(path, '/') + 1 : NULL;
-        const char *base = home ? strrchr(home, '/') + 1 : NULL;
-        if (!name || !*name || !*base || strcmp(name, "..") == 0 || strcmp(base, "..") == 0 ||
-            strcmp(name, ".") == 0 || strcmp(base, ".") == 0)
-                return tb_fail(err, -EINVAL, "cannot keep the login '%s': not a file in a folder", path ? path : "");
+        if (!path || path[0] != '/')
+                return tb_fail(err, -EINVAL, "cannot keep the login '%s': not an absolute path", path ? path : "");
+        _cleanup_free_ char *home = path_dirname(path);
+        const char *name = strrchr(path, '/') + 1, *base = strrchr(home, '/') + 1;
+        if (!*name || !*base || strcmp(name, "..") == 0 || strcmp(base, "..") == 0 || strcmp(name, ".") == 0 ||
+            strcmp(base, ".") == 0)
+                return tb_fail(err, -EINVAL, "cannot keep the login '%s': not a file in a folder", path);
         _cleanup_free_ char *up = path_dirname(home);
         _cleanup_close_ int parent = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (parent < 0)

@@ -38,7 +38,7 @@ enum kept_format {
 };
 
 /* The default of `max`. */
-#define KEPT_LOGIN_MAX (1024 * 1024)
+#define KEPT_LOGIN_MAX ((size_t)1024 * 1024)
 
 struct kept_login {
         int dir_fd;      /* the login's folder (the Trials home) */
