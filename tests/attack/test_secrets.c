@@ -644,10 +644,17 @@ static const char *const secret_places[] = {
 static const char *const home_tools[] = { "bin/tbtool-bin", ".local/bin/tbtool-local", ".cargo/bin/cargo" };
 
 /* The PATHs tried (H the home): the tool folders alone, then with the home
- * and top-level folders holding secret folders and files on the PATH too. */
-static const char *const home_paths[] = {
-        "H/bin:H/.local/bin:H/.cargo/bin:/usr/bin:/bin",
-        "H/bin:H/.local/bin:H/.cargo/bin:H:H/.local:H/.config:H/.cargo:H/.docker:/usr/bin:/bin",
+ * and top-level folders holding secret folders and files on the PATH too
+ * (a PATH folder in the home is bound tool by tool: nothing else of them
+ * shows), then the tool folders with the whole home bound read-only as the
+ * skills folder, where the secret places are masked. */
+static const struct {
+        const char *path;
+        bool skills_home; /* --skills H: the home bound whole */
+} home_paths[] = {
+        { "H/bin:H/.local/bin:H/.cargo/bin:/usr/bin:/bin", false },
+        { "H/bin:H/.local/bin:H/.cargo/bin:H:H/.local:H/.config:H/.cargo:H/.docker:/usr/bin:/bin", false },
+        { "H/bin:H/.local/bin:H/.cargo/bin:/usr/bin:/bin", true },
 };
 
 static char *expand_home(const char *s, const char *home)
@@ -665,7 +672,8 @@ static char *expand_home(const char *s, const char *home)
 
 START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
 {
-        const bool broad = strstr(home_paths[_i], "H/.local:") != NULL;
+        /* Only a bind of the whole home shows a plain file beside the places. */
+        const bool broad = home_paths[_i].skills_home;
         struct fixture f;
         fixture_new(&f);
         char *secret = new_secret("place");
@@ -696,13 +704,16 @@ START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
 
         /* The home itself, ~/.local (a top-level folder) and the tool folders
          * on the PATH; the tools named as toolchains. */
-        _cleanup_free_ char *dirs = expand_home(home_paths[_i], home);
+        _cleanup_free_ char *dirs = expand_home(home_paths[_i].path, home);
         _cleanup_free_ char *path = xasprintf("PATH=%s", dirs);
         _cleanup_free_ char *home_env = xasprintf("HOME=%s", home);
         char *env[] = { home_env, path, "TRIALBOX_TOOLCHAINS=tbtool-bin tbtool-local", "CARGO_HOME", "RUSTUP_HOME",
                         "PYENV_ROOT", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", NULL };
         struct proc_result r;
-        tb_run(&r, "shell", &f, env, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script.s));
+        if (broad)
+                tb_run(&r, "shell", &f, env, EXTRA("--skills", home, "--harness-bin", "/bin/sh", "--", "-c", script.s));
+        else
+                tb_run(&r, "shell", &f, env, EXTRA("--harness-bin", "/bin/sh", "--", "-c", script.s));
         ck_assert_msg(r.status == 0, "the Trial ended with status %d: %s", r.status, r.err);
         for (size_t i = 0; i < TB_ARRAY_SIZE(home_tools); i++) {
                 _cleanup_free_ char *l = xasprintf("ran %s", strrchr(home_tools[i], '/') + 1);
@@ -710,8 +721,8 @@ START_TEST(a_session_runs_the_tools_in_the_home_but_reads_no_secret_place)
         }
         ck_assert_msg(count_prefixed(r.out, "visible ") == 0, "with PATH %s, the session reads secret places:\n%s", dirs,
                       r.out);
-        ck_assert_msg(has_line(r.out, "tbvisible-notes") == broad, "positive control: ~/.local is%s bound with PATH %s:\n%s",
-                      broad ? " not" : "", dirs, r.out);
+        ck_assert_msg(has_line(r.out, "tbvisible-notes") == broad, "positive control: the home is%s bound with PATH %s%s:\n%s",
+                      broad ? " not" : "", dirs, broad ? " and --skills" : "", r.out);
         assert_outcome(&f, "outcome", "completed");
         proc_result_free(&r);
         free(script.s);

@@ -1,5 +1,5 @@
 /* The host services plugins get: the Credentials scope, files in the fresh
- * home, the Trials-home lock and wipe. */
+ * home, the Trials-home lock and wipe, the kept login. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
@@ -214,6 +214,92 @@ START_TEST(endpoints_are_checked_stored_once_and_required_wins)
 }
 END_TEST
 
+/* What a valid login is: each row, then whether it is one (NULL) or what it is instead. */
+static const struct {
+        const char *data;
+        size_t len; /* 0: strlen */
+        enum kept_format format;
+        size_t max;
+        const char *why;
+} login_rows[] = {
+        { "{\"access_token\": \"t\"}", 0, KEPT_JSON_OBJECT, 100, NULL },
+        { " \n{}\r\n\t", 0, KEPT_JSON_OBJECT, 100, NULL },
+        { "", 0, KEPT_JSON_OBJECT, 100, "empty" },
+        { "", 0, KEPT_ANY, 100, "empty" },
+        { "   ", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "{\"half", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "[\"a\"]", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "\"token\"", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "{} {}", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "{}x", 0, KEPT_JSON_OBJECT, 100, "not a JSON object" },
+        { "{}\0", 3, KEPT_JSON_OBJECT, 100, "not a JSON object (a NUL byte)" },
+        { "{\"a\": \"0123456789\"}", 0, KEPT_JSON_OBJECT, 10, "larger than a login" },
+        { "any token", 0, KEPT_ANY, 100, NULL },
+        { "any token", 0, KEPT_ANY, 4, "larger than a login" },
+};
+
+START_TEST(a_valid_login_is_a_json_object_within_its_size)
+{
+        const char *d = login_rows[_i].data;
+        size_t len = login_rows[_i].len ? login_rows[_i].len : strlen(d);
+        const char *why = kept_login_invalid(d, len, login_rows[_i].format, login_rows[_i].max);
+        if (!login_rows[_i].why)
+                ck_assert_msg(!why, "'%s' is a valid login, not %s", d, why);
+        else
+                ck_assert_msg(why && strcmp(why, login_rows[_i].why) == 0, "'%s': '%s', not '%s'", d, why ? why : "valid",
+                              login_rows[_i].why);
+}
+END_TEST
+
+START_TEST(keep_login_is_a_service_of_abi_1_3_and_refuses_bad_arguments)
+{
+        const struct tb_host_services *svc = host_services();
+        ck_assert(TB_HOST_HAS(svc, keep_login));
+        ck_assert_uint_ge(TB_PLUGIN_ABI_MINOR_OF(svc->abi_version), 3);
+        struct tb_host h = { .harness = "grok", .checking = true };
+        ck_assert_int_eq(svc->keep_login(&h, "relative/auth.json", TB_LOGIN_JSON_OBJECT, 0), -EINVAL);
+        ck_assert_int_eq(svc->keep_login(&h, NULL, TB_LOGIN_ANY, 0), -EINVAL);
+        ck_assert_int_eq(svc->keep_login(&h, "/x/auth.json", 7, 0), -EINVAL);
+        /* `check` changes nothing. */
+        ck_assert_int_eq(svc->keep_login(&h, "/nonexistent/trials/grok/auth.json", TB_LOGIN_JSON_OBJECT, 0), 0);
+        host_done(&h);
+}
+END_TEST
+
+START_TEST(a_kept_login_is_kept_and_put_back_through_the_fds_taken_first)
+{
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *home = path_in(dir, "trials/h"), *login = path_in(home, "auth.json");
+        _cleanup_free_ char *kept = path_in(dir, "trials/h.kept/auth.json");
+        ck_assert_int_eq(mkdir_p(home, 0700), 0);
+        write_text(login, "{\"v\": 1}", 0600);
+        struct kept_login k = KEPT_LOGIN_INIT;
+        struct tb_error err = { 0 };
+        const char *restored = "unset";
+        ck_assert_int_eq(kept_login_open(&k, login, KEPT_JSON_OBJECT, 0, &restored, &err), 0);
+        ck_assert_ptr_null(restored);
+        _cleanup_free_ char *got = read_text(kept);
+        ck_assert_str_eq(got, "{\"v\": 1}");
+        /* The home moved away and another put in its place: the fds taken
+         * before still reach the first one, nothing is written to the new. */
+        _cleanup_free_ char *moved = path_in(dir, "trials/moved");
+        ck_assert_int_eq(rename(home, moved), 0);
+        ck_assert_int_eq(mkdir(home, 0700), 0);
+        _cleanup_free_ char *moved_login = path_in(moved, "auth.json");
+        ck_assert_int_eq(unlink(moved_login), 0);
+        ck_assert_int_eq(kept_login_sync(&k, &restored, &err), 0);
+        ck_assert_str_eq(restored, "missing");
+        free(got);
+        got = read_text(moved_login);
+        ck_assert_str_eq(got, "{\"v\": 1}");
+        ck_assert_int_ne(access(login, F_OK), 0);
+        kept_login_done(&k);
+        ck_assert_int_eq(k.dir_fd, -1);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
 TB_SUITE("host", 0)
 {
         tcase_add_test(tc, a_plugin_reads_only_its_own_section_of_the_credentials);
@@ -223,4 +309,7 @@ TB_SUITE("host", 0)
         tcase_add_test(tc, the_lock_waits_then_times_out_and_is_had_once_free);
         tcase_add_test(tc, a_home_dir_is_the_variable_when_absolute_else_a_folder_under_the_host_home);
         tcase_add_test(tc, endpoints_are_checked_stored_once_and_required_wins);
+        tcase_add_loop_test(tc, a_valid_login_is_a_json_object_within_its_size, 0, (int)TB_ARRAY_SIZE(login_rows));
+        tcase_add_test(tc, keep_login_is_a_service_of_abi_1_3_and_refuses_bad_arguments);
+        tcase_add_test(tc, a_kept_login_is_kept_and_put_back_through_the_fds_taken_first);
 }

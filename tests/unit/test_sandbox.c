@@ -397,15 +397,17 @@ START_TEST(tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_t
         th.path = path;
         th.tools = "mytool localtool";
         toolchain_add_tools(&s, &th);
+        /* A PATH folder inside the home is never bound whole (bin, .local/bin):
+         * only its tools, each on its own. */
         const char *const never[] = { "", ".local", ".cargo", ".config", ".ssh", ".cargo/credentials.toml",
-                                      ".cargo/config.toml", ".local/share" };
+                                      ".cargo/config.toml", ".local/share", "bin", ".local/bin" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(never); i++) {
                 char *p = i == 0 ? xstrdup(h.home) : at(&h, never[i]);
                 ck_assert_msg(!binds_src(&s, p), "'%s' is bound", p);
                 free(p);
         }
         ck_assert_msg(!binds_src(&s, h.dir), "a folder above the home is bound");
-        const char *const bound[] = { "bin", ".local/bin", ".cargo/bin", ".cargo/registry", ".rustup" };
+        const char *const bound[] = { "bin/mytool", ".local/bin/localtool", ".cargo/bin", ".cargo/registry", ".rustup" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bound); i++) {
                 char *p = at(&h, bound[i]);
                 const struct sandbox_op *op = sandbox_find(&s, p);
@@ -416,6 +418,108 @@ START_TEST(tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_t
         sandbox_spec_done(&s);
         free(localtool);
         free(path);
+        fake_home_free(&h);
+}
+END_TEST
+
+static const struct sandbox_op *home_op(const struct sandbox_spec *s, const struct fake_home *h, const char *rel)
+{
+        _cleanup_free_ char *p = at(h, rel);
+        return sandbox_find(s, p);
+}
+
+static void mk_link(const struct fake_home *h, const char *rel, const char *target)
+{
+        _cleanup_free_ char *p = at(h, rel);
+        ck_assert_int_eq(symlink(target, p), 0);
+}
+
+/* `rel` is a link in the sandbox to the home's `target_rel`. */
+static void assert_link(const struct sandbox_spec *s, const struct fake_home *h, const char *rel, const char *target_rel)
+{
+        const struct sandbox_op *op = home_op(s, h, rel);
+        _cleanup_free_ char *target = at(h, target_rel);
+        ck_assert_msg(op && op->kind == SANDBOX_SYMLINK && strcmp(op->src, target) == 0, "'%s' is not a link to '%s'",
+                      rel, target);
+}
+
+/* `rel` is bound read-only onto itself. */
+static void assert_ro(const struct sandbox_spec *s, const struct fake_home *h, const char *rel)
+{
+        const struct sandbox_op *op = home_op(s, h, rel);
+        _cleanup_free_ char *p = at(h, rel);
+        ck_assert_msg(op && op->kind == SANDBOX_RO_BIND && strcmp(op->src, p) == 0, "'%s' is not bound read-only", rel);
+}
+
+START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into)
+{
+        struct fake_home h;
+        fake_home_new(&h);
+        mk(&h, ".local/bin/token", "secret");
+        _cleanup_free_ char *token = at(&h, ".local/bin/token");
+        ck_assert_int_eq(chmod(token, 0600), 0);
+        mk(&h, ".local/bin/sub/inner", "#!/bin/sh\n");
+        mk_link(&h, ".local/bin/same", "localtool");
+        /* npm: the tree with its hoisted dependencies; a venv; a plain folder. */
+        mk(&h, ".npm/lib/node_modules/pkg/package.json", "{}");
+        mk(&h, ".npm/lib/node_modules/pkg/dist/cli.js", "#!/usr/bin/env node\n");
+        mk_link(&h, ".local/bin/cli", "../../.npm/lib/node_modules/pkg/dist/cli.js");
+        mk(&h, ".local/share/pipx/venvs/v/pyvenv.cfg", "x");
+        mk(&h, ".local/share/pipx/venvs/v/bin/v", "#!/bin/sh\n");
+        mk_link(&h, ".local/bin/v", "../share/pipx/venvs/v/bin/v");
+        mk(&h, "opt/tool/run.sh", "#!/bin/sh\n");
+        mk_link(&h, ".local/bin/run", "../../opt/tool/run.sh");
+        /* Too broad a folder (a top-level one): the target file alone. */
+        mk(&h, "scripts/x.sh", "#!/bin/sh\n");
+        mk_link(&h, ".local/bin/x", "../../scripts/x.sh");
+        /* Never: into a secret place, dangling, to a folder, to a file that is no tool. */
+        mk(&h, ".ssh/tool", "#!/bin/sh\n");
+        mk_link(&h, ".local/bin/sshtool", "../../.ssh/tool");
+        mk_link(&h, ".local/bin/dangling", "../nowhere");
+        mk_link(&h, ".local/bin/dirlink", "../share");
+        mk_link(&h, ".local/bin/tokenlink", "token");
+        /* A PATH folder inside a secret place: nothing of it. */
+        mk(&h, ".codex/bin/codex-helper", "#!/bin/sh\n");
+        /* A folder outside the home: bound whole, its links' npm tree too. */
+        _cleanup_free_ char *proj = xasprintf("%s/proj/node_modules", h.dir);
+        _cleanup_free_ char *proj_cli = xasprintf("%s/pkg/cli.js", proj), *proj_bin = xasprintf("%s/.bin", proj);
+        _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
+        ck_assert_int_eq(mkdir_p(proj_bin, 0755), 0);
+        write_in(proj, "pkg/cli.js", "#!/usr/bin/env node\n", 0755);
+        ck_assert_int_eq(symlink("../pkg/cli.js", proj_link), 0);
+
+        _cleanup_free_ char *path = xasprintf("%s/.local/bin:%s/.codex/bin:%s:/usr/bin:/bin", h.home, h.home, proj_bin);
+        struct toolchain_host th = { .path = path, .home = h.home };
+        struct sandbox_spec s = { 0 };
+        toolchain_add_system(&s, "/nonexistent");
+        toolchain_add_tools(&s, &th);
+        toolchain_mask_secrets(&s, &th);
+
+        ck_assert_ptr_null(home_op(&s, &h, ".local/bin"));
+        assert_ro(&s, &h, ".local/bin/localtool");
+        assert_link(&s, &h, ".local/bin/same", ".local/bin/localtool");
+        assert_link(&s, &h, ".local/bin/cli", ".npm/lib/node_modules/pkg/dist/cli.js");
+        assert_ro(&s, &h, ".npm/lib/node_modules");
+        assert_link(&s, &h, ".local/bin/v", ".local/share/pipx/venvs/v/bin/v");
+        assert_ro(&s, &h, ".local/share/pipx/venvs/v");
+        assert_link(&s, &h, ".local/bin/run", "opt/tool/run.sh");
+        assert_ro(&s, &h, "opt/tool");
+        assert_link(&s, &h, ".local/bin/x", "scripts/x.sh");
+        assert_ro(&s, &h, "scripts/x.sh");
+        ck_assert_ptr_null(home_op(&s, &h, "scripts"));
+        const char *const never[] = { ".local/bin/token", ".local/bin/sub", ".local/bin/sub/inner", ".local/bin/sshtool",
+                                      ".ssh/tool", ".local/bin/dangling", ".local/bin/dirlink", ".local/bin/tokenlink",
+                                      ".codex/bin", ".codex/bin/codex-helper", ".local/share/pipx", ".local/share" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(never); i++) {
+                _cleanup_free_ char *p = at(&h, never[i]);
+                ck_assert_msg(!home_op(&s, &h, never[i]) && !binds_src(&s, p), "'%s' is in the sandbox", never[i]);
+        }
+        const struct sandbox_op *op = sandbox_find(&s, proj);
+        ck_assert_msg(op && op->kind == SANDBOX_RO_BIND, "the outside project's node_modules is not bound");
+        ck_assert_ptr_null(sandbox_find(&s, proj_link)); /* inside it already */
+        for (size_t i = 0; i < s.n_ops; i++)
+                ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
+        sandbox_spec_done(&s);
         fake_home_free(&h);
 }
 END_TEST
@@ -645,6 +749,7 @@ int main(void)
         tcase_add_test(tc, an_npm_launcher_runs_through_a_link_with_its_package_tree_bound);
         tcase_add_test(tc, an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path);
         tcase_add_test(tc, tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_top_level_folder);
+        tcase_add_test(tc, a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into);
         tcase_add_test(tc, a_cargo_config_is_bound_only_when_it_names_no_registry_token);
         tcase_add_test(tc, too_broad_means_the_home_a_folder_above_it_a_top_level_folder_or_an_xdg_base);
         tc = tb_tcase(s, "secret places", 0);

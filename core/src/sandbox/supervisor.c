@@ -21,6 +21,7 @@
 #include "model/jsonc.h"
 #include "sandbox/keeper.h"
 #include "sandbox/spec.h"
+#include "sandbox/term_filter.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -145,6 +146,11 @@ struct supervisor {
         bool terminal;        /* the session has a pty; trialbox's terminal is raw */
         bool termios_saved;   /* saved_termios holds the terminal's settings to put back */
         bool output_mid_line; /* the session's stdout so far ends without a newline */
+        /* trialbox's stdout and stderr, when each is a terminal: what of the
+         * session's output may reach it (term_filter.h). To a file or a
+         * pipe, the output is the record: relayed byte for byte. */
+        bool filter_out, filter_err;
+        struct term_filter out_filter, err_filter;
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
 };
@@ -156,17 +162,41 @@ static void on_status(char *l, void *ud)
                 supervisor_parse_status(l, &seen->child_pid, &seen->exit_code);
 }
 
+/* Nobody reads: drop it, keep draining the session. */
+static void write_all(int fd, const char *buf, size_t n) { (void)loop_write(fd, buf, n); }
+
+/* Relay `n` bytes of the session's output to trialbox's `fd`: through
+ * `filter` when that is a terminal. Returns the last byte written, or -1. */
+static int relay(int fd, const char *buf, size_t n, struct term_filter *filter)
+{
+        if (!filter) {
+                write_all(fd, buf, n);
+                return n ? (unsigned char)buf[n - 1] : -1;
+        }
+        char out[TERM_FILTER_OUT_MAX(16384)];
+        int last = -1;
+        for (size_t off = 0; off < n;) { /* in slices the buffer holds */
+                size_t k = n - off < 16384 ? n - off : 16384;
+                size_t m = term_filter_feed(filter, buf + off, k, out);
+                write_all(fd, out, m);
+                if (m)
+                        last = (unsigned char)out[m - 1];
+                off += k;
+        }
+        return last;
+}
+
 static void on_stderr(char *l, void *ud)
 {
-        struct supervisor_seen *seen = ud;
+        struct supervisor *sv = ud;
         /* Relay the session's stderr as it comes; keep bwrap's own message
          * for the Outcome when the sandbox does not come up. */
         size_t n = strlen(l);
         l[n] = '\n';
-        (void)loop_write(STDERR_FILENO, l, n + 1);
+        relay(STDERR_FILENO, l, n + 1, sv->filter_err ? &sv->err_filter : NULL);
         l[n] = '\0';
         if (str_has_prefix(l, "bwrap: "))
-                snprintf(seen->bwrap_msg, sizeof seen->bwrap_msg, "%s", l);
+                snprintf(sv->seen.bwrap_msg, sizeof sv->seen.bwrap_msg, "%s", l);
 }
 
 /* Mark every fd from `from` on close-on-exec, but `keep` (itself cloexec). */
@@ -487,7 +517,7 @@ static bool on_status_fd(struct supervisor *sv, struct source *src, short revent
 static bool on_bwrap_stderr(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
-        return read_lines(src->fd, &sv->err_lines, on_stderr, &sv->seen);
+        return read_lines(src->fd, &sv->err_lines, on_stderr, sv);
 }
 
 static bool on_watch(struct supervisor *sv, struct source *src, short revents)
@@ -498,9 +528,6 @@ static bool on_watch(struct supervisor *sv, struct source *src, short revents)
                 w->ready(w->ctx);
         return true;
 }
-
-/* Nobody reads: drop it, keep draining the session. */
-static void write_all(int fd, const char *buf, size_t n) { (void)loop_write(fd, buf, n); }
 
 /* The session's stdout (a pipe, or the pty's master): relayed to trialbox's
  * own, which the session never holds. */
@@ -513,8 +540,9 @@ static bool on_session_stdout(struct supervisor *sv, struct source *src, short r
                 return n == -EAGAIN; /* EIO: the pty's last slave is closed */
         if (n == 0)
                 return false;
-        write_all(STDOUT_FILENO, buf, (size_t)n);
-        sv->output_mid_line = buf[n - 1] != '\n';
+        int last = relay(STDOUT_FILENO, buf, (size_t)n, sv->filter_out ? &sv->out_filter : NULL);
+        if (last >= 0)
+                sv->output_mid_line = last != '\n';
         return true;
 }
 
@@ -671,6 +699,10 @@ static int open_streams(struct supervisor *sv, struct tb_error *err)
         int r = open_terminal(sv, err);
         if (r < 0)
                 return r;
+        sv->filter_out = isatty(STDOUT_FILENO);
+        sv->filter_err = isatty(STDERR_FILENO);
+        term_filter_init(&sv->out_filter);
+        term_filter_init(&sv->err_filter);
         if (!sv->terminal && (pipe2(sv->in_p, O_CLOEXEC) < 0 || pipe2(sv->out_p, O_CLOEXEC) < 0 ||
                               fcntl(sv->in_p[1], F_SETFL, O_NONBLOCK) < 0))
                 return tb_fail(err, -errno, "making the session's pipes: %s", strerror(errno));
@@ -871,6 +903,13 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
                                 sv->sources[i].ended = !sv->sources[i].handle(sv, &sv->sources[i], pfd[i].revents);
                 reap(sv);
         }
+        /* The terminal state the session left changed (its alternate screen,
+         * mouse reporting, a hidden cursor, ...) is put back. */
+        char end[TERM_FILTER_END_MAX];
+        if (sv->filter_out)
+                write_all(STDOUT_FILENO, end, term_filter_end(&sv->out_filter, end));
+        if (sv->filter_err)
+                write_all(STDERR_FILENO, end, term_filter_end(&sv->err_filter, end));
         /* What trialbox prints next (its --json line) starts a line of its own. */
         if (sv->output_mid_line)
                 write_all(STDOUT_FILENO, "\n", 1);

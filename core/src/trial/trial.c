@@ -818,11 +818,13 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
 }
 
 /* Whatever the session's end: the repository guard's restores, before
- * anything else runs git there, and the fresh home's mode, by the fd opened
- * before it ran. */
+ * anything else runs git there; a shared login the session removed or
+ * broke, before the Trials home's lock is let go; and the fresh home's
+ * mode, by the fd opened before it ran. */
 static void trial_after_session(struct trial *t)
 {
         trial_guard_restore(t);
+        host_after_session(&t->host);
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
 }
