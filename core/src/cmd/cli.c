@@ -25,7 +25,7 @@ static const char usage_text[] =
         "                    [--cpus N] [--network host|none|allow] [--allow-host PATTERN]...\n"
         "                    [--user NAME|UID | --root-session] [--json] [-v|-q] -- [SESSION ARGS...]\n"
         "       trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q] [--index I]\n"
-        "       trialbox report RESULTS [--json|--csv]\n"
+        "       trialbox report RESULTS [--by KEYS] [--prices FILE] [--html FILE] [--json|--csv]\n"
         "       trialbox harnesses [--json]\n"
         "       trialbox check [--harness NAME] [--json]\n"
         "       trialbox credentials [--credentials FILE] set KEY | unset KEY | list\n"
