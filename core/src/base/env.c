@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/path.h"
 
 extern char **environ;
 

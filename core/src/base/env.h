@@ -6,6 +6,9 @@
 #ifndef TB_ENV_H
 #define TB_ENV_H
 
+/* Transitional: cmd/ gets the base helpers from here (base/util.h). */
+#include "base/util.h"
+
 struct tb_env {
         char **environ;              /* the host environment (borrowed, NULL-terminated) */
         const char *home;            /* $HOME when absolute, else the password database's

@@ -16,7 +16,8 @@
 #include <sys/types.h>
 
 #include "experiments/batch.h"
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 #include "experiments/plan.h"
 
 struct report;

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
-#include "base/util.h"
+#include "base/str.h"
 #include "experiments/batch_internal.h"
 #include "model/outcome.h"
 

@@ -9,8 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
 #include "base/log.h"
-#include "base/util.h"
+#include "base/str.h"
 #include "experiments/batch_internal.h"
 #include "experiments/report.h"
 #include "model/job.h"
@@ -37,15 +41,10 @@ unsigned batch_count_asides(const char *out)
 json_object *batch_read_record(const char *dir, const char *name)
 {
         _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+        _cleanup_free_ char *text = NULL;
+        if (read_full_file_at(AT_FDCWD, path, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text, NULL,
+                              NULL) < 0)
                 return NULL;
-        _cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
-        ssize_t len = read(fd, text, (size_t)st.st_size);
-        if (len < 0)
-                return NULL;
-        text[len] = '\0';
         json_object *j = json_tokener_parse(text);
         if (j && !json_object_is_type(j, json_type_object)) {
                 json_object_put(j);
@@ -117,7 +116,7 @@ static int batch_write_json_at(const char *dir, const char *name, json_object *j
                 return -errno;
         _cleanup_free_ char *text = batch_json_text(j);
         _cleanup_free_ char *line = xasprintf("%s\n", text);
-        return write_file_atomic_at_flags(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
+        return write_file_atomic_at(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
 }
 
 char *const *batch_environ(const struct batch *b)

@@ -25,6 +25,16 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/spawn.h"
+#include "base/str.h"
+#include "base/strv.h"
 
 extern char **environ;
 
@@ -194,7 +204,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         }
         if (launcher != *rec)
                 json_object_put(launcher);
-        _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
+        _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
         *rec = batch_record_lost(t, *rec, why);
         return FOUND_RECORD;
 }
@@ -250,19 +260,14 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
 
 static int run_git(char *const argv[])
 {
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                execvp("git", argv);
-                log_error("cannot run git: %s; install git", strerror(errno));
-                _exit(127);
+        struct spawn s = { .argv = argv };
+        int r = spawn_run(&s, NULL);
+        spawn_done(&s);
+        if (r < 0) {
+                log_error("cannot run git: %s; install git", strerror(-r));
+                return r;
         }
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+        return s.status == 0 ? 0 : -EIO;
 }
 
 /* Started as root with a Trial `user`: the clone becomes that user's (as
@@ -316,27 +321,28 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
         _exit(TB_EXIT_VOID);
 }
 
-static void child(const struct batch *b, const struct plan_trial *p, int go, int log_fd, char **argv)
+/* What the launcher does in its child before it becomes `trialbox run`. */
+struct launch {
+        const struct plan_trial *p;
+        int go_r, go_w;
+};
+
+/* In the launcher's child (its own process group, so that a terminal's ^C
+ * reaches the batch only, which forwards it once; stdio on the Trial's
+ * log): wait until the batch has recorded it, then clone what the Trial
+ * runs in. An exit status to end with, or 0 to exec. */
+static int launch_child(void *ctx)
 {
-        setpgid(0, 0); /* a terminal's ^C reaches the batch only; it forwards once */
-        sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
+        const struct launch *l = ctx;
+        close(l->go_w);
         char c;
-        ssize_t n;
-        do
-                n = read(go, &c, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1) /* the batch died before it recorded us */
-                _exit(127);
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
-                _exit(127);
-        if (p->repo_from) {
-                _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
-                clone_or_void(p, clone);
+        if (read_retry(l->go_r, &c, 1) != 1) /* the batch died before it recorded us */
+                return 127;
+        if (l->p->repo_from) {
+                _cleanup_free_ char *clone = plan_clone_dir(l->p->output_dir);
+                clone_or_void(l->p, clone);
         }
-        execveat(b->self_fd, "", argv, environ, AT_EMPTY_PATH);
-        log_error("cannot run trialbox itself: %s", strerror(errno));
-        _exit(127);
+        return 0;
 }
 
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
@@ -357,20 +363,26 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         struct strv argv = { 0 };
         strv_add(&argv, "trialbox");
         plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
-        pid_t pid = fork();
-        if (pid == 0) {
-                close(go[1]);
-                child(b, p, go[0], log_fd, argv.v);
-        }
+        /* Every Trial runs this same binary, opened once (self_fd); the
+         * batch's own mask (it blocks what its signalfd reads) is not passed on. */
+        struct launch l = { .p = p, .go_r = go[0], .go_w = go[1] };
+        struct spawn s = { .argv = argv.v, .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP, .exec_fd = b->self_fd,
+                           .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_FD,
+                           .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd,
+                           .child_fn = launch_child, .ctx = &l };
+        struct tb_error serr = { 0 };
+        int sr = spawn_start(&s, &serr);
+        pid_t pid = s.pid;
+        spawn_done(&s);
         strv_done(&argv);
         close(go[0]);
-        if (pid < 0) {
+        if (sr < 0) {
                 close(go[1]);
-                return tb_fail(err, -errno, "cannot start Trial '%s': fork: %s", p->id, strerror(errno));
+                return tb_fail(err, sr, "cannot start Trial '%s': fork: %s", p->id, strerror(-sr));
         }
         r = batch_write_launcher(b, p->output_dir, pid);
-        if (r == 0 && write(go[1], "g", 1) != 1)
-                r = -errno;
+        if (r == 0)
+                r = loop_write(go[1], "g", 1);
         close(go[1]);
         t->pid = pid;
         t->pidfd = -1;

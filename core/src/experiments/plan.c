@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -357,13 +363,13 @@ static int check_unique(const struct plan *plan, size_t offset, const char *fiel
 int plan_load(const char *path, struct plan *plan, struct tb_error *err)
 {
         *plan = (struct plan){ 0 };
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
         _cleanup_free_ char *abs = realpath(path, NULL);
         plan->path = xstrdup(path);
         plan->dir = abs ? path_dirname(abs) : xstrdup("/");
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0, alloc = 0;
         ssize_t len;
         unsigned no = 0;
@@ -384,8 +390,6 @@ int plan_load(const char *path, struct plan *plan, struct tb_error *err)
         }
         if (r == 0 && ferror(f))
                 r = tb_fail(err, -EIO, "cannot read the plan '%s': %s", path, strerror(errno));
-        free(line);
-        fclose(f);
         if (r == 0 && plan->n == 0)
                 r = tb_fail(err, -EINVAL, "%s: no Trials; put one JSON object per line", path);
         if (r == 0)

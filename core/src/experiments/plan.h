@@ -15,7 +15,8 @@
 
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 struct plan_trial {
         unsigned line; /* 1-based line in the plan file */

@@ -1,8 +1,15 @@
 #include "experiments/prices.h"
 
 #include <json-c/json.h>
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/fileio.h"
+#include "base/macro.h"
 
 static const char *const price_kinds[] = { "input", "cached_input", "output", "reasoning" };
 

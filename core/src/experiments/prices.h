@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 /* A Trial's token counts (the Outcome's `tokens`, without its models). */
 struct token_counts {

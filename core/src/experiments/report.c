@@ -3,12 +3,17 @@
 #include "experiments/report.h"
 
 #include <fcntl.h>
-#include <getopt.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <string.h>
 
-#include "base/log.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 #include "experiments/report_internal.h"
 #include "model/outcome.h"
 
@@ -255,12 +260,12 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
 
 int report_read(struct report *r, const char *path, struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the results '%s': %s", path, strerror(errno));
         free(r->source);
         r->source = xstrdup(path);
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned no = 0;
         int ret = 0;
@@ -274,8 +279,6 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                         break;
                 }
         }
-        free(line);
-        fclose(f);
         return ret;
 }
 
@@ -339,7 +342,7 @@ int report_write_html(const struct report *r, const char *path, struct tb_error 
         answer_build(&a, r);
         _cleanup_free_ char *page = report_html(&a);
         answer_done(&a);
-        int ret = write_file_atomic_at_flags(dirfd, name, page, strlen(page), 0644, WRITE_SYNC_FILE);
+        int ret = write_file_atomic_at(dirfd, name, page, strlen(page), 0644, WRITE_SYNC_FILE);
         if (ret < 0)
                 return tb_fail(err, ret, "cannot write the page '%s': %s", path, strerror(-ret));
         return 0;
@@ -366,94 +369,4 @@ int report_run(const struct report_args *a, FILE *out, struct tb_error *err)
         report_print(r, a->format, out);
         report_free(r);
         return 0;
-}
-
-static const char report_usage[] =
-        "usage: trialbox report RESULTS [--by KEYS] [--prices FILE] [--html FILE] [--json|--csv]\n"
-        "prints the answer of a batch's results.jsonl, per group of Trials\n"
-        "  --by KEYS      group by harness (default), arm, task, a label (labels.NAME or NAME),\n"
-        "                 or several: arm,task\n"
-        "  --prices FILE  USD per million tokens per model ({\"gpt-5\": {\"input\": 1.25, \"output\": 10}}):\n"
-        "                 the cost of each group\n"
-        "  --html FILE    also write the answer as one self-contained HTML page\n"
-        "  --json, --csv  print it as JSON or as CSV (a row per group)\n";
-
-/* An option's value into `slot`: once, not empty. */
-static int take_value(const char **slot, const char *option, const char *value)
-{
-        if (*slot || !*value) {
-                log_error("option '%s' %s; see 'trialbox report --help'", option,
-                          *slot ? "given twice" : "needs a non-empty value");
-                return TB_EXIT_USAGE;
-        }
-        *slot = value;
-        return 0;
-}
-
-/* The command line into `a`: 0, 1 when --help was printed, or TB_EXIT_USAGE
- * after the one-line error. */
-static int report_parse_args(int argc, char **argv, struct report_args *a)
-{
-        static const struct option longopts[] = {
-                { "json", no_argument, NULL, 'j' },     { "csv", no_argument, NULL, 'c' },
-                { "by", required_argument, NULL, 'b' },  { "prices", required_argument, NULL, 'p' },
-                { "html", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        int c, r = 0;
-        opterr = 0;
-        optind = 0;
-        while (r == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'j':
-                case 'c':
-                        if (a->format != REPORT_TEXT) {
-                                log_error("--json and --csv cannot be used together; see 'trialbox report --help'");
-                                return TB_EXIT_USAGE;
-                        }
-                        a->format = c == 'j' ? REPORT_JSON : REPORT_CSV;
-                        break;
-                case 'b':
-                        r = take_value(&a->by, "--by", optarg);
-                        break;
-                case 'p':
-                        r = take_value(&a->prices, "--prices", optarg);
-                        break;
-                case 'H':
-                        r = take_value(&a->html, "--html", optarg);
-                        break;
-                case 'h':
-                        fputs(report_usage, stdout);
-                        return 1;
-                case ':':
-                        log_error("option '%s' needs a value; see 'trialbox report --help'", argv[optind - 1]);
-                        return TB_EXIT_USAGE;
-                default:
-                        log_error("unknown option '%s'; see 'trialbox report --help'",
-                                  optind > 0 ? argv[optind - 1] : "?");
-                        return TB_EXIT_USAGE;
-                }
-        }
-        if (r != 0)
-                return r;
-        if (argc - optind != 1) {
-                log_error("report needs one RESULTS file (a batch's results.jsonl); see 'trialbox report --help'");
-                return TB_EXIT_USAGE;
-        }
-        a->results = argv[optind];
-        return 0;
-}
-
-int report_main(const struct tb_env *env, int argc, char **argv)
-{
-        (void)env;
-        struct report_args a = { .format = REPORT_TEXT };
-        int r = report_parse_args(argc, argv, &a);
-        if (r != 0)
-                return r == 1 ? 0 : r;
-        struct tb_error err = { 0 };
-        r = report_run(&a, stdout, &err);
-        if (r != 0)
-                log_error("%s", err.msg);
-        return r;
 }

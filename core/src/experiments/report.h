@@ -15,7 +15,7 @@
 
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct report;
 
@@ -63,14 +63,10 @@ struct report_args {
         const char *html;       /* --html FILE, or NULL */
 };
 
-/* Do it: read, check, write the page, print to `out`. The exit status: 0,
- * TB_EXIT_USAGE (bad keys, unreadable or malformed RESULTS or prices) or
- * TB_EXIT_ERROR (the page cannot be written), with err's one line. */
+/* `trialbox report` (cmd/report.c parses its command line): read, check,
+ * write the page, print to `out`. The exit status: 0, TB_EXIT_USAGE (bad
+ * keys, unreadable or malformed RESULTS or prices) or TB_EXIT_ERROR (the
+ * page cannot be written), with err's one line. */
 int report_run(const struct report_args *a, FILE *out, struct tb_error *err);
-
-/* `trialbox report RESULTS [--by KEYS] [--prices FILE] [--html FILE]
- * [--json|--csv]` (argv[0] is "report"): the exit status. */
-struct tb_env;
-int report_main(const struct tb_env *env, int argc, char **argv);
 
 #endif

@@ -3,6 +3,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 #include "experiments/report_internal.h"
 #include "experiments/stats.h"
 

@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 #include "experiments/report_internal.h"
 
 /* `s` as HTML text or attribute value: & < > " ' as entities. */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/strv.h"
 #include "experiments/prices.h"
 
 /* A Trial's outcome, as counted. */

@@ -5,6 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 #include "experiments/report_internal.h"
 
 static bool by_default(const struct report *r) { return r->by.n == 1 && strcmp(r->by.v[0], "harness") == 0; }

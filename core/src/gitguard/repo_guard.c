@@ -12,6 +12,14 @@
 #include <sys/wait.h>
 
 #include "gitguard/hostgit.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/str.h"
+#include "base/strv.h"
 
 /* The files that make git run a program or read another config, per git
  * directory (the common one and each submodule's). */
@@ -241,7 +249,7 @@ char *repo_guard_common_dir(const struct repo_guard_host *host, const struct san
         }
         if ((*why = refuse_common(host, spec, c)))
                 return NULL;
-        return steal_pointer(&c);
+        return TAKE_PTR(c);
 }
 
 /* ---- before the session ---- */
@@ -631,7 +639,7 @@ static void check_file(struct undo *u, int dirfd, const char *prefix, const char
                 return;
         int r = rm_rf_at(pfd, leaf, 0);
         if (r == 0 && before && before->existed) {
-                r = write_file_atomic_at_flags(pfd, leaf, before->data, before->len, before->mode, 0);
+                r = write_file_atomic_at(pfd, leaf, before->data, before->len, before->mode, 0);
                 if (r == 0)
                         give_back(pfd, leaf, before->uid, before->gid);
                 undo_note(u, r, path, "restored '%s' to its content before the session", path);
@@ -783,7 +791,7 @@ static void check_dotgit(struct undo *u)
                 return;
         quarantine(u, g->repo_fd, g->repo, ".git");
         if (g->dotgit_kind == 'f') {
-                int r = write_file_atomic_at_flags(g->repo_fd, ".git", g->dotgit_data, g->dotgit_len, 0644, 0);
+                int r = write_file_atomic_at(g->repo_fd, ".git", g->dotgit_data, g->dotgit_len, 0644, 0);
                 if (r == 0)
                         give_back(g->repo_fd, ".git", g->dotgit_uid, g->dotgit_gid);
                 _cleanup_free_ char *path = xasprintf("%s/.git", g->repo);

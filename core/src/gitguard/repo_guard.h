@@ -58,7 +58,8 @@
 #include <sys/types.h>
 
 #include "sandbox/spec.h"
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 /* The largest git control file kept (and restored) whole. */
 #define REPO_GUARD_MAX_FILE ((size_t)256 * 1024)

@@ -3,7 +3,7 @@
 #ifndef TB_TRIALS_HOME_H
 #define TB_TRIALS_HOME_H
 
-#include "base/util.h"
+#include "base/error.h"
 
 /* Lock `path` (a file, created 0600 if missing, never through a link) with
  * flock(LOCK_EX), waiting up to `timeout_ms`. On success *fd holds the lock

@@ -10,6 +10,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+
 #ifndef TB_VERSION
 #define TB_VERSION "unknown"
 #endif
@@ -269,7 +275,7 @@ int outcome_write(const struct outcome *o, const char *output_dir, struct tb_err
         /* Whole or absent, even after a crash (the data is synced before the
          * rename); the folder is not synced: a lost outcome.json reads as a
          * Trial that did not finish, never as a wrong one. */
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));
@@ -343,7 +349,7 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         size_t len = strlen(line);
         line = xrealloc(line, len + 2);
         memcpy(line + len, "\n", 2);
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));
@@ -421,15 +427,9 @@ int outcome_commit(struct outcome_file *f, const struct outcome *o, struct tb_er
         if (len > OUTCOME_RESERVE)
                 return tb_fail(err, -EFBIG, "writing the outcome: %zu bytes do not fit the %d reserved", len,
                                OUTCOME_RESERVE);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = pwrite(f->fd, json + off, len - off, (off_t)off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return tb_fail(err, w < 0 ? -errno : -EIO, "writing the outcome into '%s': %s", f->tmp,
-                                       strerror(w < 0 ? errno : EIO));
-                off += (size_t)w;
-        }
+        int r = loop_pwrite(f->fd, json, len, 0);
+        if (r < 0)
+                return tb_fail(err, r, "writing the outcome into '%s': %s", f->tmp, strerror(-r));
         if (ftruncate(f->fd, (off_t)len) < 0 || fdatasync(f->fd) < 0 || renameat(f->dirfd, f->tmp, f->dirfd, "outcome.json") < 0)
                 return tb_fail(err, -errno, "putting the outcome in place as 'outcome.json': %s", strerror(errno));
         tb_closep(&f->fd);

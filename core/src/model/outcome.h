@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "model/limits.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* trialbox's own exit statuses (the session's status is passed through for
  * completed and failed Trials, 128+N for a signal). */

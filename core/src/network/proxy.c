@@ -19,6 +19,13 @@
 
 #include "network/proxy_request.h"
 #include "network/resolver.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
@@ -322,10 +329,9 @@ static void deny(struct conn *c, int status, const char *fmt, ...)
 static bool send_pending(struct conn *c, struct flow *f, int fd)
 {
         while (f->pending_off < f->pending_len) {
-                ssize_t n = send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL);
+                ssize_t n = RETRY_EINTR(
+                        send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL));
                 if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
                         if (errno == EAGAIN)
                                 return false;
                         c->p->saw_epipe |= errno == EPIPE;
@@ -364,10 +370,8 @@ static void drain(struct conn *c)
 {
         char buf[4096];
         for (;;) {
-                ssize_t n = read(c->client.fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, buf, sizeof(buf));
+                if (n == -EAGAIN)
                         return;
                 if (n <= 0 || (c->drained += (size_t)n) > DRAIN_MAX) {
                         conn_close(c);
@@ -399,12 +403,12 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
         for (int round = 0; round < PUMP_ROUNDS && !f->shut; round++) {
                 bool moved = false;
                 if (!f->eof && f->in_pipe < f->cap) {
-                        ssize_t n = splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
-                                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
+                                                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe += (size_t)n;
                                 moved = true;
-                        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                        } else if (n == 0 || errno != EAGAIN) {
                                 f->eof = true;
                         } else if (f->in_pipe > 0) {
                                 /* Maybe the source is empty, maybe the pipe is full: either way, wait
@@ -413,13 +417,14 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                         }
                 }
                 if (f->in_pipe > 0) {
-                        ssize_t n = splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(
+                                splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe -= (size_t)n;
                                 f->bytes += (uint64_t)n;
                                 f->full = false;
                                 moved = true;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        } else if (n < 0 && errno != EAGAIN) {
                                 /* The destination is gone: nothing more can be delivered this way. */
                                 c->p->saw_epipe |= errno == EPIPE;
                                 f->eof = true;
@@ -667,10 +672,8 @@ static void read_head(struct conn *c)
         if (!c->head)
                 c->head = xmalloc(PROXY_HEAD_MAX + 1);
         for (;;) {
-                ssize_t n = read(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
+                if (n == -EAGAIN)
                         break;
                 if (n <= 0) {
                         snprintf(c->reason, sizeof(c->reason), "the client closed before a complete request");
@@ -696,14 +699,14 @@ static void read_head(struct conn *c)
 static void accept_some(struct proxy *p)
 {
         for (int i = 0; i < ACCEPT_BATCH; i++) {
-                int fd = accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int fd = RETRY_EINTR(accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
                 if (fd < 0) {
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                                 /* Wait for a connection to end (or the next tick) instead of spinning. */
                                 p->accept_paused = true;
                                 (void)set_events(p, &p->listener, 0);
                         }
-                        if (errno == EINTR || errno == ECONNABORTED)
+                        if (errno == ECONNABORTED)
                                 continue;
                         return;
                 }

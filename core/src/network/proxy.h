@@ -32,7 +32,7 @@
 #include <stdbool.h>
 
 #include "network/netpolicy.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* The test-only name map: "allowed.test=127.0.0.1:8080,other.test=[::1]"
  * (NAME=ADDRESS[:PORT], comma-separated; without a port, the requested one).

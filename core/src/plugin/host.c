@@ -12,6 +12,13 @@
 #include "base/log.h"
 #include "sandbox/session_user.h"
 #include "logins/trials_home.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -177,7 +184,7 @@ static int svc_write_home_file(struct tb_host *h, const char *rel, const char *c
         if (dfd < 0)
                 return -errno;
         /* A file of this Trial's fresh home: nothing to keep across a crash. */
-        return write_file_atomic_at_flags(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
+        return write_file_atomic_at(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
 }
 
 static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)

@@ -8,6 +8,7 @@
 
 #include "logins/login.h"
 #include "sandbox/spec.h"
+#include "base/strv.h"
 
 struct credentials;
 struct tb_env;

@@ -2,6 +2,10 @@
 #include "sandbox/toolchain.h"
 
 #include "sandbox/secret_places.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/path.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -57,7 +61,7 @@ char *toolchain_home_of(const char *resolved)
         const char *base = strrchr(dir, '/');
         if (base && strcmp(base, "/bin") == 0 && base != dir)
                 return path_dirname(dir);
-        return steal_pointer(&dir);
+        return TAKE_PTR(dir);
 }
 
 /* A read-only folder the session needs: `src` is its real path, `dest`

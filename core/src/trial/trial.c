@@ -21,6 +21,13 @@
 #include "sandbox/session_user.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/toolchain.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
@@ -54,31 +61,31 @@ static char *make_absolute(const char *p)
         return xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", p);
 }
 
-/* The real path `p` will have: its existing part resolved (links followed),
- * the parts that do not exist yet appended. NULL with errno EINVAL for a "."
- * or ".." among those. */
-static char *resolve_new_path(const char *p)
+/* The real path `p` will have, malloc'd into *out: its existing part
+ * resolved (links followed), the parts that do not exist yet appended. 0, or
+ * -EINVAL for a "." or ".." among those. */
+static int resolve_new_path(const char *p, char **out)
 {
-        char *r = realpath(p, NULL);
-        if (r)
-                return r;
+        *out = realpath(p, NULL);
+        if (*out)
+                return 0;
         _cleanup_free_ char *abs = make_absolute(p);
         size_t n = strlen(abs);
         while (n > 1 && abs[n - 1] == '/')
                 abs[--n] = '\0';
         char *slash = strrchr(abs, '/');
         const char *last = slash + 1;
-        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
-                errno = EINVAL;
-                return NULL;
-        }
+        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+                return -EINVAL;
         /* Resolve the parent, then put the last part back on it. */
         *slash = '\0';
-        _cleanup_free_ char *parent_real = resolve_new_path(slash == abs ? "/" : abs);
+        _cleanup_free_ char *parent_real = NULL;
+        int r = resolve_new_path(slash == abs ? "/" : abs, &parent_real);
         *slash = '/';
-        if (!parent_real)
-                return NULL;
-        return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        if (r < 0)
+                return r;
+        *out = xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        return 0;
 }
 
 /* Only the home itself: the XDG folders its variables name are made by
@@ -238,8 +245,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         } else if (errno != ENOENT) {
                 return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
-        t->output = resolve_new_path(opt->output_dir);
-        if (!t->output)
+        if (resolve_new_path(opt->output_dir, &t->output) < 0)
                 return tb_fail(err, -EINVAL,
                                "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
                                opt->output_dir);
@@ -258,7 +264,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                                trial_network_name(opt->network));
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
-        t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
+        t->home = opt->no_sandbox ? xstrdup(t->user_home) : TAKE_PTR(home);
         return trial_pick_user(t, err);
 }
 
@@ -637,7 +643,7 @@ static void trial_limits_end(struct trial *t, const struct rusage *ru, struct se
         if (u->oom_kills > res->oom_kills)
                 res->oom_kills = u->oom_kills;
         struct tb_error err = { 0 };
-        if (cgroup_destroy(steal_pointer(&t->cgroup), &err) < 0)
+        if (cgroup_destroy(TAKE_PTR(t->cgroup), &err) < 0)
                 log_warn("%s", err.msg);
 }
 
@@ -687,44 +693,37 @@ static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
         return 0;
 }
 
-/* Run the session (or, with --dry-run, print its command line): 0, or a
- * negative errno with `err` and t->cause saying why the Trial is void. */
-static int trial_execute(struct trial *t, struct tb_error *err)
+/* The spec's last steps, over every bind the core and the plugin made:
+ * secrets masked, unreachable binds dropped, limits prepared. */
+static int trial_finish_spec(struct trial *t, struct tb_error *err)
 {
-        const struct trial_options *opt = t->opt;
-        /* Last, over every bind the core and the plugin made. */
-        if (!opt->no_sandbox) {
+        if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
                 r = trial_limits_prepare(t, err);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        return r;
+}
 
-        if (opt->dry_run) {
-                printf("%s\n", line);
-                return 0;
-        }
-        log_info("plugin '%s'", t->plugin.path);
-        log_info("running: %s", line);
-        r = trial_limits_start(t, err);
-        if (r < 0) {
-                struct tb_error ignored = { 0 };
-                cgroup_destroy(steal_pointer(&t->cgroup), &ignored);
-                return r;
-        }
-
-        _cleanup_strv_ struct strv argv = { 0 };
-        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+/* What the supervisor runs: bwrap's command line, or the command itself. */
+static void trial_command(const struct trial *t, struct strv *argv, struct strv *envp)
+{
         if (t->bwrap)
-                sandbox_argv(&t->spec, t->bwrap, &argv);
+                sandbox_argv(&t->spec, t->bwrap, argv);
         else
                 for (size_t i = 0; i < t->spec.command.n; i++)
-                        strv_add(&argv, t->spec.command.v[i]);
-        sandbox_envp(&t->spec, &envp);
+                        strv_add(argv, t->spec.command.v[i]);
+        sandbox_envp(&t->spec, envp);
+}
+
+/* Run the session under the supervisor, its logins watched and its usage
+ * counted; with the network allowed, held until the proxy is ready. */
+static int trial_session(struct trial *t, char **argv, char **envp, struct session_result *res,
+                         struct tb_error *err)
+{
+        const struct trial_options *opt = t->opt;
         struct supervisor_watch logins = {
                 .fd = t->host.logins.inotify_fd,
                 .ready = logins_ready,
@@ -732,8 +731,8 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
-                .argv = argv.v,
-                .envp = envp.v,
+                .argv = argv,
+                .envp = envp,
                 .cwd = t->spec.chdir,
                 .bwrap = t->bwrap != NULL,
                 .watches = t->host.logins.watching ? &logins : NULL,
@@ -748,28 +747,59 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         run.rusage = &ru;
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
-                int nr = trial_net_open_record(&t->net, t->output, err);
-                if (nr < 0) {
-                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                        return nr;
-                }
                 run.hold = trial_net_hold;
                 run.hold_ctx = &t->net;
         }
-        struct session_result res;
-        r = supervisor_run(&run, &res, err);
+        int r = supervisor_run(&run, res, err);
         if (r < 0)
-                res.started = false;
-        trial_limits_end(t, &ru, &res);
-        /* Whatever the session's end, before anything else runs git there. */
+                res->started = false;
+        trial_limits_end(t, &ru, res);
+        return r;
+}
+
+/* Whatever the session's end: the repository guard's restores, before
+ * anything else runs git there, and the fresh home's mode, by the fd opened
+ * before it ran. */
+static void trial_after_session(struct trial *t)
+{
         _cleanup_strv_ struct strv undone = { 0 };
         repo_guard_restore(&t->guard, &undone);
         for (size_t i = 0; i < undone.n; i++)
                 log_warn("%s", undone.v[i]);
-        /* Whatever the session made of its home's mode, by the fd opened
-         * before it ran. */
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
+}
+
+/* Run the session (or, with --dry-run, print its command line): 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_execute(struct trial *t, struct tb_error *err)
+{
+        int r = trial_finish_spec(t, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        if (t->opt->dry_run) {
+                printf("%s\n", line);
+                return 0;
+        }
+        log_info("plugin '%s'", t->plugin.path);
+        log_info("running: %s", line);
+        r = trial_limits_start(t, err);
+        if (r < 0) {
+                struct tb_error ignored = { 0 };
+                cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
+                return r;
+        }
+        _cleanup_strv_ struct strv argv = { 0 };
+        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+        trial_command(t, &argv, &envp);
+        if (t->net.mode == TRIAL_NETWORK_ALLOW && (r = trial_net_open_record(&t->net, t->output, err)) < 0) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return r;
+        }
+        struct session_result res;
+        r = trial_session(t, argv.v, envp.v, &res, err);
+        trial_after_session(t);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
