@@ -27,8 +27,11 @@ _trialbox()
                 return ;;
         --allow-host|--user|--slurm-args)
                 return ;;
-        --harness-bin|--credentials)
+        --harness-bin|--credentials|--prices|--html)
                 COMPREPLY=($(compgen -f -- "$cur"))
+                return ;;
+        --by)
+                COMPREPLY=($(compgen -W "harness arm task arm,task" -- "$cur"))
                 return ;;
         --timeout|--kill-after|--memory|--pids|--cpus|--jobs|--retries|--index)
                 return ;; # a value of the user's: nothing to offer
@@ -42,7 +45,7 @@ _trialbox()
                 COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
                         --help" -- "$cur")) ;;
         report)
-                COMPREPLY=($(compgen -f -W "--json --csv --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;
         harnesses)
                 COMPREPLY=($(compgen -W "--json -v -q --help" -- "$cur")) ;;
         check)

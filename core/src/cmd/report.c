@@ -7,10 +7,6 @@
 #include "cmd/options.h"
 #include "experiments/report.h"
 
-struct report_args {
-        enum report_format format;
-};
-
 /* --json or --csv: one of them, once. */
 static int take_format(const struct cli_command *cmd, const struct cli_option *o, const char *value, void *args)
 {
@@ -22,21 +18,36 @@ static int take_format(const struct cli_command *cmd, const struct cli_option *o
         return 0;
 }
 
+#define STRING_ONCE(long_name, meta, field, text)                                                                 \
+        { .kind = CLI_STRING, .name = (long_name), .metavar = (meta), .flags = CLI_ONCE | CLI_NONEMPTY,          \
+          .offset = offsetof(struct report_args, field), .help = (text) }
+
 static const struct cli_option report_options[] = {
-        { .kind = CLI_CALL, .name = "json", .call = take_format, .help = "the summary as one JSON object" },
-        { .kind = CLI_CALL, .name = "csv", .call = take_format, .help = "the summary as CSV, a line per Harness" },
+        STRING_ONCE("by", "KEYS", by,
+                    "group by harness (the default), arm, task, a label\n"
+                    "(labels.NAME or NAME), or several: arm,task"),
+        STRING_ONCE("prices", "FILE", prices,
+                    "USD per million tokens per model, for each group's\n"
+                    "cost: {\"gpt-5\": {\"input\": 1.25, \"output\": 10}}"),
+        STRING_ONCE("html", "FILE", html, "also write the answer as one HTML page"),
+        { .kind = CLI_CALL, .name = "json", .call = take_format, .help = "the answer as one JSON object" },
+        { .kind = CLI_CALL, .name = "csv", .call = take_format, .help = "the answer as CSV, a line per group" },
         { .kind = CLI_HELP, .name = "help", .short_name = 'h' },
 };
 
 static const struct cli_status report_statuses[] = {
-        { "0", "the summary was printed" },
-        { "2", "a usage error, or RESULTS cannot be read" },
+        { "0", "the answer was printed" },
+        { "2", "a usage error, bad RESULTS or prices, or a --by key no line has" },
+        { "126", "the --html page cannot be written" },
 };
 
 const struct cli_usage cmd_report_usage = {
-        .synopsis = "trialbox report RESULTS [--json|--csv]",
-        .description = "Prints the summary of a batch's results.jsonl again: per Harness the Trials by\n"
-                       "outcome, the causes of voids and failures, durations, CPU time, peak memory.\n",
+        .synopsis = "trialbox report RESULTS [--by KEYS] [--prices FILE] [--html FILE] [--json|--csv]",
+        .description = "Prints the answer of a batch's results.jsonl per group of Trials: the Trials\n"
+                       "by outcome, the causes of voids and failures, durations, CPU time, peak memory;\n"
+                       "when they were graded, the pass rate with its Wilson 95% interval, the mean\n"
+                       "score, pass@k and, by arm, each arm's paired difference against the first;\n"
+                       "tokens and cost.\n",
         .options = report_options,
         .n_options = TB_ARRAY_SIZE(report_options),
         .statuses = report_statuses,
@@ -53,10 +64,7 @@ int cmd_report(const struct cli_command *self, const struct tb_env *env, int arg
                 return r == CLI_HELP_SHOWN ? 0 : r;
         if (argc - first != 1)
                 return cli_usage_error(self->name, "report needs one RESULTS file (a batch's results.jsonl)");
-        struct report *rep = report_new();
-        r = report_read(rep, argv[first], &err);
-        if (r == 0)
-                report_print(rep, a.format, stdout);
-        report_free(rep);
-        return r < 0 ? cli_fail(TB_EXIT_USAGE, "%s", err.msg) : 0;
+        a.results = argv[first];
+        r = report_run(&a, stdout, &err);
+        return r != 0 ? cli_fail(r, "%s", err.msg) : 0;
 }
