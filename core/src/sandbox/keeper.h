@@ -34,8 +34,11 @@
 struct session_user;
 
 /* `user`, when it says to drop, is who bwrap runs as: the keeper switches
- * bwrap's process to it right before the exec (session_user.h). */
+ * bwrap's process to it right before the exec (session_user.h). `cow`,
+ * when its path is set, is a copy-on-write overlay mounted in bwrap's
+ * process before that (sandbox/cow.h): bwrap starts in its mount namespace,
+ * which dies with the sandbox. */
 void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
-                const struct session_user *user) __attribute__((noreturn));
+                const struct session_user *user, const struct sandbox_cow *cow) __attribute__((noreturn));
 
 #endif

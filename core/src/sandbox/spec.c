@@ -27,6 +27,7 @@ void sandbox_spec_done(struct sandbox_spec *spec)
         free(spec->env);
         strv_done(&spec->command);
         free(spec->chdir);
+        free(spec->cow.path);
         if (spec->seccomp_fd > 0)
                 close(spec->seccomp_fd);
         memset(spec, 0, sizeof *spec);
@@ -116,7 +117,7 @@ void sandbox_envp(const struct sandbox_spec *spec, struct strv *out)
 static const char *const op_flag[] = {
         [SANDBOX_RO_BIND] = "--ro-bind", [SANDBOX_BIND] = "--bind", [SANDBOX_SYMLINK] = "--symlink",
         [SANDBOX_DIR] = "--dir",         [SANDBOX_TMPFS] = "--tmpfs", [SANDBOX_PROC] = "--proc",
-        [SANDBOX_DEV] = "--dev",
+        [SANDBOX_DEV] = "--dev",         [SANDBOX_TMP_OVERLAY] = "--tmp-overlay",
 };
 
 void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct strv *out)
@@ -147,6 +148,13 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
                 if (op->kind == SANDBOX_TMPFS && spec->tmpfs_size > 0) {
                         strv_add(out, "--size");
                         strv_addf(out, "%lld", spec->tmpfs_size);
+                }
+                if (op->kind == SANDBOX_TMP_OVERLAY) {
+                        strv_add(out, "--overlay-src");
+                        strv_add(out, op->src);
+                        strv_add(out, op_flag[op->kind]);
+                        strv_add(out, op->dest);
+                        continue;
                 }
                 strv_add(out, op_flag[op->kind]);
                 if (op->src)
@@ -196,6 +204,11 @@ char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap)
         /* bwrap writes its status to fd 3: give a shell that runs this line one. */
         if (bwrap)
                 strbuf_addf(&sb, " %d>/dev/null", SANDBOX_STATUS_FD);
+        /* Not a command bwrap runs: said, so the line is not taken for all of it. */
+        if (bwrap && spec->cow.path) {
+                strbuf_add(&sb, " # and, before bwrap, a copy-on-write overlay mounted by trialbox on ");
+                strbuf_add_quoted(&sb, spec->cow.path);
+        }
         strv_done(&argv);
         return sb.s;
 }

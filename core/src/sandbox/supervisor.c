@@ -265,7 +265,7 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         if (run->bwrap)
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
-                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w, run->user);
+                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w, run->user, run->cow);
         sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;

@@ -67,6 +67,7 @@ struct supervisor_run {
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
+        const struct sandbox_cow *cow;   /* NULL, or an overlay mounted before bwrap (sandbox/cow.h) */
         /* When set, the signals the supervisor blocks (SIGINT, SIGTERM,
          * SIGHUP among them) stay blocked after it returns: one that comes
          * then is for a Trial that is ending, and must not stop trialbox

@@ -21,6 +21,7 @@
 #include "sandbox/session_user.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/toolchain.h"
+#include "trial/grader.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -358,6 +359,42 @@ static struct toolchain_host trial_toolchain_host(const struct trial *t)
         };
 }
 
+/* The repository read-write at its own path, and its guard. */
+static int trial_add_repo(struct trial *t, struct tb_error *err)
+{
+        struct sandbox_spec *spec = &t->spec;
+        sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
+        /* After the system binds, which it is checked not to override. */
+        const struct repo_guard_host gh = {
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
+                .keep_control_files = t->opt->keep_control_files,
+        };
+        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        if (r < 0)
+                return r;
+        if (t->guard.refused)
+                log_warn("the worktree's git directory is not bound: %s", t->guard.refused);
+        repo_guard_add_binds(&t->guard, spec);
+        return 0;
+}
+
+/* A grader's: the graded repository through its layer, no guard (trial/grader.h). */
+static int trial_add_graded_repo(struct trial *t, struct tb_error *err)
+{
+        const struct grader_host h = {
+                .repo = t->repo,
+                .output = t->output,
+                .bwrap = t->bwrap,
+                .size = t->opt->limits.memory_bytes,
+                .user = &t->user,
+                .dry_run = t->opt->dry_run,
+        };
+        int r = grader_spec(t->opt->grader, &h, &t->spec, err);
+        if (r < 0)
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
+}
+
 static int trial_build_spec(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
@@ -381,18 +418,9 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 if (strcmp(given, t->skills) != 0)
                         sandbox_add(spec, SANDBOX_RO_BIND, t->skills, given);
         }
-        sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
-        /* After the system binds, which it is checked not to override. */
-        const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
-                .keep_control_files = t->opt->keep_control_files,
-        };
-        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        int r = t->opt->grader ? trial_add_graded_repo(t, err) : trial_add_repo(t, err);
         if (r < 0)
                 return r;
-        if (t->guard.refused)
-                log_warn("the worktree's git directory is not bound: %s", t->guard.refused);
-        repo_guard_add_binds(&t->guard, spec);
         sandbox_add(spec, SANDBOX_BIND, t->home, t->home);
         strv_add(&spec->command, run_path);
         spec->chdir = xstrdup(t->repo);
@@ -543,7 +571,8 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         }
         int r = trial_build_spec(t, err);
         if (r < 0) {
-                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                if (t->cause == CAUSE_NONE) /* a grader's layer says its own */
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
                 return r;
         }
         r = host_call(&t->host, t->plugin.preflight);
@@ -802,6 +831,7 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
                 .kill_after_ms = opt->limits.kill_after_ms,
                 .memory_bytes = opt->limits.memory_bytes,
                 .user = &t->user,
+                .cow = t->spec.cow.path ? &t->spec.cow : NULL,
         };
         struct rusage ru = { 0 };
         run.rusage = &ru;
@@ -824,6 +854,8 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
 static void trial_after_session(struct trial *t)
 {
         trial_guard_restore(t);
+        if (t->opt->grader)
+                grader_after(t->opt->grader, t->output, t->user.drop ? t->user.uid : geteuid());
         host_after_session(&t->host);
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));

@@ -12,6 +12,8 @@
 /* --allow-host may be given this many times. */
 #define TRIAL_MAX_ALLOW_HOSTS 64
 
+struct trial_grader;
+
 struct trial_options {
         const char *harness;
         const char *repo;
@@ -35,6 +37,10 @@ struct trial_options {
         /* --keep-control-files: other tools' control files the session
          * changed stay (listed); by default they are put back. */
         bool keep_control_files;
+        /* Set: this Trial is a grader of another Trial's repository
+         * (trial/grader.h): the repository behind a copy-on-write layer,
+         * no repository guard, the grader's files and its verdict folder. */
+        struct trial_grader *grader;
 };
 
 /* The variables a session inherits from the host when they are set (more
