@@ -49,7 +49,7 @@ _trialbox()
                         --network --allow-host --layer --user --root-session --json -v -q --help --timeout
                         --kill-after --memory --pids --cpus --" -- "$cur")) ;;
         batch)
-                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
+                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --grade-only --json -v -q
                         --help" -- "$cur")) ;;
         report)
                 COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;

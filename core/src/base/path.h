@@ -22,4 +22,9 @@ char *find_on_path(const char *prog, const char *path_env);
 /* mkdir -p with `mode` for the folders it makes. 0 or negative errno. */
 int mkdir_p(const char *path, mode_t mode);
 
+/* `p` made absolute against the absolute folder `base` (when relative) and
+ * lexically clean: no "//", ".", ".." (taken lexically: links are not
+ * resolved) or trailing '/'. malloc'd. */
+char *path_clean(const char *base, const char *p);
+
 #endif

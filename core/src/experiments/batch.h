@@ -52,6 +52,7 @@ struct batch_options {
         const char *slurm_args; /* --slurm-args, or NULL */
         bool no_wait;          /* --no-wait: return once the array is submitted */
         unsigned slurm_max_running; /* --jobs when given ("%MAX"); 0: no limit */
+        bool grade_only;       /* --grade-only: run no Trial; grade again every one that ran */
 };
 
 /* Slurm: `--slurm` submits one array (one task per plan line, each

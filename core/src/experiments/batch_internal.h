@@ -26,6 +26,9 @@ struct tb_error;
 
 /* T_ELSEWHERE: running in a Slurm task still in the queue (not ours to wait for). */
 enum trial_state { T_PENDING, T_RUNNING, T_DONE, T_ELSEWHERE };
+/* A Trial's grade: none to give (no grader, not run, or its grade.json is
+ * final), wanted (to start, after its backoff), running, or given. */
+enum grade_state { G_NONE, G_WANTED, G_RUNNING, G_FINAL };
 
 struct btrial {
         const struct plan_trial *p;
@@ -41,6 +44,12 @@ struct btrial {
          * exclusive resource (plugin.h), and "repo:PATH" for a repository
          * other lines name too (plan.h); NULL when none. */
         const char *exclusive[2];
+        /* Its grader (batch_grade.c), when the plan line has one. */
+        enum grade_state gstate;
+        pid_t gpid;         /* G_RUNNING: the `trialbox grade` child */
+        unsigned gtries;    /* grades started by this batch */
+        long long gdue_ms;  /* G_WANTED: not before */
+        int gstatus;        /* G_FINAL: enum grade_status, or -1 when it has none */
 };
 
 struct batch {
@@ -60,6 +69,9 @@ struct batch {
         int stopping;     /* the signal that asked the batch to stop, or 0 */
         bool tty;         /* stderr is a terminal: the live progress line */
         char *results_path;
+        /* Graders: what they gave (batch_grade.c) */
+        size_t graded, passed, grade_errors, grade_voids, grading; /* grading: graders running */
+        bool any_grader;    /* some plan line has one: the progress line shows the grades */
         /* Slurm */
         bool gather;        /* judge every Trial from disk, run nothing, retry nothing */
         long long job_id;   /* the array waited for, or 0 */
@@ -124,11 +136,40 @@ void batch_results_append(struct batch *b, const char *line);
 /* results.jsonl rewritten whole in plan order; every line counted into `rep`. */
 int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err);
 
+/* ---- batch_grade.c ---- */
+/* `t` is final with `kind` (enum outcome_kind): does it get a grade now?
+ * Then it is G_WANTED (its shared repository held until it is given: no
+ * Trial runs there before) and true is returned: its results line waits
+ * for the grade. Otherwise a grade already on disk is counted. */
+bool batch_grade_queue(struct batch *b, struct btrial *t, int kind);
+/* Start the graders that are due and fit (before any Trial: a grade
+ * holds a shared repository); returns the ms until one waiting for its
+ * backoff is due (-1: none). */
+long long batch_grade_schedule(struct batch *b);
+/* A reaped child: a grader's? Then its grade is settled (again, or
+ * final) and true is returned. */
+bool batch_grade_reaped(struct batch *b, pid_t pid, int status);
+/* Is some grade still wanted or running? */
+bool batch_grade_pending(const struct batch *b);
+/* Forward `sig` to every running grader. */
+void batch_grade_forward(struct batch *b, int sig);
+/* Did some grade stay void (the batch's exit status says so)? */
+bool batch_grade_void_left(const struct batch *b);
+
+/* ---- batch_scheduler.c (for batch_grade.c) ---- */
+/* The resource the Harness `harness` cannot share (its plugin's), or NULL. */
+const char *batch_harness_exclusive(struct batch *b, const char *harness);
+/* The environment a child of the batch gets: the batch's own, without a
+ * Trial's token. */
+void batch_child_env(struct strv *envp);
+
 /* ---- batch_progress.c ---- */
 size_t batch_total(const struct batch *b);
 void batch_progress_line(struct batch *b);
 void batch_progress_end(struct batch *b);
 void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec);
+/* The line a given grade is noted with (not on a terminal). */
+void batch_note_graded(struct batch *b, struct btrial *t, json_object *grade);
 
 /* ---- batch_slurm.c ---- */
 /* A launcher record with Slurm ids: 0 none (judge it by its pid), 1 its task

@@ -240,13 +240,34 @@ json_object *batch_record_unrecorded(const struct btrial *t, json_object *runnin
 
 /* ---- results.jsonl ---- */
 
-/* One results line: id, attempts, output_dir, repo (the clone, with
- * repo_from), then the Outcome's own fields as outcome.json has them
- * (`outcome` null for a Trial that never ran). malloc'd, with its newline. */
+/* An Experiment's fields of the plan line, as the plan gave them. */
+static void add_experiment(json_object *j, const struct plan_trial *p)
+{
+        if (p->task)
+                json_object_object_add(j, "task", json_object_new_string(p->task));
+        if (p->arm)
+                json_object_object_add(j, "arm", json_object_new_string(p->arm));
+        if (p->labels)
+                json_object_object_add(j, "labels", json_tokener_parse(p->labels));
+}
+
+/* The grade (OUTPUT_DIR/grade.json) of a line with a grader: null while
+ * there is none. */
+static void add_grade(json_object *j, const struct btrial *t)
+{
+        if (t->p->grade && !json_object_object_get_ex(j, "grade", NULL))
+                json_object_object_add(j, "grade", batch_read_record(t->p->output_dir, "grade.json"));
+}
+
+/* One results line: id, task, arm and labels (an Experiment's), attempts,
+ * output_dir, repo (the clone, with repo_from), then the Outcome's own
+ * fields as outcome.json has them (`outcome` null for a Trial that never
+ * ran), and its `grade` when it has a grader. malloc'd, with its newline. */
 char *batch_result_line(const struct btrial *t, json_object *record)
 {
         json_object *j = json_object_new_object();
         json_object_object_add(j, "id", json_object_new_string(t->p->id));
+        add_experiment(j, t->p);
         json_object_object_add(j, "attempts", json_object_new_int64(t->attempt));
         json_object_object_add(j, "output_dir", json_object_new_string(t->p->output_dir));
         if (t->p->repo_from) {
@@ -262,6 +283,7 @@ char *batch_result_line(const struct btrial *t, json_object *record)
                 json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
                 json_object_object_add(j, "outcome", NULL);
         }
+        add_grade(j, t);
         _cleanup_free_ char *text = batch_json_text(j);
         json_object_put(j);
         return xasprintf("%s\n", text);

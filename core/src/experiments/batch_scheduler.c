@@ -127,6 +127,8 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
         b->voids += kind == OUTCOME_VOID;
         b->unrecorded += kind == BATCH_KIND_UNRECORDED;
         batch_note_finished(b, t, rec);
+        if (batch_grade_queue(b, t, kind))
+                return; /* its results line comes with its grade */
         _cleanup_free_ char *line = batch_result_line(t, rec);
         batch_results_append(b, line);
 }
@@ -405,9 +407,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         char nonce[OUTCOME_NONCE_LEN + 1];
         batch_nonce(nonce);
         _cleanup_strv_ struct strv envp = { 0 };
-        for (char **e = environ; e && *e; e++)
-                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
-                        strv_add(&envp, *e);
+        batch_child_env(&envp);
         strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
         /* Every Trial runs this same binary, opened once (self_fd); the
          * batch's own mask (it blocks what its signalfd reads) is not passed on. */
@@ -441,13 +441,21 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         return 0;
 }
 
-/* Start what fits; returns the ms until a Trial waiting for its backoff is due (-1: none). */
+void batch_child_env(struct strv *envp)
+{
+        for (char **e = environ; e && *e; e++)
+                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
+                        strv_add(envp, *e);
+}
+
+/* Start what fits, graders first; returns the ms until a Trial or a grader
+ * waiting for its backoff is due (-1: none). */
 static long long schedule(struct batch *b)
 {
-        long long now = now_ms(), wait = -1;
+        long long now = now_ms(), wait = batch_grade_schedule(b);
         while (b->next < b->n && b->t[b->next].state != T_PENDING)
                 b->next++;
-        for (size_t i = b->next; i < b->n && !b->stopping && b->used < b->opt->jobs; i++) {
+        for (size_t i = b->next; i < b->n && !b->stopping && !b->opt->grade_only && b->used < b->opt->jobs; i++) {
                 struct btrial *t = &b->t[i];
                 if (t->state != T_PENDING || (b->opt->index >= 0 && (long)i != b->opt->index))
                         continue;
@@ -486,6 +494,7 @@ static void forward(struct batch *b, int sig)
         for (size_t i = 0; i < b->n; i++)
                 if (b->t[i].state == T_RUNNING && b->t[i].pid > 0)
                         kill(b->t[i].pid, sig);
+        batch_grade_forward(b, sig);
 }
 
 static void on_signal(struct batch *b)
@@ -504,8 +513,11 @@ static void on_signal(struct batch *b)
                 while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
                         size_t ix;
                         struct btrial *t = find_pid(b, pid, &ix);
-                        if (!t)
+                        if (!t) {
+                                if (batch_grade_reaped(b, pid, st))
+                                        batch_progress_line(b);
                                 continue;
+                        }
                         release(b, t);
                         settle(b, t, ix, st, false);
                         b->done_here += t->state == T_DONE;
@@ -535,8 +547,8 @@ static int loop(struct batch *b, struct tb_error *err)
 {
         for (;;) {
                 long long wait = schedule(b);
-                bool pending = false;
-                for (size_t i = b->next; i < b->n && !pending; i++)
+                bool pending = batch_grade_pending(b);
+                for (size_t i = b->next; i < b->n && !pending && !b->opt->grade_only; i++)
                         pending = b->t[i].state == T_PENDING && (b->opt->index < 0 || (long)i == b->opt->index);
                 if (b->running == 0 && (b->stopping || !pending))
                         return 0;
@@ -606,7 +618,7 @@ static int lock_plan(struct batch *b, struct tb_error *err)
 /* The resource `harness` declares exclusive (its plugin's, ABI 1.2), or
  * NULL: asked of each Harness once. A plugin that cannot be loaded declares
  * none (its Trials void in `run`, saying why). */
-static const char *harness_exclusive(struct batch *b, const char *harness)
+const char *batch_harness_exclusive(struct batch *b, const char *harness)
 {
         size_t n = strlen(harness);
         for (size_t i = 0; i < b->exclusive.n; i++)
@@ -618,7 +630,7 @@ static const char *harness_exclusive(struct batch *b, const char *harness)
         strv_addf(&b->exclusive, "%s=%s", harness, loaded && p.exclusive ? p.exclusive : "");
         if (loaded)
                 plugin_unload(&p);
-        return harness_exclusive(b, harness);
+        return batch_harness_exclusive(b, harness);
 }
 
 /* "repo:PATH" for a shared repository, kept once in b->repo_keys. */
@@ -641,13 +653,15 @@ void batch_trials_init(struct batch *b)
         b->n = b->plan.n;
         /* Keys are pointers into the vectors: make them all before taking any. */
         for (size_t i = 0; i < b->n; i++) {
-                harness_exclusive(b, b->plan.v[i].harness);
+                batch_harness_exclusive(b, b->plan.v[i].harness);
                 repo_key(b, b->plan.v[i].shared_repo);
         }
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
-                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1,
-                                           .exclusive = { harness_exclusive(b, b->plan.v[i].harness),
+                b->any_grader = b->any_grader || b->plan.v[i].grade;
+        for (size_t i = 0; i < b->n; i++)
+                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1, .gstatus = -1,
+                                           .exclusive = { batch_harness_exclusive(b, b->plan.v[i].harness),
                                                           repo_key(b, b->plan.v[i].shared_repo) } };
         for (size_t i = 0; i < b->plan.notes.n; i++)
                 log_notice("%s", b->plan.notes.v[i]);
@@ -688,6 +702,8 @@ int batch_finish(struct batch *b, struct tb_error *err)
                 return TB_EXIT_ERROR;
         if (b->stopping)
                 return 128 + b->stopping;
+        if (batch_grade_void_left(b))
+                return TB_BATCH_EXIT_VOID;
         for (size_t i = 0; i < b->n; i++)
                 if ((b->opt->index < 0 || (long)i == b->opt->index) &&
                     (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID ||
@@ -713,6 +729,7 @@ int batch_run(const struct batch_options *opt)
                 return TB_EXIT_USAGE;
         }
         b.results_path = xasprintf("%s/results.jsonl", b.plan.dir);
+        b.gather = opt->grade_only; /* judge every Trial from disk; run none */
         if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
                 if (batch_slurm_mode(&b))
                         status = batch_slurm_run(&b, &err);

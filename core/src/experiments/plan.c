@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
+#include "base/utf8.h"
+#include "experiments/labels.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/error.h"
@@ -27,6 +29,9 @@ enum field_type {
         F_NETWORK,   /* host|none|allow */
         F_REPO_FROM, /* PATH[@REV] */
         F_FLAG,      /* a boolean: true gives the run flag alone */
+        F_NAME,      /* a short name of printable UTF-8 (an Experiment's task, arm) */
+        F_LABELS,    /* an object of labels (experiments/labels.h), kept as JSON text */
+        F_GRADE,     /* the grader (experiments/plan_grade.h) */
 };
 
 struct field {
@@ -56,39 +61,16 @@ static const struct field fields[] = {
         FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
+        FIELD(task, F_NAME, NULL),
+        FIELD(arm, F_NAME, NULL),
+        FIELD(labels, F_LABELS, NULL),
+        FIELD(grade, F_GRADE, NULL),
 };
 
 static char **str_slot(struct plan_trial *t, const struct field *f) { return (char **)((char *)t + f->offset); }
 static struct strv *strv_slot(struct plan_trial *t, const struct field *f)
 {
         return (struct strv *)((char *)t + f->offset);
-}
-
-/* A lexically clean absolute path: no "//", ".", ".." or trailing '/'. */
-static char *path_clean(const char *base, const char *p)
-{
-        _cleanup_free_ char *joined = p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", base, p);
-        char *out = xmalloc(strlen(joined) + 2);
-        size_t n = 0;
-        for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (strcmp(c, ".") == 0)
-                        continue;
-                if (strcmp(c, "..") == 0) {
-                        while (n > 0 && out[n - 1] != '/')
-                                n--;
-                        if (n > 0)
-                                n--;
-                        continue;
-                }
-                out[n++] = '/';
-                size_t l = strlen(c);
-                memcpy(out + n, c, l);
-                n += l;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = '\0';
-        return out;
 }
 
 static int field_error(struct tb_error *err, const struct plan *plan, unsigned line, const char *field,
@@ -128,10 +110,41 @@ static int check_limit(const struct field *f, const char *text, long long *value
         }
 }
 
+/* An Experiment's fields: task and arm, labels, the grader. */
+static int set_experiment_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                                struct tb_error *err)
+{
+        char where[64], why[256];
+        if (f->type == F_GRADE) {
+                if (plan_grade_parse(v, plan->dir, &t->grade, where, sizeof where, why, sizeof why) < 0)
+                        return field_error(err, plan, t->line, where, "%s", why);
+                return 0;
+        }
+        if (f->type == F_LABELS) {
+                if (labels_check(v, where, sizeof where, why, sizeof why) < 0)
+                        return where[0] ? field_error(err, plan, t->line, "labels", "'%s' %s", where, why)
+                                        : field_error(err, plan, t->line, "labels", "%s", why);
+                *str_slot(t, f) = xstrdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+                return 0;
+        }
+        const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        size_t n = s ? (size_t)json_object_get_string_len(v) : 0;
+        bool printable = s && n >= 1 && n <= PLAN_NAME_MAX && strlen(s) == n && utf8_is_valid(s, n);
+        for (size_t i = 0; printable && i < n; i++)
+                printable = (unsigned char)s[i] >= 0x20 && s[i] != 0x7f;
+        if (!printable)
+                return field_error(err, plan, t->line, f->name, "must be a string of 1 to %d bytes of printable UTF-8",
+                                   PLAN_NAME_MAX);
+        *str_slot(t, f) = xstrdup(s);
+        return 0;
+}
+
 static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
                      struct tb_error *err)
 {
         const char *name = f->name;
+        if (f->type >= F_NAME)
+                return set_experiment_field(plan, t, f, v, err);
         if (f->type == F_STRINGS) {
                 if (!json_object_is_type(v, json_type_array))
                         return field_error(err, plan, t->line, name, "must be an array of strings");
@@ -221,9 +234,10 @@ static void trial_done(struct plan_trial *t)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 if (fields[i].type == F_STRINGS)
                         strv_done(strv_slot(t, &fields[i]));
-                else
+                else if (fields[i].type != F_GRADE)
                         free(*str_slot(t, &fields[i]));
         }
+        plan_grade_free(t->grade);
         free(t->repo_rev);
         free(t->shared_repo);
         *t = (struct plan_trial){ 0 };
@@ -380,6 +394,16 @@ static int by_place(const void *a, const void *b)
 static int overlap(const struct plan *plan, const struct place *outer, const struct place *inner,
                    struct tb_error *err)
 {
+        /* A grader's files: never where a session could read them. */
+        if (strcmp(outer->what, "grade.files") == 0)
+                return 0;
+        if (strcmp(inner->what, "grade.files") == 0)
+                return field_error(err, plan, inner->t->line, inner->what,
+                                   "'%s' %s line %u's %s '%s', where that session could read the grader's files; keep "
+                                   "them outside every Trial's repository and output folder",
+                                   inner->path, strcmp(outer->path, inner->path) == 0 ? "is" : "is inside",
+                                   outer->t->line, strcmp(outer->what, "repo") == 0 ? "repository" : "output folder",
+                                   outer->path);
         bool repos = strcmp(outer->what, "repo") == 0 && strcmp(inner->what, "repo") == 0;
         if (repos && strcmp(outer->path, inner->path) == 0)
                 return 0; /* the same repository: shared, run one at a time */
@@ -403,7 +427,7 @@ static int overlap(const struct plan *plan, const struct place *outer, const str
 static int check_places(struct plan *plan, struct tb_error *err)
 {
         size_t n = 0;
-        struct place *v = xcalloc(2 * plan->n + 1, sizeof *v);
+        struct place *v = xcalloc(3 * plan->n + 1, sizeof *v);
         struct strv own = { 0 };
         for (size_t i = 0; i < plan->n; i++) {
                 struct plan_trial *t = &plan->v[i];
@@ -415,6 +439,8 @@ static int check_places(struct plan *plan, struct tb_error *err)
                         strv_add_take(&own, plan_clone_dir(t->output_dir));
                 }
                 v[n++] = (struct place){ .path = own.v[own.n - 1], .t = t, .what = "repo" };
+                if (t->grade && t->grade->files)
+                        v[n++] = (struct place){ .path = t->grade->files, .t = t, .what = "grade.files" };
         }
         qsort(v, n, sizeof *v, by_place);
         _cleanup_free_ const struct place **open = xcalloc(n + 1, sizeof *open);
@@ -424,7 +450,7 @@ static int check_places(struct plan *plan, struct tb_error *err)
                 while (depth > 0 && !path_is_under(v[i].path, open[depth - 1]->path))
                         depth--;
                 for (size_t k = 0; k < depth && r == 0; k++)
-                        if (open[k]->t != v[i].t)
+                        if (open[k]->t != v[i].t || strcmp(v[i].what, "grade.files") == 0)
                                 r = overlap(plan, open[k], &v[i], err);
                 open[depth++] = &v[i];
         }

@@ -8,8 +8,9 @@
  * clone is made for the Trial at OUTPUT_DIR.repo), and the `run` options
  * `harness_bin`, `skills`, `credentials`, `timeout`, `memory`, `pids`,
  * `cpus`, `user`, `network` (host|none|allow), `allow_host` (array of
- * strings). Relative paths are relative to the plan's folder. Blank lines are
- * skipped. */
+ * strings); an Experiment's `task`, `arm` and `labels` (carried into
+ * results.jsonl) and `grade` (the Trial's grader). Relative paths are
+ * relative to the plan's folder. Blank lines are skipped. */
 #ifndef TB_PLAN_H
 #define TB_PLAN_H
 
@@ -17,6 +18,10 @@
 
 #include "base/error.h"
 #include "base/strv.h"
+#include "experiments/plan_grade.h"
+
+/* The longest `task` or `arm` (bytes). */
+#define PLAN_NAME_MAX 128
 
 struct plan_trial {
         unsigned line; /* 1-based line in the plan file */
@@ -35,6 +40,10 @@ struct plan_trial {
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
         char *shared_repo; /* the real path of `repo` when another line names it too, else NULL */
+        /* An Experiment's: carried unchanged into results.jsonl. */
+        char *task, *arm; /* or NULL */
+        char *labels;     /* the `labels` object as JSON text (experiments/labels.h), or NULL */
+        struct plan_grade *grade; /* its grader (experiments/plan_grade.h), or NULL */
 };
 
 struct plan {
