@@ -12,7 +12,7 @@ _trialbox()
         prev=${COMP_WORDS[COMP_CWORD-1]}
         cmd=${COMP_WORDS[1]}
         if [ "$COMP_CWORD" -eq 1 ]; then
-                COMPREPLY=($(compgen -W "run grade batch report harnesses check credentials help --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan batch grade report harnesses check credentials help --help --version" -- "$cur"))
                 return
         fi
         case "$prev" in
@@ -30,7 +30,7 @@ _trialbox()
                 return ;;
         --allow-host|--user|--slurm-args|--env)
                 return ;;
-        --harness-bin|--credentials|--prices|--html)
+        --harness-bin|--credentials|--prices|--html|-o|--output)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --by)
@@ -44,6 +44,8 @@ _trialbox()
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
                         --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
+        plan)
+                COMPREPLY=($(compgen -f -W "-o --output --help" -- "$cur")) ;;
         grade)
                 COMPREPLY=($(compgen -W "--trial-dir --repo --harness --files --harness-bin --credentials --env
                         --network --allow-host --layer --user --root-session --json -v -q --help --timeout
@@ -60,7 +62,7 @@ _trialbox()
         credentials)
                 COMPREPLY=($(compgen -W "set unset list --credentials --help" -- "$cur")) ;;
         help)
-                COMPREPLY=($(compgen -W "run grade batch report harnesses check credentials help --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -W "run plan batch grade report harnesses check credentials help --help" -- "$cur")) ;;
         esac
 }
 complete -F _trialbox trialbox
