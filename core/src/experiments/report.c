@@ -17,7 +17,7 @@
 #include "experiments/report_internal.h"
 #include "model/outcome.h"
 
-const char *const report_kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };
+const char *const report_kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "unrecorded", "other" };
 
 static const char *const grade_names[] = { [G_PASSED] = "passed", [G_FAILED] = "failed", [G_ERROR] = "error",
                                            [G_VOID] = "void" };
