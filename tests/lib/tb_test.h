@@ -224,7 +224,7 @@ void tb_shell(struct proc_result *r, const struct fixture *f, char *const env[],
  * if it never does). Returns trialbox's pid. (asserts) */
 pid_t tb_shell_start(const struct fixture *f, const char *const extra[], const char *ready, bool own_group);
 /* Run `trialbox ARGS...` (NULL-terminated) with tb_env(env), and wait; as
- * root, a `run` also gets --root-session, as tb_argv gives it. */
+ * root, a `run` or a `grade` also gets --root-session, as tb_argv gives it. */
 void tb_command(struct proc_result *r, char *const env[], const char *const args[]);
 
 #define EXTRA(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -235,6 +235,21 @@ char *marker(const char *what);
 
 /* A field of OUTPUT/outcome.json as a string ("null" for JSON null); malloc'd, or NULL. */
 char *outcome_field(const char *output_dir, const char *field);
+/* The same of DIR/NAME (grade.json). */
+char *record_field(const char *dir, const char *name, const char *field);
+/* Assert that DIR/NAME's `field` reads `want`. */
+#define assert_record(dir, name, field, want)                                                               \
+        do {                                                                                                \
+                char *v_ = record_field((dir), (name), (field));                                            \
+                ck_assert_msg(v_ != NULL, "%s/%s has no '%s'", (dir), (name), (field));                     \
+                ck_assert_msg(strcmp(v_, (want)) == 0, "%s %s is '%s', not '%s'", (name), (field), v_, (want)); \
+                free(v_);                                                                                   \
+        } while (0)
+/* A listing of the tree at `dir` that changes when anything in it does:
+ * each entry's type, mode, owner, size, modification and change times,
+ * inode, path and link target, then each regular file's SHA-256; malloc'd.
+ * (asserts) */
+char *tree_manifest(const char *dir);
 
 /* ---- named assertions: each says what was expected and what was there ---- */
 
