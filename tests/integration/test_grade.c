@@ -128,13 +128,13 @@ START_TEST(a_grader_writes_on_a_copy_and_the_repository_stays_as_the_session_lef
 }
 END_TEST
 
-/* bwrap's own overlays need bubblewrap 0.9 (Debian 12 has 0.8):
+/* bwrap's own overlays need bubblewrap 0.11 (Debian 12 has 0.8):
  * TRIALBOX_TEST_OVERLAY_BWRAP names one to use. */
 START_TEST(a_grader_writes_on_bwraps_overlay_and_the_repository_stays_as_the_session_left_it)
 {
         const char *bwrap = getenv("TRIALBOX_TEST_OVERLAY_BWRAP");
         if (!bwrap || access(bwrap, X_OK) != 0) {
-                skip_note("bwrap-overlay", "no bubblewrap 0.9 or later: set TRIALBOX_TEST_OVERLAY_BWRAP to one");
+                skip_note("bwrap-overlay", "no bubblewrap 0.11 or later: set TRIALBOX_TEST_OVERLAY_BWRAP to one");
                 return;
         }
         _cleanup_free_ char *var = xasprintf("TRIALBOX_BWRAP=%s", bwrap);
@@ -324,9 +324,9 @@ START_TEST(a_layer_asked_for_that_cannot_be_made_here_voids_the_grade)
         struct graded g;
         graded_new(&g, "echo fixed > code");
         struct proc_result r;
-        char *version[] = { "/bin/sh", "-c", "bwrap --version", NULL };
-        run_argv(&r, NULL, version);
-        bool old = strstr(r.out, "bubblewrap 0.8") || strstr(r.out, "bubblewrap 0.7");
+        char *help[] = { "/bin/sh", "-c", "bwrap --help 2>&1", NULL };
+        run_argv(&r, NULL, help);
+        bool old = !strstr(r.out, "--tmp-overlay");
         proc_result_free(&r);
         if (!old) {
                 skip_note("bwrap-overlay", "this bwrap has overlays");
@@ -338,7 +338,7 @@ START_TEST(a_layer_asked_for_that_cannot_be_made_here_voids_the_grade)
         GRADE_OF(&g, "status", "void");
         GRADE_OF(&g, "cause", "sandbox_unavailable");
         _cleanup_free_ char *detail = record_field(g.f.out, "grade.json", "detail");
-        assert_contains(detail, "bubblewrap 0.9 or later");
+        assert_contains(detail, "bubblewrap 0.11 or later");
         assert_trial_unchanged(&g);
         proc_result_free(&r);
         graded_free(&g);

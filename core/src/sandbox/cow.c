@@ -38,12 +38,9 @@ int cow_layer_parse(const char *s, enum cow_layer *out)
         return -EINVAL;
 }
 
-bool cow_bwrap_version_has_overlay(const char *version_text)
+bool cow_bwrap_help_has_overlay(const char *help_text)
 {
-        unsigned major = 0, minor = 0;
-        if (!version_text || sscanf(version_text, "bubblewrap %u.%u", &major, &minor) != 2)
-                return false;
-        return major > 0 || minor >= 9;
+        return help_text && strstr(help_text, "--overlay-src") && strstr(help_text, "--tmp-overlay");
 }
 
 bool cow_bwrap_has_overlay(const char *path)
@@ -51,10 +48,10 @@ bool cow_bwrap_has_overlay(const char *path)
         struct stat st;
         if (!path || stat(path, &st) < 0 || (st.st_mode & S_ISUID))
                 return false;
-        char *argv[] = { (char *)path, "--version", NULL };
+        char *argv[] = { (char *)path, "--help", NULL };
         struct spawn s = { .argv = argv, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_CAPTURE,
-                           .std_err = SPAWN_DEV_NULL, .capture_max = 4096 };
-        bool has = spawn_run(&s, NULL) == 0 && s.status == 0 && cow_bwrap_version_has_overlay(s.out.buf);
+                           .std_err = SPAWN_TO_STDOUT, .capture_max = 65536 };
+        bool has = spawn_run(&s, NULL) == 0 && cow_bwrap_help_has_overlay(s.out.buf);
         spawn_done(&s);
         return has;
 }
@@ -155,8 +152,11 @@ static int overlay_steps(const struct sandbox_cow *cow, int *lower, int *tfd, en
         if (*lower < 0 || fstat(*lower, &below) < 0)
                 return -errno;
         *step = STEP_TMPFS;
+        /* size= bounds the data; nr_inodes= the files, whose memory size=
+         * does not count: one per KiB of the size, at least 16384. */
         if (cow->size > 0)
-                snprintf(opts, sizeof opts, "mode=0700,size=%lld", cow->size);
+                snprintf(opts, sizeof opts, "mode=0700,size=%lld,nr_inodes=%lld", cow->size,
+                         cow->size / 1024 > 16384 ? cow->size / 1024 : 16384);
         else
                 snprintf(opts, sizeof opts, "mode=0700");
         if (mount("trialbox-layer", cow->path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)

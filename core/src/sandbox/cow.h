@@ -4,16 +4,19 @@
  * this way. Three ways to make one, best first:
  *
  *   COW_BWRAP_OVERLAY  bwrap's own `--overlay-src DIR --tmp-overlay DIR`
- *                      (bubblewrap 0.9 and later, not setuid): the writes
- *                      go to bwrap's tmpfs, whose pages count against the
- *                      sandbox's memory cgroup.
+ *                      (bubblewrap 0.11 and later, not setuid): the writes
+ *                      go to bwrap's own tmpfs, whose size bwrap cannot
+ *                      bound (its pages count against the sandbox's memory
+ *                      cgroup); the merged folder is the sandbox user's,
+ *                      0755, not the repository's own mode and times.
  *   COW_OVERLAYFS      an overlayfs trialbox mounts itself on DIR, in a
  *                      mount namespace of the keeper's bwrap child (the
  *                      spec's `cow`), right before bwrap starts: root takes
  *                      a mount namespace; anyone else a user namespace that
  *                      maps their own ids and mounts with `userxattr`
  *                      (Linux 5.11). The upper and work folders are on a
- *                      tmpfs of the layer's size stacked on DIR itself, so
+ *                      tmpfs of the layer's size (and one inode per KiB)
+ *                      stacked on DIR itself, so
  *                      nothing is made on the host and everything goes when
  *                      the sandbox's last process does.
  *   COW_COPY           a throwaway copy of DIR (blocks shared where the
@@ -41,12 +44,13 @@ const char *cow_layer_name(enum cow_layer l);
 /* The layer named `s`: 0, or -EINVAL. */
 int cow_layer_parse(const char *s, enum cow_layer *out);
 
-/* Does `version_text` (what `bwrap --version` printed: "bubblewrap 0.8.0")
- * name a bubblewrap with --overlay-src and --tmp-overlay (0.9.0 or later)? */
-bool cow_bwrap_version_has_overlay(const char *version_text);
+/* Does `help_text` (what `bwrap --help` printed) list --overlay-src and
+ * --tmp-overlay? They came with bubblewrap 0.11.0; asking the binary is
+ * surer than its version (a distribution may carry them back). */
+bool cow_bwrap_help_has_overlay(const char *help_text);
 
-/* Can the bwrap at `path` make a COW_BWRAP_OVERLAY: its --version says 0.9
- * or later, and it is not setuid (bwrap refuses overlays then)? Runs it once. */
+/* Can the bwrap at `path` make a COW_BWRAP_OVERLAY: its --help lists the
+ * options, and it is not setuid (bwrap refuses overlays then)? Runs it once. */
 bool cow_bwrap_has_overlay(const char *path);
 
 /* In the calling process (the keeper's bwrap child between fork and exec,

@@ -24,8 +24,8 @@ static int pick_layer(struct trial_grader *g, const struct grader_host *h, struc
                 }
                 if (g->layer == COW_BWRAP_OVERLAY)
                         return tb_fail(err, -EOPNOTSUPP,
-                                       "the layer 'bwrap-overlay' needs a bwrap with --tmp-overlay (bubblewrap 0.9 or "
-                                       "later, not setuid), and '%s' has none; use the layer 'auto'",
+                                       "the layer 'bwrap-overlay' needs a bwrap with --tmp-overlay (bubblewrap 0.11 "
+                                       "or later, not setuid), and '%s' has none; use the layer 'auto'",
                                        h->bwrap);
         }
         if (g->layer == COW_AUTO || g->layer == COW_OVERLAYFS) {
