@@ -22,6 +22,7 @@
 struct clone {
         int *to; /* per depth: the copy of that folder, open */
         size_t cap;
+        bool no_reflink; /* the filesystem said it cannot share blocks: not asked again */
         struct tree_clone_stats st;
 };
 
@@ -46,22 +47,33 @@ static void copy_meta(int fd, const char *name, const struct stat *src)
         }
 }
 
-/* The bytes of `in` into `out`: shared blocks, else the kernel's copy,
- * else read and write. 1 when the blocks are shared, 0 copied, or -errno. */
-static int copy_bytes(int in, int out)
+/* The `size` bytes of `in` into `out`: shared blocks, else the kernel's
+ * copy, else read and write. 1 when the blocks are shared, 0 copied, or
+ * -errno. */
+static int copy_bytes(struct clone *c, int in, int out, off_t size)
 {
-        if (ioctl(out, FICLONE, in) == 0)
-                return 1;
-        for (;;) {
-                ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+        if (!c->no_reflink && size > 0) {
+                if (ioctl(out, FICLONE, in) == 0)
+                        return 1;
+                /* Not this filesystem (EOPNOTSUPP), not across two (EXDEV): not again. */
+                c->no_reflink = errno == EOPNOTSUPP || errno == EXDEV || errno == EINVAL || errno == ENOTTY;
+        }
+        for (off_t done = 0; done < size;) {
+                ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(size - done), 0);
                 if (n == 0)
-                        return 0;
-                if (n > 0 || errno == EINTR)
+                        return 0; /* shorter than it was: what there was is copied */
+                if (n > 0) {
+                        done += n;
+                        continue;
+                }
+                if (errno == EINTR)
                         continue;
                 if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
                         return -errno;
                 break;
         }
+        if (lseek(out, 0, SEEK_END) >= size)
+                return 0;
         char buf[65536];
         for (;;) {
                 ssize_t n = read(in, buf, sizeof buf);
@@ -106,7 +118,7 @@ static int clone_file(struct clone *c, int from, const char *name, int to)
                 openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, copy_mode(st.st_mode) & 0700);
         if (out < 0)
                 return -errno;
-        int r = copy_bytes(in, out);
+        int r = copy_bytes(c, in, out, st.st_size);
         if (r < 0)
                 return r;
         c->st.files++;
@@ -132,16 +144,17 @@ static int clone_link(struct clone *c, int from, const char *name, int to)
         return 0;
 }
 
-/* A folder: made now (0700, so that it can be filled), given its mode,
- * owner and times once it is full (clone_post). One the caller cannot read
- * stays empty: `skip`. */
+/* A folder is made when the walk enters it (clone_pre: 0700, so that it
+ * can be filled, as cp does, depth first) and given its mode, owner and
+ * times once it is full (clone_post). One the caller cannot read is made
+ * here, empty, and not entered: `skip`. */
 static int clone_dir(struct clone *c, int from, struct tree_entry *e, int to)
 {
+        if (faccessat(from, e->name, R_OK | X_OK, AT_EACCESS) == 0)
+                return 0;
         if (mkdirat(to, e->name, 0700) < 0)
                 return -errno;
         c->st.dirs++;
-        if (faccessat(from, e->name, R_OK | X_OK, AT_EACCESS) == 0)
-                return 0;
         e->skip = true;
         c->st.skipped++;
         struct stat st;
@@ -181,8 +194,8 @@ static int clone_entries(struct clone *c, struct tree_dir *d, int to)
         return 0;
 }
 
-/* Entering `d`: open its copy (its name is the last part of its path),
- * then copy what it holds. */
+/* Entering `d`: make and open its copy (its name is the last part of its
+ * path), then copy what it holds. */
 static int clone_pre(struct tree_dir *d, void *ctx)
 {
         struct clone *c = ctx;
@@ -194,6 +207,9 @@ static int clone_pre(struct tree_dir *d, void *ctx)
                 _cleanup_free_ char *path = tree_dir_path(d, NULL, 0);
                 const char *slash = strrchr(path, '/');
                 const char *name = slash ? slash + 1 : path;
+                if (mkdirat(c->to[d->depth - 1], name, 0700) < 0)
+                        return -errno;
+                c->st.dirs++;
                 c->to[d->depth] =
                         openat(c->to[d->depth - 1], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (c->to[d->depth] < 0)

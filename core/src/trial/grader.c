@@ -50,13 +50,16 @@ static int make_copy(struct trial_grader *g, const struct grader_host *h, char *
         *copy = xasprintf("%s/%s", h->output, GRADER_COPY_FOLDER);
         if (h->dry_run)
                 return 0;
+        long long start = now_ms();
         _cleanup_close_ int out = open(h->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int r = out < 0 ? -errno : tree_clone_at(AT_FDCWD, h->repo, out, GRADER_COPY_FOLDER, &g->copy);
         if (r < 0)
                 return tb_fail(err, r, "cannot copy the repository '%s' to '%s' for the grader: %s", h->repo, *copy,
                                strerror(-r));
-        log_info("the grader's copy of '%s': %zu files (%zu with shared blocks), %zu folders, %zu links, %zu left out",
-                 h->repo, g->copy.files, g->copy.reflinked, g->copy.dirs, g->copy.links, g->copy.skipped);
+        log_info("the grader's copy of '%s' in %lld ms: %zu files (%zu with shared blocks), %zu folders, %zu links, "
+                 "%zu left out",
+                 h->repo, now_ms() - start, g->copy.files, g->copy.reflinked, g->copy.dirs, g->copy.links,
+                 g->copy.skipped);
         return 0;
 }
 
@@ -181,10 +184,13 @@ void grader_after(struct trial_grader *g, const char *output, uid_t uid)
         if (out < 0)
                 return;
         if (g->layer_used == COW_COPY) {
+                long long start = now_ms();
                 int r = tree_remove_at(out, GRADER_COPY_FOLDER);
                 if (r < 0)
                         log_warn("cannot remove the grader's copy '%s/%s': %s", output, GRADER_COPY_FOLDER,
                                  strerror(-r));
+                else
+                        log_info("the grader's copy removed in %lld ms", now_ms() - start);
         }
         struct sweep s = { .uid = uid };
         static const struct tree_ops ops = { .pre = sweep_pre, .flags = TREE_FIX_MODES };
