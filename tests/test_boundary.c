@@ -1,6 +1,7 @@
 /* The rest of the boundary: what a hostile session may ask of the kernel
- * beyond its files: the socket families it may create, the setuid and
- * setgid bits it may not set. Real Trials (the real trialbox, the real
+ * beyond its files (the socket families it may create, setuid and setgid
+ * bits it may not set) and the host's unix sockets that a bind would
+ * otherwise put in its reach. Real Trials (the real trialbox, the real
  * bwrap, the `shell` Harness), each with a positive control that shows the
  * same probe succeeding where nothing stops it.
  *
@@ -9,11 +10,15 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -179,6 +184,125 @@ START_TEST(cp_tar_git_and_python_copies_work_under_the_setuid_rules)
 }
 END_TEST
 
+/* ---- the host's unix sockets ---- */
+
+/* A "host daemon": a forked child of the test's, answering every HTTP
+ * request "200 ok" on the unix sockets at `paths` until killed. */
+static pid_t socket_daemon(const char *const *paths, size_t n)
+{
+        int fds[8];
+        ck_assert_uint_le(n, TB_ARRAY_SIZE(fds));
+        for (size_t i = 0; i < n; i++) {
+                struct sockaddr_un sun = { .sun_family = AF_UNIX };
+                ck_assert_uint_lt(strlen(paths[i]), sizeof sun.sun_path);
+                snprintf(sun.sun_path, sizeof sun.sun_path, "%s", paths[i]);
+                fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                ck_assert_int_ge(fds[i], 0);
+                ck_assert_msg(bind(fds[i], (struct sockaddr *)&sun, sizeof sun) == 0, "bind '%s': %s", paths[i],
+                              strerror(errno));
+                ck_assert_int_eq(chmod(paths[i], 0777), 0);
+                ck_assert_int_eq(listen(fds[i], 16), 0);
+        }
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid > 0) {
+                for (size_t i = 0; i < n; i++)
+                        close(fds[i]);
+                return pid;
+        }
+        for (;;) {
+                fd_set set;
+                int max = 0;
+                FD_ZERO(&set);
+                for (size_t i = 0; i < n; i++) {
+                        FD_SET(fds[i], &set);
+                        max = fds[i] > max ? fds[i] : max;
+                }
+                if (select(max + 1, &set, NULL, NULL, NULL) < 0)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
+                        if (!FD_ISSET(fds[i], &set))
+                                continue;
+                        int c = accept(fds[i], NULL, NULL);
+                        if (c < 0)
+                                continue;
+                        char buf[4096];
+                        size_t len = 0;
+                        ssize_t r;
+                        while (len < sizeof buf - 1 && (r = read(c, buf + len, sizeof buf - 1 - len)) > 0) {
+                                len += (size_t)r;
+                                buf[len] = '\0';
+                                if (strstr(buf, "\r\n\r\n"))
+                                        break;
+                        }
+                        static const char reply[] =
+                                "HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
+                        (void)!write(c, reply, sizeof reply - 1);
+                        close(c);
+                }
+        }
+}
+
+START_TEST(no_host_unix_socket_in_a_bound_folder_is_reachable_without_the_host_network)
+{
+        struct fixture f;
+        int n = 0;
+        fixture_new(&f);
+        _cleanup_free_ char *bin = path_in(f.dir, "bin"), *skills = path_in(f.dir, "skills");
+        _cleanup_free_ char *deep = path_in(f.repo, "sub/deeper");
+        ck_assert_int_eq(mkdir(bin, 0755), 0);
+        ck_assert_int_eq(mkdir(skills, 0755), 0);
+        ck_assert_int_eq(mkdir_p(deep, 0755), 0);
+        _cleanup_free_ char *on_path = path_in(bin, "daemon.sock"), *in_skills = path_in(skills, "daemon.sock");
+        _cleanup_free_ char *in_repo = path_in(f.repo, "daemon.sock"), *in_deep = path_in(deep, "daemon.sock");
+        const char *const socks[] = { on_path, in_skills, in_repo, in_deep };
+        pid_t daemon = socket_daemon(socks, TB_ARRAY_SIZE(socks));
+        /* Two whose file is not where their name says: bound by a relative
+         * path, and moved after it was bound. trialbox has to walk for them. */
+        _cleanup_free_ char *relative = path_in(skills, "relative.sock"), *moved = path_in(f.repo, "moved.sock");
+        _cleanup_free_ char *was = path_in(f.dir, "was.sock");
+        char cwd[4096];
+        ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+        ck_assert_int_eq(chdir(skills), 0);
+        pid_t rel_daemon = socket_daemon(EXTRA("relative.sock"), 1);
+        ck_assert_int_eq(chdir(cwd), 0);
+        pid_t moved_daemon = socket_daemon(EXTRA(was), 1);
+        ck_assert_int_eq(rename(was, moved), 0);
+        _cleanup_free_ char *probe_cmd = xasprintf("curl -sf --noproxy '*' --unix-socket '%s' http://x/", on_path);
+        ck_assert(host_can(probe_cmd)); /* the host reaches it */
+
+        _cleanup_free_ char *env_path = xasprintf("PATH=%s:%s", bin, getenv("PATH"));
+        struct strbuf sb = { 0 };
+        static const char *const names[] = { "path", "skills", "repo", "deep", "relative", "moved" };
+        const char *const where[] = { on_path, in_skills, in_repo, in_deep, relative, moved };
+        strbuf_add(&sb, "c() { curl -s --noproxy '*' -o /dev/null --unix-socket \"$2\" http://x/; echo $1=$?; }; ");
+        for (size_t i = 0; i < TB_ARRAY_SIZE(where); i++)
+                strbuf_addf(&sb, "c %s '%s'; ", names[i], where[i]);
+        /* The session's own sockets still work. */
+        strbuf_add(&sb, "python3 -c 'import socket, os\n"
+                        "s = socket.socket(socket.AF_UNIX); s.bind(\"own.sock\"); s.listen()\n"
+                        "c = socket.socket(socket.AF_UNIX); c.connect(\"own.sock\"); print(\"own=0\")' 2>&1; rm -f own.sock");
+        const char *const modes[] = { "none", "allow", "host" };
+        for (size_t m = 0; m < TB_ARRAY_SIZE(modes); m++) {
+                _cleanup_free_ char *out = session(&f, &n, ENV(env_path),
+                                                   EXTRA("--network", modes[m], "--skills", skills), sb.s);
+                for (size_t i = 0; i < TB_ARRAY_SIZE(names); i++) {
+                        /* curl 7: could not connect. Under host, the positive control: reached. */
+                        _cleanup_free_ char *want = xasprintf("%s=%s", names[i], strcmp(modes[m], "host") ? "7" : "0");
+                        ck_assert_msg(has_line(out, want), "--network %s: no line '%s' in:\n%s", modes[m], want, out);
+                }
+                assert_line(out, "own=0");
+        }
+        free(sb.s);
+        const pid_t daemons[] = { daemon, rel_daemon, moved_daemon };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(daemons); i++) {
+                kill(daemons[i], SIGKILL);
+                waitpid(daemons[i], NULL, 0);
+        }
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("boundary");
@@ -187,6 +311,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_session_creates_only_unix_inet_inet6_and_route_netlink_sockets);
         tcase_add_test(tc, a_session_cannot_make_a_setuid_or_setgid_file);
         tcase_add_test(tc, cp_tar_git_and_python_copies_work_under_the_setuid_rules);
+        tcase_add_test(tc, no_host_unix_socket_in_a_bound_folder_is_reachable_without_the_host_network);
         suite_add_tcase(s, tc);
         return s;
 }

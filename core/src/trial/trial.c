@@ -10,6 +10,7 @@
 
 #include "limits/cgroup.h"
 #include "sandbox/confine.h"
+#include "sandbox/host_sockets.h"
 #include "base/env.h"
 #include "plugin/host.h"
 #include "base/log.h"
@@ -696,6 +697,13 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         if (!opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
+        }
+        /* Without the host's network, none of its unix sockets either. */
+        if (!opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
+                struct host_sockets_report hs;
+                host_sockets_mask(&t->spec, &hs);
+                log_info("host unix sockets: %zu listed, %zu masked%s", hs.listed, hs.masked,
+                         hs.walked ? " (the bound folders were walked)" : "");
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
