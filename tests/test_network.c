@@ -319,7 +319,7 @@ START_TEST(host_mode_keeps_the_host_network)
         _cleanup_free_ char *script =
                 xasprintf("curl -s --noproxy '*' -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/", s.port);
         struct proc_result r;
-        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb(&r, &f, NULL, EXTRA("--network", "host", "--", "-c", script));
         server_stop(&s);
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "200\n"); /* the newline: trialbox ends the session's last line */
@@ -343,7 +343,7 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
         ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
         ck_assert_ptr_nonnull(strstr(r.out, "HTTPS_PROXY=http://127.0.0.1:3128"));
         proc_result_free(&r);
-        tb(&r, &f, NULL, EXTRA("--dry-run"));
+        tb(&r, &f, NULL, EXTRA("--network", "host", "--dry-run"));
         ck_assert_ptr_null(strstr(r.out, "--unshare-net"));
         proc_result_free(&r);
         const char *const bad[][4] = {
@@ -360,6 +360,120 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
                 proc_result_free(&r);
         }
         fixture_free(&f);
+}
+END_TEST
+
+/* ---- the default network ---- */
+
+/* A Credentials file (under DIR/config) holding a Claude setup token; the
+ * XDG_CONFIG_HOME=... entry that names it (static). */
+static char *claude_credentials(const struct fixture *f)
+{
+        static char env[1200];
+        _cleanup_free_ char *cfg = path_in(f->dir, "config");
+        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-token\"}}", 0600);
+        snprintf(env, sizeof env, "XDG_CONFIG_HOME=%s", cfg);
+        return env;
+}
+
+static const char default_probe[] = "echo proxy=${HTTPS_PROXY:-unset}; "
+                                     "echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,)";
+
+START_TEST(the_default_network_is_allow_for_a_harness_with_endpoints_and_none_for_one_without)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        /* shell declares no endpoints: a network of its own, loopback only. */
+        tb(&r, &f, NULL, EXTRA("--", "-c", default_probe));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "proxy"), "unset");
+        ck_assert_str_eq(result(r.out, "links"), "lo,");
+        ck_assert_str_eq(network_field(f.out, "mode"), "none");
+        proc_result_free(&r);
+
+        /* claude declares its API: allow, through the proxy. */
+        snprintf(f.out, sizeof f.out, "%s/out-claude", f.dir);
+        char *cred = claude_credentials(&f);
+        tb_run(&r, "claude", &f, ENV(cred), EXTRA("--harness-bin", "/bin/sh", "--", "-c", default_probe));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "proxy"), TRIAL_NET_PROXY_URL);
+        ck_assert_str_eq(result(r.out, "links"), "lo,");
+        ck_assert_str_eq(network_field(f.out, "mode"), "allow");
+        _cleanup_free_ char *rec = path_in(f.out, TRIAL_NET_RECORD);
+        ck_assert_int_eq(access(rec, F_OK), 0);
+        proc_result_free(&r);
+
+        /* Unsandboxed, there is no other network to give. */
+        snprintf(f.out, sizeof f.out, "%s/out-nosandbox", f.dir);
+        tb(&r, &f, NULL, EXTRA("--no-sandbox", "--", "-c", "true"));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(network_field(f.out, ""), "null");
+        proc_result_free(&r);
+
+        /* The dry run shows the same. */
+        snprintf(f.out, sizeof f.out, "%s/out-dry", f.dir);
+        tb_run(&r, "claude", &f, ENV(cred), EXTRA("--harness-bin", "/bin/sh", "--dry-run"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
+        ck_assert_ptr_nonnull(strstr(r.out, "HTTPS_PROXY=" TRIAL_NET_PROXY_URL));
+        proc_result_free(&r);
+        tb(&r, &f, NULL, EXTRA("--dry-run"));
+        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
+        ck_assert_ptr_null(strstr(r.out, "HTTPS_PROXY"));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_plan_line_without_network_gets_the_same_default)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *plan = path_in(f.dir, "plan.jsonl"), *out = path_in(f.dir, "trial-a");
+        _cleanup_free_ char *out_host = path_in(f.dir, "trial-b");
+        _cleanup_free_ char *text = xasprintf(
+                "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"%s\",\"args\":[\"-c\",\"true\"]}\n"
+                "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"%s\",\"network\":\"host\","
+                "\"args\":[\"-c\",\"true\"]}\n",
+                f.repo, out, f.repo, out_host);
+        write_plan(plan, text);
+        char *argv[] = { TRIALBOX_BIN, "batch", plan, "-q", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(network_field(out, "mode"), "none");
+        ck_assert_str_eq(network_field(out_host, ""), "null");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(check_says_which_network_a_trial_of_each_harness_gets)
+{
+        struct proc_result r;
+        char *argv[] = { TRIALBOX_BIN, "check", NULL };
+        run_argv(&r, tb_env(NULL), argv);
+        _cleanup_free_ char *all = xasprintf("%s%s", r.out, r.err);
+        const char *line = strstr(all, "network ");
+        ck_assert_msg(line, "no network line in:\n%s", all);
+        _cleanup_free_ char *l = strndup(line, strcspn(line, "\n"));
+        ck_assert_msg(strstr(l, "allow") && strstr(l, "claude") && strstr(l, "codex"), "%s", l);
+        ck_assert_msg(strstr(l, "none") && strstr(l, "shell") && strstr(l, "muse") && strstr(l, "agy"), "%s", l);
+        ck_assert_msg(strstr(l, "--network host"), "%s", l);
+        proc_result_free(&r);
+
+        const char *const one[][2] = { { "shell", "--network none" }, { "claude", "--network allow" } };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(one); i++) {
+                char *argv1[] = { TRIALBOX_BIN, "check", "--harness", (char *)one[i][0], NULL };
+                run_argv(&r, tb_env(NULL), argv1);
+                _cleanup_free_ char *text = xasprintf("%s%s", r.out, r.err);
+                const char *nl = strstr(text, "network ");
+                ck_assert_msg(nl, "no network line in:\n%s", text);
+                _cleanup_free_ char *want = xasprintf("a %s Trial gets %s", one[i][0], one[i][1]);
+                ck_assert_msg(strstr(nl, want), "no '%s' in:\n%s", want, text);
+                proc_result_free(&r);
+        }
 }
 END_TEST
 
@@ -484,6 +598,9 @@ static Suite *suite(void)
         tcase_add_test(tc, host_mode_keeps_the_host_network);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
         tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
+        tcase_add_test(tc, the_default_network_is_allow_for_a_harness_with_endpoints_and_none_for_one_without);
+        tcase_add_test(tc, a_plan_line_without_network_gets_the_same_default);
+        tcase_add_test(tc, check_says_which_network_a_trial_of_each_harness_gets);
         suite_add_tcase(s, tc);
         return s;
 }

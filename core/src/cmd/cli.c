@@ -44,10 +44,12 @@ static const char usage_text[] =
         "  --credentials FILE    the Credentials file (default ~/.config/trialbox/credentials.json)\n"
         "  --no-sandbox          run unsandboxed, in the real home (also TRIALBOX_NO_SANDBOX=1)\n"
         "  --dry-run             print the bwrap command line (secrets redacted); run nothing\n"
-        "  --network MODE        host (default): the host's network; none: loopback only;\n"
-        "                        allow: only the Harness's endpoints and --allow-host, through\n"
-        "                        trialbox's proxy (HTTP_PROXY...), recorded in network.jsonl\n"
-        "  --allow-host PATTERN  also allow host[:port], *.domain[:port], an IP or [IPv6]\n"
+        "  --network MODE        allow: only the Harness's endpoints and --allow-host, through\n"
+        "                        trialbox's proxy (HTTP_PROXY...), recorded in network.jsonl;\n"
+        "                        none: loopback only; host: the host's network (explicit only).\n"
+        "                        Default: allow if the Harness declares endpoints, else none\n"
+        "  --allow-host PATTERN  also allow host[:port], *.domain[:port], an IP or [IPv6];\n"
+        "                        a host loopback port by name: 127.0.0.1:8000, localhost:8000\n"
         "                        (repeatable; implies --network allow)\n"
         "  --json                print the Outcome as one JSON line on stdout at the end\n"
         "  --user NAME|UID       as root: run the session (and bwrap) as this user, who must\n"
@@ -128,7 +130,7 @@ static int no_sandbox_from_env(const struct tb_env *env, bool *out)
  * with host or none it is a usage error. Each pattern is checked here. */
 static int parse_network(struct trial_options *opt, const char *network)
 {
-        opt->network = opt->n_allow_hosts ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_HOST;
+        opt->network = opt->n_allow_hosts ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_DEFAULT;
         if (network && trial_network_parse(network, &opt->network) < 0)
                 return usage_error("run ", "--network is '%s'; use host, none or allow", network);
         if (opt->n_allow_hosts && opt->network != TRIAL_NETWORK_ALLOW)

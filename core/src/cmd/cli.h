@@ -41,4 +41,9 @@ struct readiness {
 void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out);
 void readiness_done(struct readiness *r);
 
+/* The endpoints the plugin declares (its `endpoints` hook, asked the way
+ * `check` asks preflight: changing nothing), into `host` (host_done it). */
+struct tb_host;
+void endpoints_check(const struct plugin *p, const struct tb_env *env, struct tb_host *host);
+
 #endif

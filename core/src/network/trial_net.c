@@ -22,6 +22,11 @@ static const char *const mode_names[] = {
         [TRIAL_NETWORK_ALLOW] = "allow",
 };
 
+enum trial_network trial_network_default(size_t n_endpoints)
+{
+        return n_endpoints > 0 ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_NONE;
+}
+
 int trial_network_parse(const char *name, enum trial_network *out)
 {
         for (size_t i = 0; i < TB_ARRAY_SIZE(mode_names); i++)
@@ -34,6 +39,8 @@ int trial_network_parse(const char *name, enum trial_network *out)
 
 const char *trial_network_name(enum trial_network mode)
 {
+        if (mode == TRIAL_NETWORK_DEFAULT)
+                return "default";
         return (size_t)mode < TB_ARRAY_SIZE(mode_names) ? mode_names[mode] : "?";
 }
 
@@ -264,7 +271,8 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
 
 struct json_object *trial_net_outcome_json(const struct trial_net *n)
 {
-        if (n->mode == TRIAL_NETWORK_HOST)
+        /* Host; or not decided yet: the Trial was void before its plugin ran. */
+        if (n->mode == TRIAL_NETWORK_HOST || n->mode == TRIAL_NETWORK_DEFAULT)
                 return NULL;
         json_object *j;
         if (n->mode == TRIAL_NETWORK_ALLOW && n->proxy) {
