@@ -268,7 +268,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
         struct proc_result r;
         tb(&r, &f, ENV(map),
            EXTRA("-v", "--network", "allow", "--allow-host", "allowed.test", "--allow-host", "*.wild.test",
-                 "--allow-host", port_rule, "--allow-host", "localhost", "--allow-host", "tls.test", "--", "-c",
+                 "--allow-host", port_rule, "--allow-host", "tls.test", "--", "-c",
                  script));
         server_stop(&s);
         if (tls_pid > 0) {
@@ -283,7 +283,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
         ck_assert_str_eq(result(r.out, "apex"), "403");
         ck_assert_str_eq(result(r.out, "port"), "200");
         ck_assert_str_eq(result(r.out, "otherport"), "403");
-        ck_assert_str_eq(result(r.out, "localhost"), "403"); /* listed, but it is a loopback address */
+        ck_assert_str_eq(result(r.out, "localhost"), "403"); /* this host's loopback, not listed with its port */
         ck_assert_str_eq(result(r.out, "loopback"), "403");
         ck_assert_str_eq(result(r.out, "direct"), "7");
         if (tls)
@@ -349,6 +349,13 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
         const char *const bad[][4] = {
                 { "--allow-host", "*", NULL },
                 { "--allow-host", "*.com", NULL },
+                /* This host's loopback: one port, named exactly. */
+                { "--allow-host", "127.0.0.1", NULL },
+                { "--allow-host", "localhost", NULL },
+                { "--allow-host", "[::1]", NULL },
+                { "--allow-host", "0.0.0.0", NULL },
+                { "--allow-host", "*.localhost", NULL },
+                { "--allow-host", "model.localhost:8000", NULL },
                 { "--network", "none", "--allow-host", "x.test" },
                 { "--network", "bogus", NULL },
                 { "--network", "none", "--no-sandbox", NULL },
@@ -359,6 +366,56 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
                 ck_assert(one_line(r.err));
                 proc_result_free(&r);
         }
+        fixture_free(&f);
+}
+END_TEST
+
+/* ---- a model server on the host's loopback ---- */
+
+/* A local model server or gateway on the host's 127.0.0.1: `--allow-host
+ * 127.0.0.1:PORT` (or localhost:PORT) lets that one port through, and the
+ * session's clients, which honour NO_PROXY, send it through the proxy. */
+START_TEST(a_host_loopback_port_named_exactly_is_reached_through_the_proxy)
+{
+        struct server s;
+        server_start(&s, NULL);
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *lit = xasprintf("127.0.0.1:%d", s.port), *name = xasprintf("localhost:%d", s.port);
+        /* curl with the session's own proxy variables, as the Harness CLIs use them. */
+        _cleanup_free_ char *script = xasprintf(
+                "c() { n=$1; shift; echo $n=$(curl -s -o /dev/null -w '%%{http_code}' \"$@\"); }; "
+                "c lit http://127.0.0.1:%d/v1/messages; c name http://localhost:%d/; "
+                "c other http://127.0.0.1:%d/; "
+                "echo close=$(curl -s -D - -o /dev/null http://127.0.0.1:%d/ | tr -d '\\r' | grep -ci '^connection: close'); "
+                "echo no_proxy=[$NO_PROXY]",
+                s.port, s.port, s.port == 65535 ? 1 : s.port + 1, s.port);
+        struct proc_result r;
+        tb(&r, &f, NULL, EXTRA("--network", "allow", "--allow-host", lit, "--allow-host", name, "--", "-c", script));
+        server_stop(&s);
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(result(r.out, "lit"), "200");
+        ck_assert_str_eq(result(r.out, "name"), "200");
+        ck_assert_str_eq(result(r.out, "other"), "403"); /* one port, not the host's whole loopback */
+        ck_assert_str_eq(result(r.out, "close"), "1");
+        ck_assert_str_eq(result(r.out, "no_proxy"), "[]");
+        _cleanup_free_ char *rec = read_in(f.out, "network.jsonl");
+        _cleanup_free_ char *want = xasprintf("\"host\":\"127.0.0.1\",\"port\":%d,\"method\":\"GET\",\"decision\":\"allowed\","
+                                              "\"reason\":\"allowed by '%s'\"", s.port, lit);
+        ck_assert_msg(strstr(rec, want), "no '%s' in:\n%s", want, rec);
+        _cleanup_free_ char *want_name = xasprintf("\"host\":\"localhost\",\"port\":%d,\"method\":\"GET\",\"decision\":\"allowed\"",
+                                                   s.port);
+        ck_assert_msg(strstr(rec, want_name), "no '%s' in:\n%s", want_name, rec);
+        ck_assert_str_eq(network_field(f.out, "hosts/127.0.0.1/allowed"), "2");
+        ck_assert_str_eq(network_field(f.out, "hosts/127.0.0.1/denied"), "1");
+        proc_result_free(&r);
+
+        /* Without a loopback port, the session's own servers stay direct. */
+        snprintf(f.out, sizeof f.out, "%s/out2", f.dir);
+        tb(&r, &f, NULL, EXTRA("--allow-host", "x.test", "--", "-c", "echo no_proxy=[$NO_PROXY]"));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "no_proxy"), "[localhost,127.0.0.1,::1]");
+        proc_result_free(&r);
         fixture_free(&f);
 }
 END_TEST
@@ -598,6 +655,7 @@ static Suite *suite(void)
         tcase_add_test(tc, host_mode_keeps_the_host_network);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
         tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
+        tcase_add_test(tc, a_host_loopback_port_named_exactly_is_reached_through_the_proxy);
         tcase_add_test(tc, the_default_network_is_allow_for_a_harness_with_endpoints_and_none_for_one_without);
         tcase_add_test(tc, a_plan_line_without_network_gets_the_same_default);
         tcase_add_test(tc, check_says_which_network_a_trial_of_each_harness_gets);

@@ -64,9 +64,12 @@ void trial_net_spec(const struct trial_net *n, struct sandbox_spec *spec)
                 return;
         for (size_t i = 0; i < TB_ARRAY_SIZE(proxy_vars); i++)
                 sandbox_setenv(spec, proxy_vars[i], TRIAL_NET_PROXY_URL, false);
-        /* Servers the session runs for itself stay direct. */
-        sandbox_setenv(spec, "NO_PROXY", "localhost,127.0.0.1,::1", false);
-        sandbox_setenv(spec, "no_proxy", "localhost,127.0.0.1,::1", false);
+        /* Servers the session runs for itself stay direct, unless a host
+         * loopback port is let through: the CLIs honour NO_PROXY, and a
+         * local model server's requests must reach the proxy. */
+        const char *direct = n->policy && netpolicy_allows_loopback(n->policy) ? "" : "localhost,127.0.0.1,::1";
+        sandbox_setenv(spec, "NO_PROXY", direct, false);
+        sandbox_setenv(spec, "no_proxy", direct, false);
 }
 
 int trial_net_open_record(struct trial_net *n, const char *output_dir, struct tb_error *err)

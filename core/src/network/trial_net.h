@@ -53,8 +53,12 @@ struct trial_net {
 void trial_net_done(struct trial_net *n);
 
 /* The spec's part: --unshare-net for none and allow; for allow, the proxy
- * variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY and their
- * lowercase forms). Call it once the mode is decided. */
+ * variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lowercase forms)
+ * and NO_PROXY/no_proxy: the loopback names, so servers the session starts
+ * for itself stay direct, unless the policy lets a host loopback port
+ * through (netpolicy_allows_loopback): then none, or the session's clients
+ * would go straight to its own loopback, where nothing listens. Call it
+ * once n->policy is built. */
 void trial_net_spec(const struct trial_net *n, struct sandbox_spec *spec);
 
 /* allow: create OUTPUT_DIR/network.jsonl (O_EXCL|O_NOFOLLOW, 0644), opened in
