@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,51 @@ START_TEST(no_host_unix_socket_in_a_bound_folder_is_reachable_without_the_host_n
 }
 END_TEST
 
+/* A container's daemon: a socket bound from another network namespace into
+ * a folder the Trial sees. The kernel lists each namespace's sockets to its
+ * own: trialbox, as root, asks every namespace; unprivileged it cannot
+ * enter them (network.md says so). */
+START_TEST(as_root_a_socket_bound_in_another_network_namespace_is_masked_too)
+{
+        if (geteuid() != 0) {
+                skip_note("as_root_a_socket_bound_…", "not root: another network namespace's sockets are not listed");
+                return;
+        }
+        struct fixture f;
+        int n = 0;
+        fixture_new(&f);
+        _cleanup_free_ char *path = path_in(f.repo, "container.sock");
+        int ready[2];
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t container = fork();
+        ck_assert_int_ge(container, 0);
+        if (container == 0) {
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(1);
+                close(ready[0]);
+                pid_t d = socket_daemon(EXTRA(path), 1);
+                (void)!write(ready[1], &d, sizeof d);
+                waitpid(d, NULL, 0);
+                _exit(0);
+        }
+        close(ready[1]);
+        pid_t daemon = -1;
+        ck_assert_int_eq(read(ready[0], &daemon, sizeof daemon), (ssize_t)sizeof daemon);
+        close(ready[0]);
+        _cleanup_free_ char *probe = xasprintf("curl -sf --noproxy '*' --unix-socket '%s' http://x/", path);
+        ck_assert(host_can(probe));
+        _cleanup_free_ char *script =
+                xasprintf("curl -s --noproxy '*' -o /dev/null --unix-socket '%s' http://x/; echo container=$?", path);
+        _cleanup_free_ char *in = session(&f, &n, NULL, EXTRA("--network", "none"), script);
+        _cleanup_free_ char *out = session(&f, &n, NULL, EXTRA("--network", "host"), script);
+        kill(daemon, SIGKILL);
+        waitpid(container, NULL, 0);
+        assert_line(in, "container=7");
+        assert_line(out, "container=0");
+        fixture_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("boundary");
@@ -312,6 +358,7 @@ static Suite *suite(void)
         tcase_add_test(tc, a_session_cannot_make_a_setuid_or_setgid_file);
         tcase_add_test(tc, cp_tar_git_and_python_copies_work_under_the_setuid_rules);
         tcase_add_test(tc, no_host_unix_socket_in_a_bound_folder_is_reachable_without_the_host_network);
+        tcase_add_test(tc, as_root_a_socket_bound_in_another_network_namespace_is_masked_too);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -3,17 +3,20 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -31,6 +34,17 @@ void host_sockets_free(struct host_socket *v, size_t n)
 static unsigned long long dev_from_kernel(uint32_t kdev)
 {
         return makedev(kdev >> 20, kdev & 0xfffff);
+}
+
+/* Append a socket file to *v, once (a listener's accepted sockets share its name). */
+static void add_socket(struct host_socket **v, size_t *n, size_t *cap, unsigned long long dev, unsigned long long ino,
+                       const char *path)
+{
+        for (size_t i = 0; i < *n; i++)
+                if ((*v)[i].ino == ino && (*v)[i].dev == dev)
+                        return;
+        GREEDY_REALLOC(*v, *cap, *n + 1);
+        (*v)[(*n)++] = (struct host_socket){ .dev = dev, .ino = ino, .path = xstrdup(path) };
 }
 
 /* One message of the dump: its name (a pathname, not abstract) and its
@@ -52,15 +66,8 @@ static void take_socket(const struct unix_diag_msg *m, size_t len, struct host_s
         }
         if (!name || name_len == 0 || name[0] == '\0' || !vfs)
                 return; /* unnamed, abstract, or no file */
-        for (size_t i = 0; i < *n; i++)
-                if ((*v)[i].ino == vfs->udiag_vfs_ino && (*v)[i].dev == dev_from_kernel(vfs->udiag_vfs_dev))
-                        return; /* a listener's accepted sockets share its name */
-        GREEDY_REALLOC(*v, *cap, *n + 1);
-        (*v)[(*n)++] = (struct host_socket){
-                .dev = dev_from_kernel(vfs->udiag_vfs_dev),
-                .ino = vfs->udiag_vfs_ino,
-                .path = strndup(name, strnlen(name, name_len)),
-        };
+        _cleanup_free_ char *path = strndup(name, strnlen(name, name_len));
+        add_socket(v, n, cap, dev_from_kernel(vfs->udiag_vfs_dev), vfs->udiag_vfs_ino, path);
 }
 
 /* Read the dump's answers until NLMSG_DONE. 0, or a negative errno. */
@@ -88,7 +95,8 @@ static int read_dump(int fd, struct host_socket **v, size_t *n, size_t *cap)
         }
 }
 
-int host_sockets_list(struct host_socket **out)
+/* The sockets of this process's network namespace, into *v. 0 or -errno. */
+static int list_here(struct host_socket **v, size_t *n, size_t *cap)
 {
         _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
         if (fd < 0)
@@ -104,13 +112,111 @@ int host_sockets_list(struct host_socket **out)
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
         if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
                 return -errno;
+        return read_dump(fd, v, n, cap);
+}
+
+/* One socket as a child sends it back: its identity, then its path's bytes. */
+struct wire_socket {
+        unsigned long long dev, ino;
+        uint32_t len;
+};
+
+/* In a forked child: join the network namespace `ns_path` names, list its
+ * sockets, write them to `out`. */
+static void __attribute__((noreturn)) list_child(const char *ns_path, int out)
+{
+        int ns = open(ns_path, O_RDONLY | O_CLOEXEC);
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
-        int r = read_dump(fd, &v, &n, &cap);
+        if (ns < 0 || setns(ns, CLONE_NEWNET) < 0 || list_here(&v, &n, &cap) < 0)
+                _exit(1);
+        for (size_t i = 0; i < n; i++) {
+                struct wire_socket w = { .dev = v[i].dev, .ino = v[i].ino, .len = (uint32_t)strlen(v[i].path) };
+                if (write(out, &w, sizeof(w)) != (ssize_t)sizeof(w) || write(out, v[i].path, w.len) != (ssize_t)w.len)
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+static bool read_exactly(int fd, void *buf, size_t len)
+{
+        for (size_t got = 0; got < len;) {
+                ssize_t r = read(fd, (char *)buf + got, len - got);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return false;
+                got += (size_t)r;
+        }
+        return true;
+}
+
+/* The sockets of the network namespace `ns_path` names, asked from a child
+ * that joined it, into *v. */
+static void list_there(const char *ns_path, struct host_socket **v, size_t *n, size_t *cap)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return;
+        pid_t child = fork();
+        if (child == 0) {
+                close(p[0]);
+                list_child(ns_path, p[1]);
+        }
+        close(p[1]);
+        struct wire_socket w;
+        while (child > 0 && read_exactly(p[0], &w, sizeof(w)) && w.len > 0 && w.len < 4096) {
+                char path[4096];
+                if (!read_exactly(p[0], path, w.len))
+                        break;
+                path[w.len] = '\0';
+                add_socket(v, n, cap, w.dev, w.ino, path);
+        }
+        close(p[0]);
+        while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+        }
+}
+
+/* As root, every other network namespace a process is in: a container's
+ * daemon may write its socket into a folder a Trial sees, and the kernel
+ * lists each namespace's sockets to its own. */
+static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
+{
+        struct stat own;
+        if (geteuid() != 0 || stat("/proc/self/ns/net", &own) < 0)
+                return;
+        _cleanup_(tb_closedirp) DIR *proc = opendir("/proc");
+        _cleanup_free_ ino_t *seen = NULL;
+        size_t n_seen = 0, cap_seen = 0;
+        for (struct dirent *e; proc && (e = readdir(proc));) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
+                        continue;
+                char ns_path[300];
+                struct stat st;
+                snprintf(ns_path, sizeof ns_path, "/proc/%s/ns/net", e->d_name);
+                if (stat(ns_path, &st) < 0 || (st.st_dev == own.st_dev && st.st_ino == own.st_ino))
+                        continue;
+                bool known = false;
+                for (size_t i = 0; i < n_seen && !known; i++)
+                        known = seen[i] == st.st_ino;
+                if (known)
+                        continue;
+                GREEDY_REALLOC(seen, cap_seen, n_seen + 1);
+                seen[n_seen++] = st.st_ino;
+                list_there(ns_path, v, n, cap);
+        }
+}
+
+int host_sockets_list(struct host_socket **out)
+{
+        struct host_socket *v = NULL;
+        size_t n = 0, cap = 0;
+        int r = list_here(&v, &n, &cap);
         if (r < 0) {
                 host_sockets_free(v, n);
                 return r;
         }
+        list_other_namespaces(&v, &n, &cap);
         *out = v;
         return (int)n;
 }

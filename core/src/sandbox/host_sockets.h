@@ -8,14 +8,16 @@
  *
  * How they are found, cheaply: the kernel lists the sockets bound in
  * trialbox's network namespace, with the device and inode of each one's
- * file (NETLINK_SOCK_DIAG, UDIAG_SHOW_VFS), so no folder is walked. A
+ * file (NETLINK_SOCK_DIAG, UDIAG_SHOW_VFS), so no folder is walked; as
+ * root, those of every other network namespace a process is in too (a
+ * container's daemon), each asked from a child that joins it. A
  * socket whose file is at the path it was bound to is placed there. One
  * that is not (bound by a relative path, moved, hard-linked elsewhere, or
  * bound in another mount namespace) sends trialbox walking every bound
  * folder on its file system, where each socket file found is masked; so
- * does a kernel that cannot list its sockets. Sockets bound in another
- * network namespace (a container's daemon) are not listed, and a socket
- * bound after the session started is not masked: the caller's docs say so.
+ * does a kernel that cannot list its sockets. Not run as root, sockets
+ * bound in another network namespace are not listed; and a socket bound
+ * after the session started is not masked: the caller's docs say so.
  *
  * Each socket file is covered by /dev/null (connect: ECONNREFUSED) right
  * after every bind that shows it, as the secret places are. */
@@ -40,9 +42,10 @@ struct host_sockets_report {
 void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_report *rep);
 
 /* The pathname unix sockets bound in this network namespace (the
- * kernel's list): one (device, inode, path) per socket file. Returns how
- * many, or a negative errno when the kernel cannot list them. Exposed for
- * the tests. */
+ * kernel's list), and, as root, in every other one a process is in: one
+ * (device, inode, path) per socket file. Returns how many, or a negative
+ * errno when the kernel cannot list this namespace's. Exposed for the
+ * tests. */
 struct host_socket {
         unsigned long long dev, ino; /* ino: its low 32 bits (the kernel's list has no more) */
         char *path;                  /* as bound: may be relative, or no longer name it */
