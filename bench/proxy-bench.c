@@ -30,6 +30,7 @@
 
 #include "network/netpolicy.h"
 #include "network/proxy.h"
+#include "base/error.h"
 
 static void die(const char *what)
 {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Slurm on the single-node test cluster (tests/slurm/cluster): how long the
+# Slurm on the single-node test cluster (tests/fixtures/slurm-cluster): how long the
 # cluster takes to start and to run its first job, and the wall time of an
 # N-task array (submit to the last task gone from squeue) of bare bwrap
 # no-op lines through `sbatch --wrap`, against the same plan through
@@ -8,7 +8,7 @@
 #   bench/slurm.sh     (SLURM_TASKS=16, SLURM_RUNS=3; root; starts the cluster
 #                       unless it runs, and stops it again if it started it)
 #
-# Needs root and slurmctld slurmd slurm-client munge (tests/slurm/cluster).
+# Needs root and slurmctld slurmd slurm-client munge (tests/fixtures/slurm-cluster).
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || die "needs root (it starts a Slurm cluster)"
@@ -17,7 +17,7 @@ need slurmctld slurmctld
 need bwrap bubblewrap
 tasks=${SLURM_TASKS:-16}
 runs=${SLURM_RUNS:-3}
-cluster="$bench_root/tests/slurm/cluster"
+cluster="$bench_root/tests/fixtures/slurm-cluster"
 eval "$("$cluster" env)"
 export SLURM_CONF
 scratch
@@ -113,5 +113,5 @@ else
         row slurm "$tasks-Trial plan through \`trialbox batch --slurm\`" \
                 "pending: this trialbox has no \`batch --slurm\` yet" "" ""
 fi
-method "slurm: the single-node cluster of tests/slurm/cluster ($(nproc) CPUs, proctrack/linuxproc, batch_sched_delay=0); start times from \`tests/slurm/cluster start\` (returns when sinfo says idle) and to the end of one \`sbatch --wrap true\`; arrays: \`sbatch --parsable --array=0-$((tasks - 1)) --wrap LINE\` with LINE $bare, timed from submit until \`squeue -h -r -j ID\` is empty (polled every 0.1 s), median of $runs; the trialbox row is \`trialbox batch PLAN --slurm -q\` on the same number of shell Trials (its own squeue poll is 1 s)."
+method "slurm: the single-node cluster of tests/fixtures/slurm-cluster ($(nproc) CPUs, proctrack/linuxproc, batch_sched_delay=0); start times from \`tests/fixtures/slurm-cluster start\` (returns when sinfo says idle) and to the end of one \`sbatch --wrap true\`; arrays: \`sbatch --parsable --array=0-$((tasks - 1)) --wrap LINE\` with LINE $bare, timed from submit until \`squeue -h -r -j ID\` is empty (polled every 0.1 s), median of $runs; the trialbox row is \`trialbox batch PLAN --slurm -q\` on the same number of shell Trials (its own squeue poll is 1 s)."
 [ "$started" = 1 ] || note "slurm: the cluster was already running; its start was not timed"

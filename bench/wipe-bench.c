@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "logins/trials_home.h"
+#include "base/error.h"
 
 static int put(int dfd, const char *name)
 {

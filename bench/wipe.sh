@@ -27,7 +27,7 @@ tmpfs_root=${WIPE_TMPFS:-/dev/shm}
 T=$(mktemp -d "$tmpfs_root/trialbox-wipe.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then say "tmpfs folder kept: $T"; else trap 'rm -rf "$W" "$T"' EXIT; fi
 
-cc -O2 -std=c11 -Wall -Wextra -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/util.c \
+cc -O2 -std=c11 -Wall -Wextra -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/*.c \
         -o "$W/wipe-bench" || die "cannot build bench/wipe-bench.c"
 wb="$W/wipe-bench"
 

@@ -1,4 +1,5 @@
 # bash completion for trialbox
+# (tests/unit/test_help.c checks its commands and options against trialbox's table)
 _trialbox_harnesses()
 {
         trialbox harnesses 2>/dev/null | awk '{print $1}'
@@ -11,7 +12,7 @@ _trialbox()
         prev=${COMP_WORDS[COMP_CWORD-1]}
         cmd=${COMP_WORDS[1]}
         if [ "$COMP_CWORD" -eq 1 ]; then
-                COMPREPLY=($(compgen -W "run harnesses check credentials --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "run batch report harnesses check credentials help --help --version" -- "$cur"))
                 return
         fi
         case "$prev" in
@@ -24,25 +25,35 @@ _trialbox()
         --network)
                 COMPREPLY=($(compgen -W "host none allow" -- "$cur"))
                 return ;;
-        --allow-host)
+        --allow-host|--user|--slurm-args)
                 return ;;
-        --harness-bin|--credentials)
+        --harness-bin|--credentials|--prices|--html)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
-        --timeout|--kill-after|--memory|--pids|--cpus)
+        --by)
+                COMPREPLY=($(compgen -W "harness arm task arm,task" -- "$cur"))
+                return ;;
+        --timeout|--kill-after|--memory|--pids|--cpus|--jobs|--retries|--index)
                 return ;; # a value of the user's: nothing to offer
         esac
         case "$cmd" in
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --network --allow-host --" -- "$cur")) ;;
+                        --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
+        batch)
+                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
+                        --help" -- "$cur")) ;;
+        report)
+                COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;
         harnesses)
-                COMPREPLY=($(compgen -W "--json -v --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -W "--json -v -q --help" -- "$cur")) ;;
         check)
-                COMPREPLY=($(compgen -W "--harness --json -v --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -W "--harness --json -v -q --help" -- "$cur")) ;;
         credentials)
                 COMPREPLY=($(compgen -W "set unset list --credentials --help" -- "$cur")) ;;
+        help)
+                COMPREPLY=($(compgen -W "run batch report harnesses check credentials help --help" -- "$cur")) ;;
         esac
 }
 complete -F _trialbox trialbox

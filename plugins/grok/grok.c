@@ -4,7 +4,9 @@
  * time: the lock is taken (waiting up to TRIALBOX_GROK_WAIT seconds, default
  * 1800) before the home is wiped to those two and bound as a folder, so
  * Grok's renames inside it work. The lock file is bound read-only over
- * itself, so a session cannot remove or replace it. */
+ * itself, so a session cannot remove or replace it. The login is the host's
+ * only Grok login: the core keeps its last good copy out of the session's
+ * reach and puts it back when a session removes or breaks it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #define GROK_LOGIN "auth.json"
 #define GROK_LOCK ".lock"
 #define GROK_WAIT_DEFAULT_S 1800
+/* The largest auth.json taken for a login (Grok's is a few hundred bytes). */
+#define GROK_LOGIN_MAX ((size_t)256 * 1024)
 
 static int grok_home(const struct tb_host_services *svc, struct tb_host *host, char *buf, size_t n)
 {
@@ -71,6 +75,10 @@ static int grok_prepare_login(const struct tb_host_services *svc, struct tb_host
                 return r;
         r = svc->wipe_except(host, home, keep);
         if (r < 0)
+                return r;
+        char login[4200];
+        snprintf(login, sizeof login, "%s/" GROK_LOGIN, home);
+        if (TB_HOST_HAS(svc, keep_login) && (r = svc->keep_login(host, login, TB_LOGIN_JSON_OBJECT, GROK_LOGIN_MAX)) < 0)
                 return r;
         /* The wipe removes a login that was a link: look again. */
         r = grok_require_login(svc, host, home);

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "logins/credentials.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 #define PATH "/fuzz/credentials.json"
 

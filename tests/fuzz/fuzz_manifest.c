@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "plugin/manifest.h"
+#include "base/error.h"
 
 #define PATH "/fuzz/fuzz.json"
 

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "network/proxy_request.h"
+#include "base/strbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

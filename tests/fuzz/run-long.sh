@@ -4,7 +4,7 @@
 #   tests/fuzz/run-long.sh [-b BUILD_DIR] [-w WORK_DIR] [-j JOBS] [MINUTES [TARGET...]]
 #
 # MINUTES per target (default 5); TARGETs among credentials, manifest,
-# supervisor_status, cli_run (default all). BUILD_DIR is a build configured
+# supervisor_status, cli_run, term_filter (default all). BUILD_DIR is a build configured
 # with CC=clang -DTRIALBOX_FUZZ=ON -DTRIALBOX_SANITIZE=ON (default: build-fuzz);
 # the targets are looked for in BUILD_DIR/tests/fuzz. WORK_DIR (default
 # BUILD_DIR/fuzz-long) holds a writable corpus per target, seeded from
@@ -35,7 +35,7 @@ shift $((OPTIND - 1))
 minutes=${1:-5}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(credentials manifest supervisor_status cli_run)
+[ ${#targets[@]} -gt 0 ] || targets=(credentials manifest supervisor_status cli_run term_filter)
 [[ $minutes =~ ^[0-9]+$ && $minutes -gt 0 ]] || { echo "$0: MINUTES must be a whole number above 0, not '$minutes'" >&2; usage; }
 [[ $jobs =~ ^[0-9]+$ && $jobs -gt 0 ]] || { echo "$0: JOBS must be a whole number above 0, not '$jobs'" >&2; usage; }
 work=${work:-$build/fuzz-long}

@@ -38,6 +38,7 @@
  *   1.1  the members flags and endpoints (hook); the services home_dir_from_env,
  *        add_endpoint.
  *   1.2  the member exclusive.
+ *   1.3  the service keep_login.
  *
  * Hooks return 0 on success or a negative errno value. A hook that decides the
  * session must not start calls `svc->void_trial()` and returns its result.
@@ -53,7 +54,7 @@ extern "C" {
 #endif
 
 #define TB_PLUGIN_ABI_MAJOR 1
-#define TB_PLUGIN_ABI_MINOR 2
+#define TB_PLUGIN_ABI_MINOR 3
 #define TB_PLUGIN_ABI_VERSION ((uint32_t)((TB_PLUGIN_ABI_MAJOR << 16) | TB_PLUGIN_ABI_MINOR))
 #define TB_PLUGIN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TB_PLUGIN_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -71,6 +72,10 @@ enum tb_log_level { TB_LOG_ERROR = 0, TB_LOG_WARNING = 1, TB_LOG_INFO = 2, TB_LO
  * exactly one of the two. */
 #define TB_ENDPOINT_REQUIRED 0x1u /* the Harness does not work without it (its API, its login refresh) */
 #define TB_ENDPOINT_OPTIONAL 0x2u /* it tries it and copes without (telemetry, update checks) */
+
+/* What a valid login is, for tb_host_services.keep_login (1.3). */
+#define TB_LOGIN_ANY 0u         /* a regular file, not empty */
+#define TB_LOGIN_JSON_OBJECT 1u /* a regular file holding one JSON object */
 
 /* Bits of tb_harness.flags (1.1). The core ignores bits it does not know. */
 #define TB_HARNESS_NEEDS_USERNS 0x1u /* it runs its own sandbox: keep nested user namespaces */
@@ -187,6 +192,21 @@ struct tb_host_services {
          * TB_ENDPOINT_REQUIRED or TB_ENDPOINT_OPTIONAL. Declared twice, the
          * required one wins. -EINVAL on a bad endpoint or `how`. */
         int (*add_endpoint)(struct tb_host *host, const char *endpoint, unsigned how);
+
+        /* ---- added in ABI 1.3 ---- */
+
+        /* Keep the login file `path`, which the session gets read-write in a
+         * shared folder (a Trials home, bound whole): its last good copy is
+         * kept where no session reaches it, beside that folder ("FOLDER.kept",
+         * 0700, only trialbox writes it), and put back after the session when
+         * the session removed the login or left something that is no valid
+         * login in its place; a valid login the session wrote (a refreshed
+         * token) wins and is kept. Also put back now, when what is there is
+         * no valid login. `format` (TB_LOGIN_*) and `max_bytes` (0: 1 MiB)
+         * say what a valid login is. Call it from prepare_login, once the
+         * folder is locked and wiped, before require_file. Does nothing in
+         * `check` or a dry run; -EINVAL on a bad argument. */
+        int (*keep_login)(struct tb_host *host, const char *path, unsigned format, size_t max_bytes);
 };
 
 /* Does this services table reach member `m`? */

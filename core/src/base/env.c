@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/path.h"
 
 extern char **environ;
 
@@ -45,6 +46,7 @@ void tb_env_init(struct tb_env *env)
                 .secret_places = getenv("TRIALBOX_SECRET_PLACES"),
                 .test_hosts = getenv("TRIALBOX_TEST_HOSTS"),
                 .batch_backoff_ms = getenv("TRIALBOX_BATCH_BACKOFF_MS"),
+                .record_nonce = getenv("TRIALBOX_RECORD_NONCE"),
         };
         env->home = resolve_home(env);
 }

@@ -6,6 +6,9 @@
 #ifndef TB_ENV_H
 #define TB_ENV_H
 
+/* Transitional: cmd/ gets the base helpers from here (base/util.h). */
+#include "base/util.h"
+
 struct tb_env {
         char **environ;              /* the host environment (borrowed, NULL-terminated) */
         const char *home;            /* $HOME when absolute, else the password database's
@@ -24,6 +27,7 @@ struct tb_env {
         const char *pyenv_root;      /* PYENV_ROOT */
         const char *secret_places;   /* TRIALBOX_SECRET_PLACES: more places no session sees */
         const char *batch_backoff_ms; /* TRIALBOX_BATCH_BACKOFF_MS: a batch's first retry delay */
+        const char *record_nonce;     /* TRIALBOX_RECORD_NONCE: the batch's token its run echoes in outcome.json */
         const char *test_hosts;      /* TRIALBOX_TEST_HOSTS: the proxy's test-only name map (test builds) */
 
         char *home_owned;            /* the password database's home, when that is `home` */

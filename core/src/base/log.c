@@ -3,7 +3,8 @@
 
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/str.h"
 
 static int log_verbosity = 1;
 

@@ -1,130 +1,157 @@
 /* `trialbox batch`: its command line, then experiments/batch.h's batch_run. */
-#define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
-#include <stdbool.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "base/env.h"
 #include "cmd/cli.h"
+#include "cmd/exit.h"
+#include "cmd/options.h"
 #include "experiments/batch.h"
-#include "model/outcome.h"
 
-/* ---- the command line ---- */
+struct batch_args {
+        long jobs, retries, index;
+        bool jobs_given, json, slurm, no_wait;
+        const char *slurm_args;
+        int v, q, verbosity;
+};
 
-static const char batch_usage[] =
-        "usage: trialbox batch PLAN [--jobs N] [--retries K] [--json] [-q|-v] [--index I]\n"
-        "                           [--slurm [--slurm-args ARGS] [--no-wait]]\n"
-        "runs every Trial of PLAN (JSON Lines, one Trial per line) as a 'trialbox run',\n"
-        "up to --jobs at once (default: the CPUs), void ones again up to --retries times\n"
-        "(default 2); writes results.jsonl beside PLAN and prints the summary.\n"
-        "Run the same command again to resume. --index I runs only Trial I (0-based).\n"
-        "--slurm submits the plan as one Slurm job array (at most --jobs tasks at once when\n"
-        "given; --slurm-args for sbatch), saves its id in PLAN.slurm-job, waits and gathers;\n"
-        "--no-wait returns after submitting and 'trialbox batch PLAN' gathers later. The\n"
-        "plan's folders and trialbox must be at the same paths on every node.\n"
-        "exit status: 0 every Trial completed or failed, 1 some stayed void, 2 a bad plan,\n"
-        "128+N interrupted by signal N, 126 the batch itself failed.\n";
-
-
-static int parse_count(const char *opt, const char *text, long min, long max, long *out)
+static int parse_count(const struct cli_command *cmd, const char *what, const char *text, long min, long max,
+                       long *out)
 {
         char *end;
         errno = 0;
         long v = strtol(text, &end, 10);
         if (errno || end == text || *end || v < min || v > max)
-                return cli_usage_error("batch ", "%s '%s' is not a whole number from %ld to %ld", opt, text, min, max);
+                return cli_usage_error(cmd->name, "%s '%s' is not a whole number from %ld to %ld", what, text,
+                                       min, max);
         *out = v;
         return 0;
 }
 
-enum { O_JOBS = 256, O_RETRIES, O_JSON, O_SLURM, O_SLURM_ARGS, O_NO_WAIT, O_INDEX };
-
-int batch_main(const struct tb_env *env, int argc, char **argv)
+static int take_jobs(const struct cli_command *cmd, const struct cli_option *o, const char *value, void *args)
 {
-        static const struct option longopts[] = {
-                { "jobs", required_argument, NULL, O_JOBS },   { "retries", required_argument, NULL, O_RETRIES },
-                { "json", no_argument, NULL, O_JSON },         { "slurm", no_argument, NULL, O_SLURM },
-                { "slurm-args", required_argument, NULL, O_SLURM_ARGS },
-                { "no-wait", no_argument, NULL, O_NO_WAIT },   { "index", required_argument, NULL, O_INDEX },
-                { "quiet", no_argument, NULL, 'q' },           { "verbose", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
-        };
-        long nproc = sysconf(_SC_NPROCESSORS_ONLN), jobs = nproc > 0 ? nproc : 1, retries = 2, index = -1;
-        bool json = false, slurm = false, no_wait = false, jobs_given = false;
-        const char *slurm_args = NULL;
-        int c, v = 0, q = 0;
-        opterr = 0;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, ":qvh", longopts, NULL)) != -1) {
-                int r = 0;
-                switch (c) {
-                case O_JOBS:
-                        r = parse_count("--jobs", optarg, 1, 4096, &jobs);
-                        jobs_given = true;
-                        break;
-                case O_RETRIES:
-                        r = parse_count("--retries", optarg, 0, 100, &retries);
-                        break;
-                case O_INDEX:
-                        r = parse_count("--index", optarg, 0, INT_MAX, &index);
-                        break;
-                case O_JSON:
-                        json = true;
-                        break;
-                case O_SLURM:
-                        slurm = true;
-                        break;
-                case O_SLURM_ARGS:
-                        slurm_args = optarg;
-                        break;
-                case O_NO_WAIT:
-                        no_wait = true;
-                        break;
-                case 'q':
-                        q++;
-                        break;
-                case 'v':
-                        v++;
-                        break;
-                case 'h':
-                        fputs(batch_usage, stdout);
-                        return 0;
-                case ':':
-                        return cli_usage_error("batch ", "option '%s' needs a value", argv[optind - 1]);
-                default:
-                        return cli_usage_error("batch ", "unknown option '%s'", argv[optind - 1]);
-                }
-                if (r)
-                        return r;
-        }
-        if (!slurm && (slurm_args || no_wait))
-                return cli_usage_error("batch ", "--slurm-args and --no-wait go with --slurm");
-        if (slurm && index >= 0)
-                return cli_usage_error("batch ", "--index runs one Trial on this machine; it does not go with --slurm");
-        if (v && q)
-                return cli_usage_error("batch ", "-v and -q cannot be used together");
-        if (argc - optind != 1)
-                return cli_usage_error("batch ", "batch needs one PLAN (a JSON Lines file, one Trial per line)");
-        long long backoff_ms = BATCH_BACKOFF_DEFAULT_MS;
+        struct batch_args *a = args;
+        (void)o;
+        a->jobs_given = true;
+        return parse_count(cmd, "--jobs", value, 1, 4096, &a->jobs);
+}
+
+static int take_retries(const struct cli_command *cmd, const struct cli_option *o, const char *value, void *args)
+{
+        (void)o;
+        return parse_count(cmd, "--retries", value, 0, 100, &((struct batch_args *)args)->retries);
+}
+
+static int take_index(const struct cli_command *cmd, const struct cli_option *o, const char *value, void *args)
+{
+        (void)o;
+        return parse_count(cmd, "--index", value, 0, INT_MAX, &((struct batch_args *)args)->index);
+}
+
+static const struct cli_option batch_options[] = {
+        { .kind = CLI_CALL, .name = "jobs", .metavar = "N", .call = take_jobs,
+          .help = "Trials at once (default: the CPUs; with --slurm: array tasks\n"
+                  "at once, no limit when not given)" },
+        { .kind = CLI_CALL, .name = "retries", .metavar = "K", .call = take_retries,
+          .help = "run a void Trial again up to K times (default 2)" },
+        { .kind = CLI_CALL, .name = "index", .metavar = "I", .call = take_index,
+          .help = "run only Trial I (0-based), here: what a Slurm array task does" },
+        { .kind = CLI_FLAG, .name = "slurm", .offset = offsetof(struct batch_args, slurm),
+          .help = "submit the plan as one Slurm job array, save its id in\n"
+                  "PLAN.slurm-job, wait, and gather" },
+        { .kind = CLI_STRING, .name = "slurm-args", .metavar = "ARGS", .offset = offsetof(struct batch_args, slurm_args),
+          .help = "more arguments for sbatch (with --slurm)" },
+        { .kind = CLI_FLAG, .name = "no-wait", .offset = offsetof(struct batch_args, no_wait),
+          .help = "return once the array is submitted; 'trialbox batch PLAN'\n"
+                  "gathers later (with --slurm)" },
+        { .kind = CLI_FLAG, .name = "json", .offset = offsetof(struct batch_args, json),
+          .help = "print the summary as JSON" },
+        { .kind = CLI_COUNT, .name = "verbose", .short_name = 'v', .offset = offsetof(struct batch_args, v),
+          .help = "say what is done (twice: more)" },
+        { .kind = CLI_COUNT, .name = "quiet", .short_name = 'q', .offset = offsetof(struct batch_args, q),
+          .help = "only the summary and errors" },
+        { .kind = CLI_HELP, .name = "help", .short_name = 'h' },
+};
+
+static const struct cli_status batch_statuses[] = {
+        { "0", "every Trial completed or failed (--no-wait: the array was submitted)" },
+        { "1", "some Trial stayed void" },
+        { "2", "a usage error or a bad plan: nothing run" },
+        { "126", "the batch itself failed" },
+        { "128+N", "interrupted by signal N" },
+};
+
+const struct cli_usage cmd_batch_usage = {
+        .synopsis = "trialbox batch PLAN [--jobs N] [--retries K] [--index I] "
+                    "[--slurm [--slurm-args ARGS] [--no-wait]] [--json] [-v|-q]",
+        .description = "Runs every Trial of PLAN (JSON Lines, one Trial per line) as a 'trialbox run',\n"
+                       "up to --jobs at once, void ones again up to --retries times; writes\n"
+                       "results.jsonl beside PLAN and prints the summary. Run the same command again\n"
+                       "to resume. With --slurm, the plan's folders and trialbox must be at the same\n"
+                       "paths on every node.\n",
+        .options = batch_options,
+        .n_options = TB_ARRAY_SIZE(batch_options),
+        .statuses = batch_statuses,
+        .n_statuses = TB_ARRAY_SIZE(batch_statuses),
+};
+
+/* What batch_run needs once every option is read. 0, or TB_EXIT_USAGE (said). */
+static int check_batch_args(const struct cli_command *cmd, struct batch_args *a, int n_args)
+{
+        if (!a->slurm && (a->slurm_args || a->no_wait))
+                return cli_usage_error(cmd->name, "--slurm-args and --no-wait go with --slurm");
+        if (a->slurm && a->index >= 0)
+                return cli_usage_error(cmd->name,
+                                       "--index runs one Trial on this machine; it does not go with --slurm");
+        if (cli_verbosity(cmd, a->v, a->q, &a->verbosity) != 0)
+                return TB_EXIT_USAGE;
+        if (n_args != 1)
+                return cli_usage_error(cmd->name, "batch needs one PLAN (a JSON Lines file, one Trial per line)");
+        return 0;
+}
+
+/* TRIALBOX_BATCH_BACKOFF_MS, or the default. */
+static int backoff_from_env(const struct cli_command *cmd, const struct tb_env *env, long long *out)
+{
         const char *e = env->batch_backoff_ms;
-        if (e && *e) {
-                long ms = 0;
-                if (parse_count("TRIALBOX_BATCH_BACKOFF_MS", e, 0, 3600000, &ms))
-                        return TB_EXIT_USAGE;
-                backoff_ms = ms;
-        }
-        struct batch_options opt = { .plan = argv[optind], .jobs = (unsigned)jobs, .retries = (unsigned)retries,
-                                     .json = json, .verbosity = q ? 0 : 1 + v, .index = index,
-                                     .backoff_ms = backoff_ms };
-        opt.environ = env->environ;
-        opt.plugin_path = env->plugin_path;
-        opt.slurm = slurm;
-        opt.slurm_args = slurm_args;
-        opt.no_wait = no_wait;
-        opt.slurm_max_running = slurm && jobs_given ? (unsigned)jobs : 0;
+        long ms = 0;
+        *out = BATCH_BACKOFF_DEFAULT_MS;
+        if (!e || !*e)
+                return 0;
+        if (parse_count(cmd, "TRIALBOX_BATCH_BACKOFF_MS", e, 0, 3600000, &ms) != 0)
+                return TB_EXIT_USAGE;
+        *out = ms;
+        return 0;
+}
+
+int cmd_batch(const struct cli_command *self, const struct tb_env *env, int argc, char **argv)
+{
+        long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+        struct batch_args a = { .jobs = nproc > 0 ? nproc : 1, .retries = 2, .index = -1 };
+        long long backoff_ms;
+        int first = 0, r = cli_parse(self, argc, argv, &a, &first);
+        if (r != 0)
+                return r == CLI_HELP_SHOWN ? 0 : r;
+        if (check_batch_args(self, &a, argc - first) != 0 || backoff_from_env(self, env, &backoff_ms) != 0)
+                return TB_EXIT_USAGE;
+        struct batch_options opt = {
+                .plan = argv[first],
+                .jobs = (unsigned)a.jobs,
+                .retries = (unsigned)a.retries,
+                .json = a.json,
+                .verbosity = a.verbosity,
+                .index = a.index,
+                .backoff_ms = backoff_ms,
+                .environ = env->environ,
+                .plugin_path = env->plugin_path,
+                .slurm = a.slurm,
+                .slurm_args = a.slurm_args,
+                .no_wait = a.no_wait,
+                .slurm_max_running = a.slurm && a.jobs_given ? (unsigned)a.jobs : 0,
+        };
         return batch_run(&opt);
 }

@@ -1,40 +1,64 @@
+/* `trialbox credentials`: its command line; the value of `set` read from
+ * stdin (echo off at a terminal); then logins/credentials.h. */
 #define _GNU_SOURCE
 #include "logins/credentials.h"
 
 #include <ctype.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
+#include <unistd.h>
 
-#include "cmd/cli.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "cmd/cli.h"
+#include "cmd/exit.h"
+#include "cmd/options.h"
 
-#define CREDS_EXIT_FAIL 1
+struct credentials_args {
+        const char *path;
+};
 
-static const char credentials_usage[] =
-        "usage: trialbox credentials [--credentials FILE] set KEY   (the value is read from stdin)\n"
-        "       trialbox credentials [--credentials FILE] unset KEY\n"
-        "       trialbox credentials [--credentials FILE] list\n"
-        "\n"
-        "Manages the Credentials file: $XDG_CONFIG_HOME/trialbox/credentials.json, by\n"
-        "default ~/.config/trialbox/credentials.json, or FILE.\n"
-        "KEY is SECTION.KEY, e.g. claude.setup_token or opencode.api_key: the section\n"
-        "is a Harness's name (a-z, 0-9, _ and -), the key A-Z, a-z, 0-9, _ and -.\n"
-        "\n"
-        "  set KEY     store the value read from stdin (one trailing newline is\n"
-        "              dropped); at a terminal it is asked for, without echo.\n"
-        "              Never give a secret as an argument.\n"
-        "  unset KEY   remove KEY (a section left empty goes too)\n"
-        "  list        print the names (SECTION.KEY), one a line; never the values\n"
-        "\n"
-        "The file is written atomically with mode 0600.\n";
+static const struct cli_option credentials_options[] = {
+        { .kind = CLI_STRING, .name = "credentials", .metavar = "FILE", .flags = CLI_NONEMPTY,
+          .needs = "a file", .offset = offsetof(struct credentials_args, path),
+          .help = "this file instead of the default one" },
+        { .kind = CLI_HELP, .name = "help", .short_name = 'h' },
+};
 
-#define usage_error(...) cli_usage_error("credentials ", __VA_ARGS__)
+static const struct cli_status credentials_statuses[] = {
+        { "0", "done" },
+        { "1", "the file cannot be read or written, or unset's KEY is not in it" },
+        { "2", "a usage error: a bad KEY or value; nothing written" },
+};
 
-/* Why a subcommand failed: `err`, and whether the input was at fault (a
- * usage error, exit 2) or anything else (exit 1). */
+const struct cli_usage cmd_credentials_usage = {
+        .synopsis = "trialbox credentials [--credentials FILE] set KEY | unset KEY | list",
+        .description =
+                "Manages the Credentials file: $XDG_CONFIG_HOME/trialbox/credentials.json, by\n"
+                "default ~/.config/trialbox/credentials.json, or FILE.\n"
+                "KEY is SECTION.KEY, e.g. claude.setup_token or opencode.api_key: the section\n"
+                "is a Harness's name (a-z, 0-9, _ and -), the key A-Z, a-z, 0-9, _ and -.\n"
+                "\n"
+                "  set KEY     store the value read from stdin (one trailing newline is\n"
+                "              dropped); at a terminal it is asked for, without echo.\n"
+                "              Never give a secret as an argument.\n"
+                "  unset KEY   remove KEY (a section left empty goes too)\n"
+                "  list        print the names (SECTION.KEY), one a line; never the values\n"
+                "\n"
+                "The file is written atomically with mode 0600.\n",
+        .options = credentials_options,
+        .n_options = TB_ARRAY_SIZE(credentials_options),
+        .statuses = credentials_statuses,
+        .n_statuses = TB_ARRAY_SIZE(credentials_statuses),
+};
+
+#define usage_error(...) cli_usage_error("credentials", __VA_ARGS__)
+
+/* Why an action failed: `err`, and whether the input was at fault (a usage
+ * error, exit 2) or anything else (exit 1). */
 struct creds_failure {
         struct tb_error err;
         bool usage;
@@ -50,15 +74,6 @@ static int usage_fail(struct creds_failure *f, int code, const char *fmt, ...)
         f->err.code = code;
         f->usage = true;
         return code;
-}
-
-/* The command layer: a failure becomes its one line and exit status. */
-static int creds_exit_status(const struct creds_failure *f)
-{
-        if (f->usage)
-                return usage_error("%s", f->err.msg);
-        log_error("%s", f->err.msg);
-        return CREDS_EXIT_FAIL;
 }
 
 /* ---- reading the value ---- */
@@ -164,7 +179,7 @@ static int read_value(const char *name, char **out, size_t *out_len, struct cred
 
 /* ---- the subcommands ---- */
 
-static int cmd_set(const char *path, const char *dotted, const char *section, const char *key,
+static int creds_set(const char *path, const char *dotted, const char *section, const char *key,
                    struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
@@ -190,7 +205,7 @@ static int cmd_set(const char *path, const char *dotted, const char *section, co
         return 0;
 }
 
-static int cmd_unset(const char *path, const char *dotted, const char *section, const char *key,
+static int creds_unset(const char *path, const char *dotted, const char *section, const char *key,
                      struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
@@ -209,7 +224,7 @@ static int cmd_unset(const char *path, const char *dotted, const char *section, 
         return 0;
 }
 
-static int cmd_list(const char *path, struct creds_failure *f)
+static int creds_list(const char *path, struct creds_failure *f)
 {
         _cleanup_credentials_ struct credentials *c = NULL;
         _cleanup_strv_ struct strv names = { 0 };
@@ -244,82 +259,81 @@ static char *key_shown(const char *key)
         return xasprintf("a KEY of %zu characters starting '%.4s...'", n, key);
 }
 
-int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override)
+/* The action and its KEY, from the arguments left after the options. Extra
+ * arguments are counted, never quoted back: one may be a secret given by
+ * mistake. 0, or TB_EXIT_USAGE (said). */
+enum creds_action { CREDS_SET, CREDS_UNSET, CREDS_LIST };
+static int parse_action(char **args, int n, enum creds_action *action)
 {
-        const char *pos[3];
-        size_t npos = 0;
-        bool options_done = false;
-        const char *path = path_override;
-
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                if (!options_done && a[0] == '-' && a[1] != '\0') {
-                        if (strcmp(a, "--") == 0) {
-                                options_done = true;
-                        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-                                fputs(credentials_usage, stdout);
-                                return 0;
-                        } else if (strcmp(a, "--credentials") == 0 || str_has_prefix(a, "--credentials=")) {
-                                const char *v = a[13] == '=' ? a + 14 : (i + 1 < argc ? argv[++i] : NULL);
-                                if (!v || !*v)
-                                        return usage_error("option '--credentials' needs a file");
-                                path = v;
-                        } else {
-                                return usage_error("unknown option '%s'", a);
-                        }
-                        continue;
-                }
-                /* Extra arguments are counted, never quoted back: one may be a
-                 * secret given by mistake. */
-                if (npos < TB_ARRAY_SIZE(pos))
-                        pos[npos] = a;
-                npos++;
-        }
-        if (npos == 0)
+        if (n == 0)
                 return usage_error("'credentials' needs a command: set KEY, unset KEY or list");
-
-        const char *cmd = pos[0];
+        const char *cmd = args[0];
         bool is_set = strcmp(cmd, "set") == 0, is_unset = strcmp(cmd, "unset") == 0;
         if (!is_set && !is_unset && strcmp(cmd, "list") != 0)
                 return usage_error("unknown credentials command '%s' (set, unset or list)", cmd);
-        if (!is_set && !is_unset && npos > 1)
+        if (!is_set && !is_unset && n > 1)
                 return usage_error("'list' takes no arguments");
-        if ((is_set || is_unset) && npos < 2)
+        if ((is_set || is_unset) && n < 2)
                 return usage_error("'%s' needs a KEY such as claude.setup_token", cmd);
-        if (is_set && npos > 2)
+        if (is_set && n > 2)
                 return usage_error("'set' takes only a KEY: the value is read from stdin, never from the "
                                    "command line");
-        if (is_unset && npos > 2)
+        if (is_unset && n > 2)
                 return usage_error("'unset' takes only a KEY");
+        *action = is_set ? CREDS_SET : is_unset ? CREDS_UNSET : CREDS_LIST;
+        return 0;
+}
 
-        _cleanup_free_ char *section = NULL, *key = NULL;
-        if (is_set || is_unset) {
-                if (credentials_parse_key(pos[1], &section, &key) < 0) {
-                        _cleanup_free_ char *shown = key_shown(pos[1]);
-                        return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, "
-                                           "'_' and '-' and a key of A-Z, a-z, 0-9, '_' and '-', e.g. "
-                                           "claude.setup_token",
-                                           shown);
-                }
-        }
+/* The usage error of a KEY that is not SECTION.KEY. */
+static int bad_key(const char *dotted)
+{
+        _cleanup_free_ char *shown = key_shown(dotted);
+        return usage_error("%s is not a valid KEY: use SECTION.KEY with a section of a-z, 0-9, '_' and '-' and a key "
+                           "of A-Z, a-z, 0-9, '_' and '-', e.g. claude.setup_token",
+                           shown);
+}
 
+/* The action on the file at `path` (`path` NULL: the default one); `dotted`
+ * (split into `section` and `key`) is set's and unset's KEY. */
+static int run_action(const struct tb_env *env, const char *path, enum creds_action action, const char *dotted,
+                      const char *section, const char *key)
+{
         _cleanup_free_ char *default_path = NULL;
-        if (!path) {
-                if (credentials_default_path(env, &default_path) < 0) {
-                        log_error("cannot find the credentials file: neither XDG_CONFIG_HOME nor HOME is set; give "
-                                  "--credentials FILE");
-                        return CREDS_EXIT_FAIL;
-                }
-                path = default_path;
-        }
+        if (!path && credentials_default_path(env, &default_path) < 0)
+                return cli_fail(CLI_EXIT_FAILED, "cannot find the credentials file: neither XDG_CONFIG_HOME nor "
+                                                 "HOME is set; give --credentials FILE");
+        path = path ? path : default_path;
 
         struct creds_failure f = { 0 };
-        int r;
-        if (is_set)
-                r = cmd_set(path, pos[1], section, key, &f);
-        else if (is_unset)
-                r = cmd_unset(path, pos[1], section, key, &f);
-        else
-                r = cmd_list(path, &f);
-        return r < 0 ? creds_exit_status(&f) : 0;
+        int r = action == CREDS_SET     ? creds_set(path, dotted, section, key, &f)
+                : action == CREDS_UNSET ? creds_unset(path, dotted, section, key, &f)
+                                        : creds_list(path, &f);
+        if (r >= 0)
+                return CLI_EXIT_OK;
+        return f.usage ? usage_error("%s", f.err.msg) : cli_fail(CLI_EXIT_FAILED, "%s", f.err.msg);
+}
+
+int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override)
+{
+        const struct cli_command *self = cli_command_find("credentials");
+        struct credentials_args a = { .path = path_override };
+        enum creds_action action = CREDS_LIST;
+        int first = 0, r = cli_parse(self, argc, argv, &a, &first);
+        if (r != 0)
+                return r == CLI_HELP_SHOWN ? 0 : r;
+        r = parse_action(argv + first, argc - first, &action);
+        if (r != 0)
+                return r;
+        if (action == CREDS_LIST)
+                return run_action(env, a.path, action, NULL, NULL, NULL);
+        _cleanup_free_ char *section = NULL, *key = NULL;
+        if (credentials_parse_key(argv[first + 1], &section, &key) < 0)
+                return bad_key(argv[first + 1]);
+        return run_action(env, a.path, action, argv[first + 1], section, key);
+}
+
+int cmd_credentials(const struct cli_command *self, const struct tb_env *env, int argc, char **argv)
+{
+        (void)self;
+        return credentials_main(env, argc, argv, NULL);
 }

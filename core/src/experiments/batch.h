@@ -29,7 +29,8 @@
 /* Exit statuses of `batch` besides 0 (every Trial completed or failed),
  * TB_EXIT_USAGE (a bad plan or flags) and TB_EXIT_ERROR (the batch itself
  * failed: e.g. results.jsonl cannot be written, or another batch holds the plan). */
-#define TB_BATCH_EXIT_VOID 1 /* some Trial stayed void (or did not run) */
+#define TB_BATCH_EXIT_VOID 1 /* some Trial stayed void, did not run, or is unrecorded (its session ran but
+                              * trialbox could not write its final Outcome: never run again) */
 /* Interrupted by SIGINT/SIGTERM/SIGHUP: 128 + the signal, after the running
  * Trials ended and results.jsonl was written. */
 

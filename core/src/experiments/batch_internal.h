@@ -16,8 +16,10 @@
 #include <sys/types.h>
 
 #include "experiments/batch.h"
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 #include "experiments/plan.h"
+#include "model/outcome.h"
 
 struct report;
 struct tb_error;
@@ -35,7 +37,10 @@ struct btrial {
         int kind;           /* DONE: enum outcome_kind */
         unsigned slots;     /* RUNNING: the job slots it holds */
         bool noted;         /* its finished line was shown (Slurm: while waiting) */
-        const char *exclusive; /* its Harness's exclusive resource (plugin.h), or NULL */
+        /* What it cannot share with a Trial running at once: its Harness's
+         * exclusive resource (plugin.h), and "repo:PATH" for a repository
+         * other lines name too (plan.h); NULL when none. */
+        const char *exclusive[2];
 };
 
 struct batch {
@@ -48,8 +53,9 @@ struct batch {
         sigset_t old_mask;
         unsigned used;    /* job slots held */
         struct strv held; /* the exclusive resources running Trials hold */
-        struct strv exclusive; /* per plan line: its Harness's exclusive resource, "" for none */
-        size_t running, done, completed, failed, voids, done_here; /* done_here: ended in this run */
+        struct strv exclusive; /* per Harness: "NAME=RESOURCE" ("NAME=" for none) */
+        struct strv repo_keys; /* the "repo:PATH" resources, one per shared repository */
+        size_t running, done, completed, failed, voids, unrecorded, done_here; /* done_here: ended in this run */
         long long start_ms;
         int stopping;     /* the signal that asked the batch to stop, or 0 */
         bool tty;         /* stderr is a terminal: the live progress line */
@@ -84,17 +90,34 @@ unsigned batch_count_asides(const char *out);
 json_object *batch_read_record(const char *dir, const char *name);
 /* A record's "outcome" string, or NULL. */
 const char *batch_record_kind(json_object *j);
-/* "completed"/"failed" as enum outcome_kind; anything else is void. */
+/* A Trial whose session ran but whose final Outcome trialbox could not
+ * write: final (never run again: the agent's result may not be repeated),
+ * counted apart. Beside enum outcome_kind's values. */
+#define BATCH_KIND_UNRECORDED (OUTCOME_VOID + 1)
+/* "completed", "failed", "unrecorded" as their kinds; anything else is void. */
 int batch_kind_from_name(const char *s);
 /* The last non-empty line of OUTPUT_DIR/trialbox.log, escaped, malloc'd. */
 char *batch_log_tail(const char *out);
 /* The environment Slurm's clients and a task's job ids come from. */
 char *const *batch_environ(const struct batch *b);
-/* launcher.json in `out` for the child `pid`, before it runs. */
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid);
+/* launcher.json in `out` for the child `pid`, before it runs, with the
+ * attempt's `nonce`. */
+int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce);
+/* A fresh token (OUTCOME_NONCE_LEN hex digits, getrandom). */
+void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1]);
+/* Was `rec` (read from `out`/outcome.json) written by a run this batch
+ * started: its launcher_nonce the one launcher.json holds? */
+bool batch_record_ours(const char *out, json_object *rec);
+/* Rename `out`/outcome.json to outcome.json.foreign (for review). */
+void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
 json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+/* The launcher ran the session (its record says `running`) but exited
+ * with TB_EXIT_ERROR, its final Outcome unwritten: record it as
+ * "unrecorded" in `out` (keeping the running record's fields); the new
+ * record. */
+json_object *batch_record_unrecorded(const struct btrial *t, json_object *running);
 /* One results.jsonl line for `t` (its record may be NULL), with its newline. */
 char *batch_result_line(const struct btrial *t, json_object *record);
 void batch_results_append(struct batch *b, const char *line);

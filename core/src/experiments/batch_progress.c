@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
-#include "base/util.h"
+#include "base/str.h"
 #include "experiments/batch_internal.h"
 #include "model/outcome.h"
 
@@ -40,7 +42,7 @@ void batch_progress_line(struct batch *b)
         if (b->done_here > 0 && left > 0)
                 fmt_secs(elapsed * (long long)left / (long long)b->done_here, eta, sizeof eta);
         fprintf(stderr, "\r\033[K[%zu/%zu] completed %zu, failed %zu, void %zu; running %zu; %s elapsed, eta %s",
-                b->done, batch_total(b), b->completed, b->failed, b->voids, b->running, el, eta);
+                b->done, batch_total(b), b->completed, b->failed, b->voids + b->unrecorded, b->running, el, eta);
         fflush(stderr);
 }
 
@@ -60,7 +62,7 @@ void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec)
         json_object_object_get_ex(rec, "duration_ms", &d);
         _cleanup_free_ char *id = str_escape((t->p->id));
         log_error("[%zu/%zu] %s: %s%s%s%s, attempt %u, %lld ms", b->done, batch_total(b), id,
-                outcome_kind_name((enum outcome_kind)t->kind), c && json_object_get_string(c) ? " (" : "",
+                t->kind == BATCH_KIND_UNRECORDED ? "unrecorded" : outcome_kind_name((enum outcome_kind)t->kind), c && json_object_get_string(c) ? " (" : "",
                 c && json_object_get_string(c) ? json_object_get_string(c) : "",
                 c && json_object_get_string(c) ? ")" : "", t->attempt, d ? (long long)json_object_get_int64(d) : -1LL);
 }

@@ -7,10 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
 #include "base/log.h"
-#include "base/util.h"
+#include "base/str.h"
 #include "experiments/batch_internal.h"
 #include "experiments/report.h"
 #include "model/job.h"
@@ -37,15 +42,10 @@ unsigned batch_count_asides(const char *out)
 json_object *batch_read_record(const char *dir, const char *name)
 {
         _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+        _cleanup_free_ char *text = NULL;
+        if (read_full_file_at(AT_FDCWD, path, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text, NULL,
+                              NULL) < 0)
                 return NULL;
-        _cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
-        ssize_t len = read(fd, text, (size_t)st.st_size);
-        if (len < 0)
-                return NULL;
-        text[len] = '\0';
         json_object *j = json_tokener_parse(text);
         if (j && !json_object_is_type(j, json_type_object)) {
                 json_object_put(j);
@@ -68,6 +68,8 @@ int batch_kind_from_name(const char *s)
                 return OUTCOME_COMPLETED;
         if (s && strcmp(s, "failed") == 0)
                 return OUTCOME_FAILED;
+        if (s && strcmp(s, "unrecorded") == 0)
+                return BATCH_KIND_UNRECORDED;
         return OUTCOME_VOID;
 }
 
@@ -117,7 +119,9 @@ static int batch_write_json_at(const char *dir, const char *name, json_object *j
                 return -errno;
         _cleanup_free_ char *text = batch_json_text(j);
         _cleanup_free_ char *line = xasprintf("%s\n", text);
-        return write_file_atomic_at_flags(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
+        /* outcome.json as `run` writes it; launcher.json is the runner's own. */
+        return write_file_atomic_at(dirfd, name, line, strlen(line), strcmp(name, "outcome.json") == 0 ? 0644 : 0600,
+                                    WRITE_SYNC_FILE);
 }
 
 char *const *batch_environ(const struct batch *b)
@@ -127,7 +131,48 @@ char *const *batch_environ(const struct batch *b)
 
 /* Before the launcher runs: its pid, start and boot, in the running record's
  * form (outcome_launcher_lost reads it). */
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid)
+void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1])
+{
+        unsigned char raw[OUTCOME_NONCE_LEN / 2];
+        size_t got = 0;
+        while (got < sizeof raw) {
+                ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        abort(); /* the kernel's random source: nothing to fall back to */
+                got += (size_t)n;
+        }
+        for (size_t i = 0; i < sizeof raw; i++)
+                snprintf(nonce + 2 * i, 3, "%02x", raw[i]);
+}
+
+static const char *string_field(json_object *j, const char *key)
+{
+        json_object *v;
+        return j && json_object_object_get_ex(j, key, &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+bool batch_record_ours(const char *out, json_object *rec)
+{
+        json_object *launcher = batch_read_record(out, "launcher.json");
+        const char *want = string_field(launcher, "nonce"), *got = string_field(rec, "launcher_nonce");
+        bool ours = want && got && strlen(want) == OUTCOME_NONCE_LEN && strcmp(want, got) == 0;
+        json_object_put(launcher);
+        return ours;
+}
+
+void batch_set_aside_foreign(const char *out)
+{
+        _cleanup_free_ char *from = xasprintf("%s/outcome.json", out);
+        _cleanup_free_ char *to = xasprintf("%s/outcome.json.foreign", out);
+        if (rename(from, to) < 0) {
+        }
+}
+
+int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce)
 {
         char boot[40] = "";
         outcome_boot_id(boot, sizeof boot, NULL);
@@ -137,6 +182,7 @@ int batch_write_launcher(const struct batch *b, const char *out, pid_t pid)
         json_object_object_add(j, "pid_start", json_object_new_int64(batch_start_ticks(pid)));
         json_object_object_add(j, "boot_id", json_object_new_string(boot));
         json_object_object_add(j, "started_at_unix_ms", json_object_new_int64(outcome_realtime_ms()));
+        json_object_object_add(j, "nonce", json_object_new_string(nonce));
         /* In a Slurm task: its ids, by which a resumed batch judges it (the pid is this node's). */
         struct slurm_ids ids = slurm_ids_from_env(batch_environ(b));
         if (ids.job_id > 0) {
@@ -155,6 +201,12 @@ int batch_write_launcher(const struct batch *b, const char *out, pid_t pid)
 json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why)
 {
         json_object *j = running ? running : json_object_new_object();
+        if (!running) { /* the batch's own record of its attempt: its token, from launcher.json */
+                json_object *launcher = batch_read_record(t->p->output_dir, "launcher.json");
+                const char *nonce = string_field(launcher, "nonce");
+                json_object_object_add(j, "launcher_nonce", nonce ? json_object_new_string(nonce) : NULL);
+                json_object_put(launcher);
+        }
         _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
         _cleanup_free_ char *detail = xasprintf("%s without a final outcome (its log's last line: %s); the batch runs "
                                                 "it again while retries are left",
@@ -162,6 +214,23 @@ json_object *batch_record_lost(const struct btrial *t, json_object *running, con
         json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
         json_object_object_add(j, "outcome", json_object_new_string("void"));
         json_object_object_add(j, "cause", json_object_new_string("launcher_lost"));
+        json_object_object_add(j, "detail", json_object_new_string(detail));
+        json_object_object_add(j, "exit_code", NULL);
+        json_object_object_add(j, "signal", NULL);
+        batch_write_json_at(t->p->output_dir, "outcome.json", j);
+        return j;
+}
+
+json_object *batch_record_unrecorded(const struct btrial *t, json_object *running)
+{
+        json_object *j = running;
+        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
+        _cleanup_free_ char *detail = xasprintf("the session ran, but trialbox could not write its final Outcome (its "
+                                                "log's last line: %s); it is not run again",
+                                                tail);
+        json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
+        json_object_object_add(j, "outcome", json_object_new_string("unrecorded"));
+        json_object_object_add(j, "cause", NULL);
         json_object_object_add(j, "detail", json_object_new_string(detail));
         json_object_object_add(j, "exit_code", NULL);
         json_object_object_add(j, "signal", NULL);

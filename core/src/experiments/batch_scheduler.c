@@ -25,28 +25,42 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/spawn.h"
+#include "base/str.h"
+#include "base/strv.h"
 
 extern char **environ;
 
 /* ---- small helpers ---- */
 
-/* Is the resource `t`'s Harness declares exclusive (its plugin's
- * `exclusive`) held by a running Trial? Such Trials wait for it without
+/* Is a resource `t` cannot share (its Harness's `exclusive`, its shared
+ * repository) held by a running Trial? Such Trials wait for it without
  * holding a slot. */
 static bool exclusive_busy(const struct batch *b, const struct btrial *t)
 {
-        return t->exclusive && strv_contains(&b->held, t->exclusive);
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                if (t->exclusive[k] && strv_contains(&b->held, t->exclusive[k]))
+                        return true;
+        return false;
 }
 
 static void exclusive_release(struct batch *b, const struct btrial *t)
 {
-        for (size_t i = 0; t->exclusive && i < b->held.n; i++)
-                if (strcmp(b->held.v[i], t->exclusive) == 0) {
-                        free(b->held.v[i]);
-                        b->held.v[i] = b->held.v[--b->held.n];
-                        b->held.v[b->held.n] = NULL;
-                        return;
-                }
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                for (size_t i = 0; t->exclusive[k] && i < b->held.n; i++)
+                        if (strcmp(b->held.v[i], t->exclusive[k]) == 0) {
+                                free(b->held.v[i]);
+                                b->held.v[i] = b->held.v[--b->held.n];
+                                b->held.v[b->held.n] = NULL;
+                                break;
+                        }
 }
 
 /* ---- deciding a Trial from its folder ---- */
@@ -71,8 +85,9 @@ static void set_running(struct batch *b, struct btrial *t)
         t->slots = t->p->slots < b->opt->jobs ? t->p->slots : b->opt->jobs;
         b->used += t->slots;
         b->running++;
-        if (t->exclusive)
-                strv_add(&b->held, t->exclusive);
+        for (size_t k = 0; k < TB_ARRAY_SIZE(t->exclusive); k++)
+                if (t->exclusive[k])
+                        strv_add(&b->held, t->exclusive[k]);
 }
 
 /* A launcher found alive on disk (`path`: its record): wait for it through a
@@ -110,6 +125,7 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
         b->completed += kind == OUTCOME_COMPLETED;
         b->failed += kind == OUTCOME_FAILED;
         b->voids += kind == OUTCOME_VOID;
+        b->unrecorded += kind == BATCH_KIND_UNRECORDED;
         batch_note_finished(b, t, rec);
         _cleanup_free_ char *line = batch_result_line(t, rec);
         batch_results_append(b, line);
@@ -159,6 +175,17 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         const char *out = t->p->output_dir;
         *rec = batch_read_record(out, "outcome.json");
         const char *kind = batch_record_kind(*rec);
+        if (kind && !batch_record_ours(out, *rec)) {
+                /* Not written by a run this batch started: never taken. */
+                _cleanup_free_ char *id = str_escape(t->p->id);
+                log_warn("%s: '%s/outcome.json' was not written by a run this batch started (no matching "
+                         "launcher_nonce); it is kept as outcome.json.foreign and the Trial runs",
+                         id, out);
+                batch_set_aside_foreign(out);
+                json_object_put(*rec);
+                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started");
+                return FOUND_RECORD;
+        }
         if (kind && strcmp(kind, "running") != 0)
                 return FOUND_RECORD;
         if (!kind) {
@@ -194,7 +221,13 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
         }
         if (launcher != *rec)
                 json_object_put(launcher);
-        _cleanup_free_ char *why = slurm_why ? steal_pointer(&slurm_why) : lost_why(exit_status);
+        if (kind && exit_status >= 0 && WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == TB_EXIT_ERROR) {
+                /* It ran the session and said it could not write the end of it:
+                 * its own state, never a void run again. */
+                *rec = batch_record_unrecorded(t, *rec);
+                return FOUND_RECORD;
+        }
+        _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
         *rec = batch_record_lost(t, *rec, why);
         return FOUND_RECORD;
 }
@@ -250,19 +283,14 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
 
 static int run_git(char *const argv[])
 {
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                execvp("git", argv);
-                log_error("cannot run git: %s; install git", strerror(errno));
-                _exit(127);
+        struct spawn s = { .argv = argv };
+        int r = spawn_run(&s, NULL);
+        spawn_done(&s);
+        if (r < 0) {
+                log_error("cannot run git: %s; install git", strerror(-r));
+                return r;
         }
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+        return s.status == 0 ? 0 : -EIO;
 }
 
 /* Started as root with a Trial `user`: the clone becomes that user's (as
@@ -285,8 +313,9 @@ static int clone_to_user(const struct plan_trial *p, const char *clone)
         return r;
 }
 
-/* In the child: a fresh clone of repo_from at its revision, or a void Outcome. */
-static void clone_or_void(const struct plan_trial *p, const char *clone)
+/* In the child: a fresh clone of repo_from at its revision, or a void
+ * Outcome (echoing the launcher's `nonce`). */
+static void clone_or_void(const struct plan_trial *p, const char *clone, const char *nonce)
 {
         struct stat st;
         int r = lstat(clone, &st) == 0 ? -EEXIST : 0;
@@ -305,6 +334,7 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
                 return;
         struct outcome o = { .harness = p->harness, .exit_code = -1 };
         outcome_start(&o);
+        outcome_set_nonce(&o, nonce);
         _cleanup_free_ char *tail = batch_log_tail(p->output_dir);
         _cleanup_free_ char *d =
                 r == -EEXIST ? xasprintf("the clone folder '%s' already exists; move it away", clone)
@@ -316,27 +346,38 @@ static void clone_or_void(const struct plan_trial *p, const char *clone)
         _exit(TB_EXIT_VOID);
 }
 
-static void child(const struct batch *b, const struct plan_trial *p, int go, int log_fd, char **argv)
+/* What the launcher does in its child before it becomes `trialbox run`. */
+struct launch {
+        const struct plan_trial *p;
+        int go_r, go_w;
+        const char *nonce; /* the attempt's token, for a void record written before the run */
+};
+
+/* In the launcher's child (its own process group, so that a terminal's ^C
+ * reaches the batch only, which forwards it once; stdio on the Trial's
+ * log): wait until the batch has recorded it, then clone what the Trial
+ * runs in. An exit status to end with, or 0 to exec. */
+static int launch_child(void *ctx)
 {
-        setpgid(0, 0); /* a terminal's ^C reaches the batch only; it forwards once */
-        sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
+        const struct launch *l = ctx;
+        close(l->go_w);
         char c;
-        ssize_t n;
-        do
-                n = read(go, &c, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1) /* the batch died before it recorded us */
-                _exit(127);
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
-                _exit(127);
-        if (p->repo_from) {
-                _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
-                clone_or_void(p, clone);
+        if (read_retry(l->go_r, &c, 1) != 1) /* the batch died before it recorded us */
+                return 127;
+        if (l->p->shared_repo) {
+                /* Other lines name this repository: one Trial in it at a time,
+                 * also across the tasks of a Slurm array (the batch's own
+                 * scheduling covers one batch only). The lock is the run's
+                 * until it exits: its fd is inherited, not closed on exec. */
+                int fd = open(l->p->shared_repo, O_RDONLY | O_DIRECTORY);
+                if (fd >= 0 && RETRY_EINTR(flock(fd, LOCK_EX)) < 0)
+                        close(fd);
         }
-        execveat(b->self_fd, "", argv, environ, AT_EMPTY_PATH);
-        log_error("cannot run trialbox itself: %s", strerror(errno));
-        _exit(127);
+        if (l->p->repo_from) {
+                _cleanup_free_ char *clone = plan_clone_dir(l->p->output_dir);
+                clone_or_void(l->p, clone, l->nonce);
+        }
+        return 0;
 }
 
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
@@ -344,12 +385,14 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         const struct plan_trial *p = t->p;
         _cleanup_free_ char *parent = path_dirname(p->output_dir);
         int r = mkdir_p(parent, 0755);
-        if (r == 0 && mkdir(p->output_dir, 0755) < 0 && errno != EEXIST)
+        /* 0700, as `run` makes it (which opens it to 0711 when its session
+         * runs as another user); what is in it is the runner's alone. */
+        if (r == 0 && mkdir(p->output_dir, 0700) < 0 && errno != EEXIST)
                 r = -errno;
         if (r < 0)
                 return tb_fail(err, r, "cannot create the output folder '%s': %s", p->output_dir, strerror(-r));
         _cleanup_free_ char *log = xasprintf("%s/trialbox.log", p->output_dir);
-        _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
@@ -357,20 +400,36 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         struct strv argv = { 0 };
         strv_add(&argv, "trialbox");
         plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
-        pid_t pid = fork();
-        if (pid == 0) {
-                close(go[1]);
-                child(b, p, go[0], log_fd, argv.v);
-        }
+        /* This attempt's token: its run echoes it in outcome.json, so that
+         * no record another process planted is ever taken for it. */
+        char nonce[OUTCOME_NONCE_LEN + 1];
+        batch_nonce(nonce);
+        _cleanup_strv_ struct strv envp = { 0 };
+        for (char **e = environ; e && *e; e++)
+                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
+                        strv_add(&envp, *e);
+        strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
+        /* Every Trial runs this same binary, opened once (self_fd); the
+         * batch's own mask (it blocks what its signalfd reads) is not passed on. */
+        struct launch l = { .p = p, .go_r = go[0], .go_w = go[1], .nonce = nonce };
+        struct spawn s = { .argv = argv.v, .envp = envp.v, .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP, .exec_fd = b->self_fd,
+                           .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_FD,
+                           .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd,
+                           .child_fn = launch_child, .ctx = &l };
+        struct tb_error serr = { 0 };
+        int sr = spawn_start(&s, &serr);
+        pid_t pid = s.pid;
+        spawn_done(&s);
         strv_done(&argv);
+        strv_done(&envp);
         close(go[0]);
-        if (pid < 0) {
+        if (sr < 0) {
                 close(go[1]);
-                return tb_fail(err, -errno, "cannot start Trial '%s': fork: %s", p->id, strerror(errno));
+                return tb_fail(err, sr, "cannot start Trial '%s': fork: %s", p->id, strerror(-sr));
         }
-        r = batch_write_launcher(b, p->output_dir, pid);
-        if (r == 0 && write(go[1], "g", 1) != 1)
-                r = -errno;
+        r = batch_write_launcher(b, p->output_dir, pid, nonce);
+        if (r == 0)
+                r = loop_write(go[1], "g", 1);
         close(go[1]);
         t->pid = pid;
         t->pidfd = -1;
@@ -562,15 +621,36 @@ static const char *harness_exclusive(struct batch *b, const char *harness)
         return harness_exclusive(b, harness);
 }
 
+/* "repo:PATH" for a shared repository, kept once in b->repo_keys. */
+static const char *repo_key(struct batch *b, const char *shared)
+{
+        if (!shared)
+                return NULL;
+        _cleanup_free_ char *key = xasprintf("repo:%s", shared);
+        for (size_t i = 0; i < b->repo_keys.n; i++)
+                if (strcmp(b->repo_keys.v[i], key) == 0)
+                        return b->repo_keys.v[i];
+        strv_add(&b->repo_keys, key);
+        return b->repo_keys.v[b->repo_keys.n - 1];
+}
+
 void batch_trials_init(struct batch *b)
 {
         if (b->t)
                 return;
         b->n = b->plan.n;
+        /* Keys are pointers into the vectors: make them all before taking any. */
+        for (size_t i = 0; i < b->n; i++) {
+                harness_exclusive(b, b->plan.v[i].harness);
+                repo_key(b, b->plan.v[i].shared_repo);
+        }
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
                 b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1,
-                                           .exclusive = harness_exclusive(b, b->plan.v[i].harness) };
+                                           .exclusive = { harness_exclusive(b, b->plan.v[i].harness),
+                                                          repo_key(b, b->plan.v[i].shared_repo) } };
+        for (size_t i = 0; i < b->plan.notes.n; i++)
+                log_notice("%s", b->plan.notes.v[i]);
 }
 
 /* Settle every Trial from its folder, writing the results known so far. */
@@ -610,7 +690,8 @@ int batch_finish(struct batch *b, struct tb_error *err)
                 return 128 + b->stopping;
         for (size_t i = 0; i < b->n; i++)
                 if ((b->opt->index < 0 || (long)i == b->opt->index) &&
-                    (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID))
+                    (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID ||
+                     b->t[i].kind == BATCH_KIND_UNRECORDED))
                         return TB_BATCH_EXIT_VOID;
         return 0;
 }
@@ -649,6 +730,7 @@ int batch_run(const struct batch_options *opt)
         free(b.t);
         strv_done(&b.held);
         strv_done(&b.exclusive);
+        strv_done(&b.repo_keys);
         free(b.results_path);
         plan_done(&b.plan);
         return status;

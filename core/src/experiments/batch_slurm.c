@@ -9,8 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/fileio.h"
 #include "base/log.h"
-#include "base/util.h"
+#include "base/path.h"
+#include "base/str.h"
+#include "base/strv.h"
 #include "experiments/batch_internal.h"
 #include <limits.h>
 #include <sys/signalfd.h>
@@ -115,7 +122,7 @@ static void slurm_scan_reset(struct batch *b)
 {
         for (size_t i = 0; i < b->n; i++)
                 b->t[i].state = T_PENDING;
-        b->done = b->completed = b->failed = b->voids = b->running = 0;
+        b->done = b->completed = b->failed = b->voids = b->unrecorded = b->running = 0;
 }
 
 /* After every squeue poll: a signal cancels the array (once; its running
@@ -185,7 +192,7 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         char line[32];
         snprintf(line, sizeof line, "%lld\n", b->job_id);
         const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        r = dirfd < 0 ? -errno : write_file_atomic_at_flags(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
+        r = dirfd < 0 ? -errno : write_file_atomic_at(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE);
         if (r < 0) /* the array runs regardless: say its id, so it can be waited for or cancelled */
                 return tb_fail(err, r, "job %lld was submitted but its id cannot be saved in '%s': %s; cancel it "
                                "(scancel %lld) or save the id there yourself",

@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -47,6 +53,7 @@ static const struct field fields[] = {
         FIELD(cpus, F_CPUS, "--cpus"),
         FIELD(user, F_STRING, "--user"),
         FIELD(root_session, F_FLAG, "--root-session"),
+        FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
 };
@@ -218,6 +225,7 @@ static void trial_done(struct plan_trial *t)
                         free(*str_slot(t, &fields[i]));
         }
         free(t->repo_rev);
+        free(t->shared_repo);
         *t = (struct plan_trial){ 0 };
 }
 
@@ -354,16 +362,100 @@ static int check_unique(const struct plan *plan, size_t offset, const char *fiel
         return 0;
 }
 
+/* A folder a Trial owns or writes, for the overlap check. */
+struct place {
+        const char *path;
+        const struct plan_trial *t;
+        const char *what; /* "output_dir" or "repo" */
+};
+
+static int by_place(const void *a, const void *b)
+{
+        const struct place *x = a, *y = b;
+        int c = path_cmp(x->path, y->path);
+        return c ? c : (x->t->line > y->t->line) - (x->t->line < y->t->line);
+}
+
+/* Two places of two lines, one at or inside the other. */
+static int overlap(const struct plan *plan, const struct place *outer, const struct place *inner,
+                   struct tb_error *err)
+{
+        bool repos = strcmp(outer->what, "repo") == 0 && strcmp(inner->what, "repo") == 0;
+        if (repos && strcmp(outer->path, inner->path) == 0)
+                return 0; /* the same repository: shared, run one at a time */
+        if (strcmp(outer->what, "output_dir") == 0 && strcmp(inner->what, "output_dir") == 0)
+                return 0; /* check_unique's */
+        const char *where = strcmp(outer->path, inner->path) == 0 ? "is" : "is inside";
+        if (repos)
+                return field_error(err, plan, inner->t->line, inner->t->repo ? "repo" : "repo_from",
+                                   "'%s' %s line %u's repository '%s'; give each Trial its own (repo_from)", inner->path,
+                                   where, outer->t->line, outer->path);
+        return field_error(err, plan, inner->t->line, inner->what,
+                           "'%s' %s line %u's %s '%s', where that session could write; keep every Trial's output "
+                           "outside every other's repository",
+                           inner->path, where, outer->t->line, strcmp(outer->what, "repo") == 0 ? "repository" : "output folder",
+                           outer->path);
+}
+
+/* Every output folder against every repository and clone, in one sorted
+ * pass: sorted with '/' first, a folder is followed by what is inside it,
+ * so a stack of the folders still open finds every nesting. */
+static int check_places(struct plan *plan, struct tb_error *err)
+{
+        size_t n = 0;
+        struct place *v = xcalloc(2 * plan->n + 1, sizeof *v);
+        struct strv own = { 0 };
+        for (size_t i = 0; i < plan->n; i++) {
+                struct plan_trial *t = &plan->v[i];
+                v[n++] = (struct place){ .path = t->output_dir, .t = t, .what = "output_dir" };
+                if (t->repo) {
+                        char *real = realpath(t->repo, NULL);
+                        strv_add_take(&own, real ? real : xstrdup(t->repo));
+                } else {
+                        strv_add_take(&own, plan_clone_dir(t->output_dir));
+                }
+                v[n++] = (struct place){ .path = own.v[own.n - 1], .t = t, .what = "repo" };
+        }
+        qsort(v, n, sizeof *v, by_place);
+        _cleanup_free_ const struct place **open = xcalloc(n + 1, sizeof *open);
+        size_t depth = 0;
+        int r = 0;
+        for (size_t i = 0; i < n && r == 0; i++) {
+                while (depth > 0 && !path_is_under(v[i].path, open[depth - 1]->path))
+                        depth--;
+                for (size_t k = 0; k < depth && r == 0; k++)
+                        if (open[k]->t != v[i].t)
+                                r = overlap(plan, open[k], &v[i], err);
+                open[depth++] = &v[i];
+        }
+        /* The same repository named twice: shared, never at once. */
+        for (size_t i = 1; i < n && r == 0; i++) {
+                if (strcmp(v[i].what, "repo") || strcmp(v[i - 1].what, "repo") || strcmp(v[i].path, v[i - 1].path))
+                        continue;
+                struct plan_trial *a = (struct plan_trial *)v[i - 1].t, *b = (struct plan_trial *)v[i].t;
+                if (!a->shared_repo)
+                        a->shared_repo = xstrdup(v[i].path);
+                if (!b->shared_repo)
+                        b->shared_repo = xstrdup(v[i].path);
+                strv_addf(&plan->notes, "%s:%u: line %u's repository '%s' is also line %u's: they run one after the "
+                          "other, never at once (repo_from gives each its own clone)",
+                          plan->path, b->line, b->line, v[i].path, a->line);
+        }
+        free(v);
+        strv_done(&own);
+        return r;
+}
+
 int plan_load(const char *path, struct plan *plan, struct tb_error *err)
 {
         *plan = (struct plan){ 0 };
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
         _cleanup_free_ char *abs = realpath(path, NULL);
         plan->path = xstrdup(path);
         plan->dir = abs ? path_dirname(abs) : xstrdup("/");
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0, alloc = 0;
         ssize_t len;
         unsigned no = 0;
@@ -384,14 +476,14 @@ int plan_load(const char *path, struct plan *plan, struct tb_error *err)
         }
         if (r == 0 && ferror(f))
                 r = tb_fail(err, -EIO, "cannot read the plan '%s': %s", path, strerror(errno));
-        free(line);
-        fclose(f);
         if (r == 0 && plan->n == 0)
                 r = tb_fail(err, -EINVAL, "%s: no Trials; put one JSON object per line", path);
         if (r == 0)
                 r = check_unique(plan, offsetof(struct plan_trial, id), "id", false, err);
         if (r == 0)
                 r = check_unique(plan, offsetof(struct plan_trial, output_dir), "output_dir", true, err);
+        if (r == 0)
+                r = check_places(plan, err);
         if (r < 0)
                 plan_done(plan);
         return r;
@@ -404,6 +496,7 @@ void plan_done(struct plan *plan)
         free(plan->v);
         free(plan->path);
         free(plan->dir);
+        strv_done(&plan->notes);
         *plan = (struct plan){ 0 };
 }
 

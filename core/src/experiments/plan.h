@@ -15,7 +15,8 @@
 
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 struct plan_trial {
         unsigned line; /* 1-based line in the plan file */
@@ -29,9 +30,11 @@ struct plan_trial {
         char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
         char *user, *network;
         char *root_session; /* "true" (--root-session), or NULL */
+        char *keep_control_files; /* "true" (--keep-control-files), or NULL */
         struct strv allow_host;
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
+        char *shared_repo; /* the real path of `repo` when another line names it too, else NULL */
 };
 
 struct plan {
@@ -39,11 +42,21 @@ struct plan {
         char *dir;  /* the plan's folder, absolute: results.jsonl goes here */
         struct plan_trial *v;
         size_t n;
+        struct strv notes; /* what the plan check says without refusing (Trials sharing a repository) */
 };
 
 /* Read and validate PATH. 0, or -EINVAL with err saying
  * "PATH:LINE: field 'X': what is wrong" (or another negative errno when the
- * file cannot be read); nothing is kept on failure. */
+ * file cannot be read); nothing is kept on failure.
+ *
+ * Trials stay independent: two lines with the same id or output folder, an
+ * output folder inside another's, and a Trial's output folder (with its
+ * clone OUTPUT_DIR.repo and its attempts OUTPUT_DIR.attempt-N) overlapping
+ * another line's repository or clone (that session could plant its
+ * outcome.json) are refused, naming both lines; so is a repository inside
+ * another's. Lines naming the same `repo` are accepted but never run at
+ * once: each gets shared_repo, and plan->notes says so (use repo_from to
+ * give each its own clone). */
 int plan_load(const char *path, struct plan *plan, struct tb_error *err);
 void plan_done(struct plan *plan);
 

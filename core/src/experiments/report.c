@@ -1,77 +1,107 @@
+/* The report's Trials, read from results.jsonl, and `trialbox report`. */
 #define _GNU_SOURCE
 #include "experiments/report.h"
 
-#include <getopt.h>
+#include <fcntl.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <string.h>
 
-#include "base/log.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
+#include "experiments/report_internal.h"
 #include "model/outcome.h"
 
-enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };
+const char *const report_kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "unrecorded", "other" };
 
-struct cause_count {
-        int kind;
-        char *cause;
-        size_t n;
-};
+static const char *const grade_names[] = { [G_PASSED] = "passed", [G_FAILED] = "failed", [G_ERROR] = "error",
+                                           [G_VOID] = "void" };
 
-struct harness_stats {
-        char *name;
-        size_t trials, by_kind[K_COUNT];
-        long long *durations; /* of the Trials that ran (completed, failed) */
-        size_t n_durations, cap_durations;
-        long long cpu_ms;           /* user + system, summed over the Trials that report it */
-        size_t cpu_known;
-        long long peak_memory_max;  /* the largest peak; -1: none known */
-        struct cause_count *causes;
-        size_t n_causes;
-};
+struct report *report_new(void)
+{
+        struct report *r = xcalloc(1, sizeof(struct report));
+        strv_add(&r->by, "harness");
+        r->by_seen = xcalloc(1, sizeof(bool));
+        return r;
+}
 
-struct report {
-        struct harness_stats *h;
-        size_t n;
-};
-
-struct report *report_new(void) { return xcalloc(1, sizeof(struct report)); }
+static void trial_rec_done(struct trial_rec *t, size_t n_keys)
+{
+        for (size_t k = 0; k < n_keys; k++)
+                json_object_put(t->keys[k]);
+        free(t->keys);
+        free(t->arm);
+        free(t->task);
+        free(t->cause);
+        strv_done(&t->models);
+}
 
 void report_free(struct report *r)
 {
         if (!r)
                 return;
-        for (size_t i = 0; i < r->n; i++) {
-                struct harness_stats *h = &r->h[i];
-                free(h->name);
-                free(h->durations);
-                for (size_t k = 0; k < h->n_causes; k++)
-                        free(h->causes[k].cause);
-                free(h->causes);
-        }
-        free(r->h);
+        for (size_t i = 0; i < r->n; i++)
+                trial_rec_done(&r->t[i], r->by.n);
+        free(r->t);
+        strv_done(&r->by);
+        strv_done(&r->label_names);
+        free(r->by_seen);
+        prices_done(&r->prices);
+        free(r->source);
         free(r);
 }
 
-static struct harness_stats *harness_get(struct report *r, const char *name)
+/* One --by key, as the report names it: harness, arm, task or labels.NAME. */
+static char *by_key_name(const char *k, size_t len)
 {
-        for (size_t i = 0; i < r->n; i++)
-                if (strcmp(r->h[i].name, name) == 0)
-                        return &r->h[i];
-        r->h = xrealloc(r->h, (r->n + 1) * sizeof *r->h);
-        struct harness_stats *h = &r->h[r->n++];
-        *h = (struct harness_stats){ .name = xstrdup(name), .peak_memory_max = -1 };
-        return h;
+        if ((len == 7 && strncmp(k, "harness", 7) == 0) || (len == 3 && strncmp(k, "arm", 3) == 0) ||
+            (len == 4 && strncmp(k, "task", 4) == 0) || (len > 7 && strncmp(k, "labels.", 7) == 0))
+                return strndup(k, len);
+        return xasprintf("labels.%.*s", (int)len, k);
 }
 
-static void cause_add(struct harness_stats *h, int kind, const char *cause)
+int report_set_by(struct report *r, const char *by, struct tb_error *err)
 {
-        for (size_t i = 0; i < h->n_causes; i++)
-                if (h->causes[i].kind == kind && strcmp(h->causes[i].cause, cause) == 0) {
-                        h->causes[i].n++;
-                        return;
+        struct strv keys = { 0 };
+        for (const char *p = by;; p++) {
+                size_t len = strcspn(p, ",");
+                if (len == 0 || (len == 7 && strncmp(p, "labels.", 7) == 0)) {
+                        strv_done(&keys);
+                        return tb_fail(err, -EINVAL,
+                                       "--by '%s': an empty key; give keys such as arm, task, harness or a label "
+                                       "(arm,task or labels.model)",
+                                       by);
                 }
-        h->causes = xrealloc(h->causes, (h->n_causes + 1) * sizeof *h->causes);
-        h->causes[h->n_causes++] = (struct cause_count){ .kind = kind, .cause = xstrdup(cause), .n = 1 };
+                char *k = by_key_name(p, len);
+                if (strv_contains(&keys, k)) {
+                        tb_fail(err, -EINVAL, "--by '%s': '%s' is given twice", by, k);
+                        free(k);
+                        strv_done(&keys);
+                        return -EINVAL;
+                }
+                strv_add_take(&keys, k);
+                p += len;
+                if (*p == '\0')
+                        break;
+        }
+        strv_done(&r->by);
+        r->by = keys;
+        free(r->by_seen);
+        r->by_seen = xcalloc(keys.n, sizeof(bool));
+        return 0;
+}
+
+int report_set_prices(struct report *r, const char *path, struct tb_error *err)
+{
+        prices_done(&r->prices);
+        int ret = prices_load(&r->prices, path, err);
+        r->has_prices = ret == 0;
+        return ret;
 }
 
 static json_object *get(json_object *o, const char *key)
@@ -80,20 +110,23 @@ static json_object *get(json_object *o, const char *key)
         return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
+static bool is_number(json_object *v)
+{
+        return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
+}
+
 static long long get_count(json_object *o, const char *key)
 {
         json_object *v = get(o, key);
-        return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
-                       ? json_object_get_int64(v)
-                       : -1;
+        return is_number(v) ? json_object_get_int64(v) : -1;
 }
 
 static int kind_of(const char *s)
 {
         if (!s)
                 return K_NOT_RUN;
-        for (int k = 0; k < K_NOT_RUN; k++)
-                if (strcmp(s, kind_names[k]) == 0)
+        for (int k = 0; k < K_OTHER; k++)
+                if (k != K_NOT_RUN && strcmp(s, report_kind_names[k]) == 0)
                         return k;
         return K_OTHER;
 }
@@ -109,16 +142,94 @@ static const char *cause_of(json_object *j, int kind)
         return "unknown";
 }
 
-static void add_usage(struct harness_stats *h, json_object *usage)
+/* A scalar as text (a string as is, a number as its JSON text), or NULL. */
+static char *scalar_text(json_object *v)
+{
+        if (!v || json_object_is_type(v, json_type_null) || json_object_is_type(v, json_type_object) ||
+            json_object_is_type(v, json_type_array))
+                return NULL;
+        return xstrdup(json_object_get_string(v));
+}
+
+/* The value of --by key `key` in line `j`, referenced; NULL when it has none. */
+static json_object *key_value(json_object *j, const char *key)
+{
+        json_object *v;
+        if (strncmp(key, "labels.", 7) == 0)
+                v = get(get(j, "labels"), key + 7);
+        else
+                v = get(j, key);
+        if (v && (json_object_is_type(v, json_type_object) || json_object_is_type(v, json_type_array)))
+                v = NULL;
+        if (!v && strcmp(key, "harness") == 0)
+                return json_object_new_string("?");
+        return v ? json_object_get(v) : NULL;
+}
+
+static void add_usage(struct trial_rec *t, json_object *usage)
 {
         long long user = get_count(usage, "cpu_user_ms"), sys = get_count(usage, "cpu_system_ms");
-        if (user >= 0 || sys >= 0) {
-                h->cpu_ms += (user > 0 ? user : 0) + (sys > 0 ? sys : 0);
-                h->cpu_known++;
+        t->cpu_ms = user >= 0 || sys >= 0 ? (user > 0 ? user : 0) + (sys > 0 ? sys : 0) : -1;
+        t->peak_memory = get_count(usage, "peak_memory_bytes");
+}
+
+static void add_grade(struct report *r, struct trial_rec *t, json_object *j)
+{
+        json_object *g = NULL;
+        if (!json_object_object_get_ex(j, "grade", &g))
+                return;
+        r->any_grade = true;
+        if (!g || !json_object_is_type(g, json_type_object))
+                return;
+        json_object *s = get(g, "status");
+        t->grade = G_ERROR;
+        for (int k = G_PASSED; s && json_object_is_type(s, json_type_string) && k <= G_VOID; k++)
+                if (strcmp(json_object_get_string(s), grade_names[k]) == 0)
+                        t->grade = k;
+        json_object *score = get(g, "score");
+        if (is_number(score) && isfinite(json_object_get_double(score))) {
+                t->has_score = true;
+                t->score = json_object_get_double(score);
         }
-        long long peak = get_count(usage, "peak_memory_bytes");
-        if (peak > h->peak_memory_max)
-                h->peak_memory_max = peak;
+}
+
+static void add_tokens(struct report *r, struct trial_rec *t, json_object *tok)
+{
+        if (!tok || !json_object_is_type(tok, json_type_object))
+                return;
+        r->any_tokens = t->has_tokens = true;
+        long long *slots[] = { &t->tok.input, &t->tok.cached_input, &t->tok.output, &t->tok.reasoning,
+                               &t->tok.requests };
+        static const char *const names[] = { "input", "cached_input", "output", "reasoning", "requests" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(names); i++) {
+                long long v = get_count(tok, names[i]);
+                *slots[i] = v > 0 ? v : 0;
+        }
+        json_object *models = get(tok, "models");
+        size_t n = models && json_object_is_type(models, json_type_array) ? json_object_array_length(models) : 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *m = json_object_array_get_idx(models, i);
+                if (m && json_object_is_type(m, json_type_string) && !strv_contains(&t->models, json_object_get_string(m)))
+                        strv_add(&t->models, json_object_get_string(m));
+        }
+}
+
+static void add_keys(struct report *r, struct trial_rec *t, json_object *j)
+{
+        t->keys = xcalloc(r->by.n, sizeof(json_object *));
+        for (size_t k = 0; k < r->by.n; k++) {
+                t->keys[k] = key_value(j, r->by.v[k]);
+                if (t->keys[k])
+                        r->by_seen[k] = true;
+        }
+        json_object *labels = get(j, "labels");
+        if (labels && json_object_is_type(labels, json_type_object)) {
+                json_object_object_foreach(labels, name, v) {
+                        (void)v;
+                        if (r->label_names.n < 64 && !strv_contains(&r->label_names, name))
+                                strv_add(&r->label_names, name);
+                }
+        }
 }
 
 int report_add_line(struct report *r, const char *line, struct tb_error *err)
@@ -128,30 +239,33 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
                 json_object_put(j);
                 return tb_fail(err, -EINVAL, "not a JSON object");
         }
-        json_object *hv = get(j, "harness"), *ov = get(j, "outcome");
-        const char *harness = hv && json_object_is_type(hv, json_type_string) ? json_object_get_string(hv) : "?";
-        int kind = kind_of(ov && json_object_is_type(ov, json_type_string) ? json_object_get_string(ov) : NULL);
-        struct harness_stats *h = harness_get(r, harness);
-        h->trials++;
-        h->by_kind[kind]++;
-        if (kind == K_FAILED || kind == K_VOID)
-                cause_add(h, kind, cause_of(j, kind));
-        long long d = get_count(j, "duration_ms");
-        if ((kind == K_COMPLETED || kind == K_FAILED) && d >= 0) {
-                GREEDY_REALLOC(h->durations, h->cap_durations, h->n_durations + 1);
-                h->durations[h->n_durations++] = d;
-        }
-        add_usage(h, get(j, "usage"));
+        GREEDY_REALLOC(r->t, r->cap, r->n + 1);
+        struct trial_rec *t = &r->t[r->n++];
+        *t = (struct trial_rec){ .duration_ms = -1 };
+        json_object *ov = get(j, "outcome");
+        t->kind = kind_of(ov && json_object_is_type(ov, json_type_string) ? json_object_get_string(ov) : NULL);
+        if (t->kind == K_FAILED || t->kind == K_VOID)
+                t->cause = xstrdup(cause_of(j, t->kind));
+        if (t->kind == K_COMPLETED || t->kind == K_FAILED)
+                t->duration_ms = get_count(j, "duration_ms");
+        t->arm = scalar_text(get(j, "arm"));
+        t->task = scalar_text(get(j, "task"));
+        add_keys(r, t, j);
+        add_usage(t, get(j, "usage"));
+        add_grade(r, t, j);
+        add_tokens(r, t, get(j, "tokens"));
         json_object_put(j);
         return 0;
 }
 
 int report_read(struct report *r, const char *path, struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the results '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        free(r->source);
+        r->source = xstrdup(path);
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned no = 0;
         int ret = 0;
@@ -165,221 +279,94 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                         break;
                 }
         }
-        free(line);
-        fclose(f);
         return ret;
 }
 
-static int cmp_ll(const void *a, const void *b)
+/* "harness, arm, task, labels.model": the keys some line has. malloc'd. */
+static char *keys_present(const struct report *r)
 {
-        long long x = *(const long long *)a, y = *(const long long *)b;
-        return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of the sorted durations; -1 when there are none. */
-static long long percentile(const struct harness_stats *h, int p)
-{
-        if (h->n_durations == 0)
-                return -1;
-        size_t rank = (h->n_durations * (size_t)p + 99) / 100;
-        return h->durations[rank ? rank - 1 : 0];
-}
-
-static void sort_durations(const struct report *r)
-{
-        for (size_t i = 0; i < r->n; i++)
-                if (r->h[i].n_durations > 1)
-                        qsort(r->h[i].durations, r->h[i].n_durations, sizeof(long long), cmp_ll);
-}
-
-static char *fmt_ms(long long ms, char *buf, size_t n)
-{
-        if (ms < 0)
-                snprintf(buf, n, "-");
-        else if (ms < 1000)
-                snprintf(buf, n, "%lldms", ms);
-        else if (ms < 600000)
-                snprintf(buf, n, "%.1fs", (double)ms / 1000);
-        else
-                snprintf(buf, n, "%.1fm", (double)ms / 60000);
-        return buf;
-}
-
-static char *fmt_bytes(long long b, char *buf, size_t n)
-{
-        if (b < 0)
-                snprintf(buf, n, "-");
-        else if (b < 1024LL * 1024 * 1024)
-                snprintf(buf, n, "%.1fM", (double)b / (1024 * 1024));
-        else
-                snprintf(buf, n, "%.2fG", (double)b / (1024.0 * 1024 * 1024));
-        return buf;
-}
-
-static void print_text(const struct report *r, FILE *out)
-{
-        char a[32], b[32], c[32], d[32];
-        fprintf(out, "%-12s %6s %9s %6s %5s %7s %8s %8s %8s %9s\n", "harness", "trials", "completed", "failed",
-                "void", "not_run", "p50", "p95", "cpu", "peak_mem");
+        bool arm = false, task = false;
         for (size_t i = 0; i < r->n; i++) {
-                const struct harness_stats *h = &r->h[i];
-                _cleanup_free_ char *name = str_escape((h->name));
-                fprintf(out, "%-12s %6zu %9zu %6zu %5zu %7zu %8s %8s %8s %9s\n", name, h->trials,
-                        h->by_kind[K_COMPLETED], h->by_kind[K_FAILED], h->by_kind[K_VOID], h->by_kind[K_NOT_RUN],
-                        fmt_ms(percentile(h, 50), a, sizeof a), fmt_ms(percentile(h, 95), b, sizeof b),
-                        fmt_ms(h->cpu_known ? h->cpu_ms : -1, c, sizeof c), fmt_bytes(h->peak_memory_max, d, sizeof d));
+                arm = arm || r->t[i].arm;
+                task = task || r->t[i].task;
         }
-        bool any = false;
-        for (size_t i = 0; i < r->n; i++)
-                for (size_t k = 0; k < r->h[i].n_causes; k++) {
-                        const struct cause_count *cc = &r->h[i].causes[k];
-                        _cleanup_free_ char *name = str_escape((r->h[i].name));
-                        _cleanup_free_ char *cause = str_escape((cc->cause));
-                        fprintf(out, "%s%s %s/%s %zu", any ? ", " : "causes: ", name, kind_names[cc->kind], cause,
-                                cc->n);
-                        any = true;
-                }
-        if (any)
-                fputc('\n', out);
+        struct strbuf have = { 0 };
+        strbuf_addf(&have, "harness%s%s", arm ? ", arm" : "", task ? ", task" : "");
+        for (size_t i = 0; i < r->label_names.n; i++)
+                strbuf_addf(&have, ", labels.%s", r->label_names.v[i]);
+        return have.s;
 }
 
-static json_object *ms_or_null(long long v) { return v >= 0 ? json_object_new_int64(v) : NULL; }
-
-static void print_json(const struct report *r, FILE *out)
+int report_check(const struct report *r, struct tb_error *err)
 {
-        json_object *arr = json_object_new_array();
-        for (size_t i = 0; i < r->n; i++) {
-                const struct harness_stats *h = &r->h[i];
-                json_object *o = json_object_new_object(), *causes = json_object_new_array();
-                json_object_object_add(o, "harness", json_object_new_string(h->name));
-                json_object_object_add(o, "trials", json_object_new_int64((long long)h->trials));
-                for (int k = 0; k < K_OTHER; k++)
-                        json_object_object_add(o, kind_names[k], json_object_new_int64((long long)h->by_kind[k]));
-                json_object_object_add(o, "duration_p50_ms", ms_or_null(percentile(h, 50)));
-                json_object_object_add(o, "duration_p95_ms", ms_or_null(percentile(h, 95)));
-                json_object_object_add(o, "cpu_ms", ms_or_null(h->cpu_known ? h->cpu_ms : -1));
-                json_object_object_add(o, "peak_memory_max_bytes", ms_or_null(h->peak_memory_max));
-                for (size_t k = 0; k < h->n_causes; k++) {
-                        json_object *c = json_object_new_object();
-                        json_object_object_add(c, "outcome", json_object_new_string(kind_names[h->causes[k].kind]));
-                        json_object_object_add(c, "cause", json_object_new_string(h->causes[k].cause));
-                        json_object_object_add(c, "count", json_object_new_int64((long long)h->causes[k].n));
-                        json_object_array_add(causes, c);
-                }
-                json_object_object_add(o, "causes", causes);
-                json_object_array_add(arr, o);
+        for (size_t k = 0; k < r->by.n && r->n > 0; k++) {
+                if (r->by_seen[k])
+                        continue;
+                _cleanup_free_ char *have = keys_present(r);
+                return tb_fail(err, -EINVAL, "--by %s: no results line has it; the lines have: %s", r->by.v[k], have);
         }
-        json_object *top = json_object_new_object();
-        json_object_object_add(top, "harnesses", arr);
-        fprintf(out, "%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(top);
-}
-
-/* A CSV field: quoted when it holds a separator, quote or newline. */
-static void csv_field(FILE *out, const char *s)
-{
-        if (!strpbrk(s, ",\"\r\n")) {
-                fputs(s, out);
-                return;
-        }
-        fputc('"', out);
-        for (; *s; s++) {
-                if (*s == '"')
-                        fputc('"', out);
-                fputc(*s, out);
-        }
-        fputc('"', out);
-}
-
-static void csv_num(FILE *out, long long v)
-{
-        if (v >= 0)
-                fprintf(out, ",%lld", v);
-        else
-                fputc(',', out);
-}
-
-static void print_csv(const struct report *r, FILE *out)
-{
-        fputs("harness,trials,completed,failed,void,not_run,duration_p50_ms,duration_p95_ms,cpu_ms,"
-              "peak_memory_max_bytes,causes\n",
-              out);
-        for (size_t i = 0; i < r->n; i++) {
-                const struct harness_stats *h = &r->h[i];
-                csv_field(out, h->name);
-                fprintf(out, ",%zu,%zu,%zu,%zu,%zu", h->trials, h->by_kind[K_COMPLETED], h->by_kind[K_FAILED],
-                        h->by_kind[K_VOID], h->by_kind[K_NOT_RUN]);
-                csv_num(out, percentile(h, 50));
-                csv_num(out, percentile(h, 95));
-                csv_num(out, h->cpu_known ? h->cpu_ms : -1);
-                csv_num(out, h->peak_memory_max);
-                struct strbuf causes = { 0 };
-                for (size_t k = 0; k < h->n_causes; k++)
-                        strbuf_addf(&causes, "%s%s/%s=%zu", k ? " " : "", kind_names[h->causes[k].kind],
-                                    h->causes[k].cause, h->causes[k].n);
-                fputc(',', out);
-                csv_field(out, causes.s ? causes.s : "");
-                fputc('\n', out);
-                free(causes.s);
-        }
+        return 0;
 }
 
 void report_print(const struct report *r, enum report_format format, FILE *out)
 {
-        sort_durations(r);
+        struct answer a;
+        answer_build(&a, r);
         if (format == REPORT_JSON)
-                print_json(r, out);
+                report_print_json(&a, out);
         else if (format == REPORT_CSV)
-                print_csv(r, out);
+                report_print_csv(&a, out);
         else
-                print_text(r, out);
+                report_print_text(&a, out);
+        answer_done(&a);
 }
 
-int report_main(const struct tb_env *env, int argc, char **argv)
+/* `path` split into its folder (opened) and its name. */
+static int open_parent(const char *path, const char **name)
 {
-        (void)env;
-        static const struct option longopts[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "csv", no_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        enum report_format format = REPORT_TEXT;
-        int c;
-        opterr = 0;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'j':
-                case 'c':
-                        if (format != REPORT_TEXT) {
-                                log_error("--json and --csv cannot be used together; see 'trialbox report --help'");
-                                return TB_EXIT_USAGE;
-                        }
-                        format = c == 'j' ? REPORT_JSON : REPORT_CSV;
-                        break;
-                case 'h':
-                        fputs("usage: trialbox report RESULTS [--json|--csv]\n"
-                              "prints the summary of a batch's results.jsonl again\n",
-                              stdout);
-                        return 0;
-                default:
-                        log_error("unknown option '%s'; see 'trialbox report --help'",
-                                optind > 0 ? argv[optind - 1] : "?");
-                        return TB_EXIT_USAGE;
-                }
-        }
-        if (argc - optind != 1) {
-                log_error("report needs one RESULTS file (a batch's results.jsonl); see 'trialbox report --help'");
+        const char *slash = strrchr(path, '/');
+        *name = slash ? slash + 1 : path;
+        _cleanup_free_ char *dir = slash ? strndup(path, (size_t)(slash - path)) : xstrdup(".");
+        return open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int report_write_html(const struct report *r, const char *path, struct tb_error *err)
+{
+        const char *name;
+        _cleanup_close_ int dirfd = open_parent(path, &name);
+        if (dirfd < 0)
+                return tb_fail(err, -errno, "cannot write the page '%s': its folder: %s", path, strerror(errno));
+        if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return tb_fail(err, -EISDIR, "cannot write the page '%s': name a file, not a folder", path);
+        struct answer a;
+        answer_build(&a, r);
+        _cleanup_free_ char *page = report_html(&a);
+        answer_done(&a);
+        int ret = write_file_atomic_at(dirfd, name, page, strlen(page), 0644, WRITE_SYNC_FILE);
+        if (ret < 0)
+                return tb_fail(err, ret, "cannot write the page '%s': %s", path, strerror(-ret));
+        return 0;
+}
+
+int report_run(const struct report_args *a, FILE *out, struct tb_error *err)
+{
+        struct report *r = report_new();
+        int ret = a->by ? report_set_by(r, a->by, err) : 0;
+        if (ret == 0 && a->prices)
+                ret = report_set_prices(r, a->prices, err);
+        if (ret == 0)
+                ret = report_read(r, a->results, err);
+        if (ret == 0)
+                ret = report_check(r, err);
+        if (ret < 0) {
+                report_free(r);
                 return TB_EXIT_USAGE;
         }
-        struct tb_error err = { 0 };
-        struct report *r = report_new();
-        int ret = report_read(r, argv[optind], &err);
-        if (ret < 0)
-                log_error("%s", err.msg);
-        else
-                report_print(r, format, stdout);
+        if (a->html && report_write_html(r, a->html, err) < 0) {
+                report_free(r);
+                return TB_EXIT_ERROR;
+        }
+        report_print(r, a->format, out);
         report_free(r);
-        return ret < 0 ? TB_EXIT_USAGE : 0;
+        return 0;
 }

@@ -2,14 +2,20 @@
 #include "experiments/slurm.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/env.h"
+#include "base/error.h"
+#include "base/path.h"
+#include "base/spawn.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 /* ---- running Slurm's clients ---- */
 
@@ -27,36 +33,6 @@ static void tool_result_done(struct tool_result *r)
 }
 
 #define TOOL_OUTPUT_MAX (64u << 20)
-
-/* Read both pipes to their ends (keeping up to TOOL_OUTPUT_MAX of each). */
-static void read_both(const int fds[2], struct strbuf *bufs[2])
-{
-        struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
-        int open_fds = 2;
-        while (open_fds > 0) {
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return;
-                }
-                for (int i = 0; i < 2; i++) {
-                        if (p[i].fd < 0 || !p[i].revents)
-                                continue;
-                        char buf[4096];
-                        ssize_t n = read(p[i].fd, buf, sizeof buf - 1);
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n <= 0) {
-                                p[i].fd = -1;
-                                open_fds--;
-                                continue;
-                        }
-                        buf[n] = '\0';
-                        if (bufs[i]->len < TOOL_OUTPUT_MAX)
-                                strbuf_add(bufs[i], buf);
-                }
-        }
-}
 
 /* The first line of a tool's stderr, printable, for a message. */
 static char *first_line(const char *s)
@@ -79,48 +55,19 @@ static int run_tool(char *const argv[], char *const envp[], struct tool_result *
         _cleanup_free_ char *bin = find_on_path(argv[0], path && *path ? path : TB_DEFAULT_PATH);
         if (!bin)
                 return tb_fail(err, -ENOENT, "'%s' not found on PATH: install slurm-client", argv[0]);
-        int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-                int e = errno ? -errno : -EMFILE;
-                tb_closep(&out[0]), tb_closep(&out[1]);
-                return tb_fail(err, e, "running '%s': pipe: %s", argv[0], strerror(-e));
+        /* The caller may block the signals it waits for: spawn gives the
+         * tool an empty mask. */
+        struct spawn s = { .argv = argv, .path = bin, .envp = envp, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_CAPTURE,
+                           .std_err = SPAWN_CAPTURE, .capture_max = TOOL_OUTPUT_MAX };
+        int rc = spawn_run(&s, err);
+        if (rc < 0) {
+                spawn_done(&s);
+                return rc;
         }
-        pid_t pid = fork();
-        if (pid == 0) {
-                sigset_t none; /* the caller may block the signals it waits for: the tool must not inherit that */
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
-                        _exit(127);
-                execve(bin, argv, envp);
-                _exit(127);
-        }
-        int e = errno ? -errno : -EAGAIN;
-        close(out[1]);
-        close(errp[1]);
-        if (pid < 0) {
-                close(out[0]);
-                close(errp[0]);
-                return tb_fail(err, e, "running '%s': fork: %s", argv[0], strerror(-e));
-        }
-        struct strbuf o = { 0 }, ee = { 0 };
-        read_both((int[]){ out[0], errp[0] }, (struct strbuf *[]){ &o, &ee });
-        close(out[0]);
-        close(errp[0]);
-        int status = 0;
-        pid_t w;
-        while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-                ;
-        if (w < 0) { /* a SIGCHLD handler of the caller's reaped it: say so rather than guess */
-                e = errno ? -errno : -ECHILD;
-                free(o.s);
-                free(ee.s);
-                return tb_fail(err, e, "waiting for '%s': %s", argv[0], strerror(-e));
-        }
-        r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        r->out = o.s ? o.s : xstrdup("");
-        r->err = ee.s ? ee.s : xstrdup("");
+        r->status = s.status;
+        r->out = TAKE_PTR(s.out.buf);
+        r->err = TAKE_PTR(s.err.buf);
+        spawn_done(&s);
         return 0;
 }
 
@@ -439,7 +386,7 @@ int slurm_jobcomp_path(char *const envp[], char **path, struct tb_error *err)
                 r = tb_fail(err, -ENOENT, "the cluster keeps no jobcomp/filetxt file (JobCompType '%s')",
                             type ? type : "unset");
         else
-                *path = steal_pointer(&loc);
+                *path = TAKE_PTR(loc);
         tool_result_done(&res);
         return r;
 }
@@ -482,10 +429,10 @@ bool slurm_jobcomp_line_match(const char *line, long long job_id, long long task
 int slurm_jobcomp_find(const char *path, long long job_id, long long task, struct slurm_task_end *end,
                        struct tb_error *err)
 {
-        FILE *f = fopen(path, "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "reading '%s': %s", path, strerror(errno));
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         bool found = false;
         while (getline(&line, &cap, f) >= 0) {
@@ -495,8 +442,6 @@ int slurm_jobcomp_find(const char *path, long long job_id, long long task, struc
                         found = true; /* keep the last: a requeued task ends again */
                 }
         }
-        free(line);
-        fclose(f);
         if (!found)
                 return tb_fail(err, -ENOENT, "'%s' has no record of job %lld task %lld", path, job_id, task);
         return 0;

@@ -30,7 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 #include "model/job.h"
 
 /* ---- the job array ---- */

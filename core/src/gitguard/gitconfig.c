@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
 
 /* git's own ctype (git-compat-util.h): ASCII only, whatever the locale. */
 static bool g_space(int c) {

@@ -7,7 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strbuf.h"
 #include "gitguard/gitconfig.h"
 #include "gitguard/hostgit.h"
 
@@ -23,15 +28,12 @@ static int identity_from_files(const char *host_home, char **name, char **email)
         for (size_t i = 0; i < TB_ARRAY_SIZE(files); i++) {
                 /* Links followed, as git does (dotfiles are often links);
                  * never blocking on a FIFO. */
-                _cleanup_close_ int fd = openat(home_fd, files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-                        continue;
-                struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-                        return -EOPNOTSUPP;
                 size_t len = 0;
                 _cleanup_free_ char *text = NULL;
-                if (read_fd_whole(fd, 1u << 20, &text, &len) < 0 || gitconfig_identity(text, len, name, email) < 0)
+                int r = read_full_file_at(home_fd, files[i], 1u << 20, READ_REGULAR | READ_NONBLOCK, &text, &len, NULL);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        continue;
+                if (r < 0 || gitconfig_identity(text, len, name, email) < 0)
                         return -EOPNOTSUPP;
         }
         return 0;
@@ -109,7 +111,7 @@ int git_identity_write(const char *path, const char *host_home, const char *sess
                 add_config_value(&sb, email);
         }
         _cleanup_close_ int home_fd = open(session_home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int r = home_fd < 0 ? -errno : write_file_atomic_at_flags(home_fd, ".gitconfig", sb.s, sb.len, 0600, 0);
+        int r = home_fd < 0 ? -errno : write_file_atomic_at(home_fd, ".gitconfig", sb.s, sb.len, 0600, 0);
         free(sb.s);
         if (r < 0)
                 return tb_fail(err, r, "cannot write the git identity to '%s/.gitconfig': %s", session_home,

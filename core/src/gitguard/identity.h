@@ -1,3 +1,4 @@
+#include "base/error.h"
 /* The host user's git identity, given to a session. */
 #ifndef TB_GITGUARD_IDENTITY_H
 #define TB_GITGUARD_IDENTITY_H

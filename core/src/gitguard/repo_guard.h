@@ -1,123 +1,138 @@
-/* The repository guard: nothing a session writes into the repository's git
- * files runs, or is resolved, on the host afterwards, and trialbox never
- * takes a bind source from the repository without proving it.
+/* The repository guard: the repository comes back as data. Nothing a
+ * session wrote is ever read by the host as configuration afterwards.
  *
- * Git runs programs named in its config (core.fsmonitor, core.pager,
- * diff.external, filter and diff drivers, core.hooksPath, core.sshCommand,
- * aliases…), reads other configs it names (include.path, includeIf) and runs
- * hooks; the files that redirect it (`commondir`, `.git` files,
- * `objects/info/alternates`, a submodule's git directory under `modules/`)
- * decide which config it reads. The session must keep committing, branching
- * and rebasing, which write objects, refs, the index and logs, but none of
- * those files.
+ * Git runs programs its config names (core.fsmonitor, core.pager,
+ * diff.external, filter drivers, hooks, aliases...) and reads whatever its
+ * control files point it to (commondir, a `.git` file's gitdir, alternates,
+ * a submodule's git directory); other tools run what their control files
+ * in the worktree say (tool_files.h). The session must keep committing,
+ * branching and rebasing, which write only data: objects, refs, the index,
+ * logs.
  *
- * The mechanism, in two layers:
- * 1. Before the session (repo_guard_open, repo_guard_add_binds): read-only
- *    binds over every such file that exists (the common git directory's
- *    `config`, `config.worktree`, `commondir`, `objects/info/alternates`,
- *    `hooks/` (made first when missing: an empty folder is harmless and bwrap
- *    needs a mount point), each `worktrees/<name>/{commondir,gitdir,
- *    config.worktree}`, each `modules/<name>/{config,config.worktree,
- *    commondir,hooks}`, nested), the worktree folders the host's own config
- *    names as `core.hooksPath` or an include (husky's `.husky`) and the
- *    worktree folder a `hooks` link of the host's points to; and binds of
- *    `.git`, `worktrees/`, `modules/` and each module onto themselves, so
- *    that the session can neither rename them away nor replace them (a mount
- *    point cannot be). A read-only file cannot be replaced by a rename
- *    either: `git config`, `git remote add`, `git branch -u`,
- *    `git submodule add|init` fail inside the session (EBUSY, EROFS);
- *    commit, branch, checkout, merge, rebase, tag, stash and gc work.
- * 2. After the session (repo_guard_restore): through directory fds opened
- *    before it, every step O_NOFOLLOW, only regular files read (O_NONBLOCK,
- *    size-capped), the same files are compared with the copies taken before
- *    and restored; those that appeared (a `commondir` or `config.worktree`, a
- *    new worktree's or submodule's config or hooks, a hook) are removed; a
- *    `.git` that is not the one there before (or that appeared in a folder
- *    that had none) is renamed aside (`.git.trialbox-quarantine-<n>`), as is
- *    a `.git` anywhere below the top of the worktree (an embedded repository:
- *    the host's `git status` enters it and runs its config) unless it is a
- *    submodule's `.git` file naming a git directory just checked under
- *    `modules/`; a hooks folder or include the host's config names in the
- *    worktree that appeared is renamed aside too. Each undo is reported as
- *    one line. Layer 2 also covers what layer 1 cannot bind: files that did
- *    not exist. Worktrees made inside the session lose their `commondir`
- *    and `gitdir` (and their `.git` file is renamed aside).
+ * Before the session (repo_guard_open), through folder fds: a snapshot of
+ * every control entry of the git directory (everything but the data, kept
+ * whole, recursively: config, HEAD, hooks/, info/, description, commondir,
+ * objects/info/alternates, each submodule's and linked worktree's own,
+ * anything git may add), of the other tools' control files, and of the
+ * worktree paths the host's own git config names (a hooks folder, an
+ * include); and a walk of the worktree noting its links, FIFOs and `.git`
+ * files (a submodule's, a linked worktree's).
  *
- * Not covered (residual risks, documented): a rebase, merge or sequencer
- * left in progress (`rebase-merge/git-rebase-todo` may hold `exec` lines
- * that `git rebase --continue` on the host runs); a worktree file that a
- * program the host's config or hooks name reads (a filter or diff driver
- * script, a hook manager's `.pre-commit-config.yaml`); attributes selecting
- * a filter driver the host's global config defines; new files during the
- * session itself when the host's git runs concurrently; nothing is undone
- * when trialbox itself is killed with SIGKILL. */
+ * After the session (repo_guard_restore), the session's processes all gone:
+ *  1. the git directory is rebuilt from what trialbox trusts: each control
+ *     entry that differs from its snapshot is moved to the quarantine and
+ *     put back; each one that is new is moved to the quarantine; the data
+ *     is kept only where it validates (gitdata.h: a regular file or folder
+ *     of the kind git expects, refs with valid names and values, HEAD a
+ *     valid ref value, packed-refs whole), the rest moved out. A `.git`
+ *     folder renamed or replaced is found again through the fd held since
+ *     before the session and put back.
+ *  2. the worktree is walked, at any depth (base/tree.h: iterative,
+ *     fd-relative, never following a link): every `.git` below its top (a
+ *     folder, a file or a link) that is not a submodule's or linked
+ *     worktree's `.git` file unchanged since before the session, and every
+ *     folder of a git directory's shape (HEAD with objects/ and refs/, or
+ *     with commondir), are moved to the quarantine; links, FIFOs, sockets
+ *     and devices that are new are listed; setuid and setgid bits are
+ *     cleared.
+ *  3. the other tools' control files and the host-config-named paths are
+ *     compared with their snapshot: each change is listed; the host's paths
+ *     always, the tools' unless --keep-control-files, are put back.
+ * The quarantine is OUTPUT_DIR/quarantine/ (quarantine.h).
+ *
+ * Fail closed: when a step of 1 cannot be done (an I/O error, a permission
+ * that cannot be given back, a file kept by identity only that changed),
+ * the whole `.git` is moved to the quarantine and the repository is left
+ * without one: status "quarantined". When even that (or a step of 2) cannot
+ * be done: status "failed". The record says which (repo_guard_json).
+ *
+ * Not covered: the repository while the session runs (run no git in it on
+ * the host until the Trial ended); a worktree file that a program the
+ * host's own config or hooks name reads (a hook manager's own config, a
+ * filter script); nothing is done when trialbox itself is killed with
+ * SIGKILL. */
 #ifndef TB_REPO_GUARD_H
 #define TB_REPO_GUARD_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "base/error.h"
+#include "base/strv.h"
+#include "gitguard/quarantine.h"
+#include "gitguard/snapshot.h"
 #include "sandbox/spec.h"
-#include "base/util.h"
 
-/* The largest git control file kept (and restored) whole. */
-#define REPO_GUARD_MAX_FILE ((size_t)256 * 1024)
+struct json_object;
 
-/* A control file's state before the session: its path relative to the
- * common git directory, whether it existed, its bytes and mode. */
-struct repo_guard_file {
-        char *rel;
-        bool existed;
-        char *data;
-        size_t len;
-        mode_t mode;
-        uid_t uid; /* its owner, given back when it is restored */
-        gid_t gid;
-};
-
-/* A hooks folder before the session: its identity and entry names. */
-struct repo_guard_hooks {
-        char *rel;
-        bool existed;
-        bool link; /* the host's own link: its worktree target is bound read-only */
-        dev_t dev;
-        ino_t ino;
-        struct strv names; /* its entries; for a link, its target */
-};
-
-struct repo_guard {
-        char *repo;         /* the repository (real path) */
-        char *common;       /* its common git directory (real path), or NULL */
-        bool worktree;      /* `.git` is a file naming common/worktrees/<name> */
-        int repo_fd;        /* the repository folder, opened before the session */
-        int common_fd;      /* the common git directory, or -1 */
-        int dotgit_kind;    /* 0: no .git, 'd': a folder, 'f': a regular file, 'l': a link (refused), 'x': other */
-        dev_t dotgit_dev;
-        ino_t dotgit_ino;
-        uid_t dotgit_uid;
-        gid_t dotgit_gid;
-        char *dotgit_data; /* a .git file's bytes */
-        size_t dotgit_len;
-        struct repo_guard_file *files;
-        size_t n_files, cap_files;
-        struct repo_guard_hooks *hooks;
-        size_t n_hooks, cap_hooks;
-        struct strv pins;     /* folders bound onto themselves */
-        struct strv ro;       /* existing files and folders bound read-only */
-        struct strv watch_dir, watch_name; /* missing worktree paths the host's config names: folder
-                                            * (relative to the repository, "" for its top) and name */
-        char *refused;        /* why a worktree's common directory was not bound, or NULL */
-};
-
-/* What the guard needs of the host: the paths a repository-derived bind may
- * never be, contain or override. */
+/* What the guard needs of the host. */
 struct repo_guard_host {
         const char *repo;         /* the repository, a real path */
         const char *host_home;    /* the host user's real home */
         const char *session_home; /* the fresh home */
-        bool dry_run;             /* change nothing on the host (no hooks folder made) */
         const char *path;         /* the host PATH, where the host's git is found */
+        bool keep_control_files;  /* --keep-control-files */
 };
+
+/* An entry the guard noted before the session. */
+struct guard_seen {
+        char *path;    /* from the repository's top */
+        char *data;    /* a link's target, a `.git` file's bytes; may be NULL */
+        size_t len;
+        unsigned char type;
+};
+
+struct guard_move {
+        char *path; /* where it was, from the repository's top (or absolute, outside it) */
+        char *to;   /* its path from OUTPUT_DIR, or NULL when it could only be removed */
+        const char *why;
+};
+
+struct guard_change {
+        char *path;
+        const char *change; /* "new", "changed", "removed" */
+        bool kept;          /* the session's version stays (--keep-control-files) */
+        bool host_config;   /* a path the host's git config names (always put back) */
+        char *saved;        /* the session's version in the quarantine, or NULL */
+};
+
+enum guard_status { GUARD_NONE, GUARD_RESTORED, GUARD_QUARANTINED, GUARD_FAILED };
+
+struct repo_guard {
+        char *repo;             /* the repository (real path) */
+        int repo_fd;            /* opened before the session */
+        char dotgit;            /* the top `.git` before: 0 none, 'd' folder, 'f' file, 'x' other */
+        char *common;           /* the common git directory (real path), or NULL */
+        int common_fd;          /* opened before the session, or -1 */
+        char *worktree;         /* a linked worktree: its name under common/worktrees/, else NULL */
+        dev_t git_dev;          /* the common git directory's identity */
+        ino_t git_ino;
+        char *refused;          /* why a worktree's common directory was not bound, or NULL */
+        bool keep_control_files;
+        struct snapshot snap;
+        struct strv modules;    /* the git directories under modules/, from the common one ("modules/a") */
+        struct strv host_paths; /* worktree paths the host's git config names, from the top */
+        struct strv tool_paths; /* the other tools' control files present or named, from the top */
+        struct guard_seen *seen;
+        size_t n_seen, cap_seen;
+        struct quarantine q;
+        /* What was done: the record. */
+        enum guard_status status;
+        char detail[512];
+        struct guard_move *moved;
+        size_t n_moved, cap_moved;
+        struct strv restored;
+        struct strv setuid_cleared;
+        struct guard_change *changes;
+        size_t n_changes, cap_changes;
+        struct guard_seen *special; /* new links, FIFOs, sockets and devices */
+        size_t n_special, cap_special;
+        /* How many of each there were: the lists keep the first GUARD_KEEP_MAX
+         * (a session can make millions), guard.jsonl says how many it left out. */
+        size_t total_moved, total_restored, total_setuid, total_changes, total_special;
+};
+
+#define GUARD_KEEP_MAX 10000
 
 /* The common git directory of the worktree at `repo` when it is provably the
  * same repository: `repo/.git` is a regular file `gitdir: G`; `G/commondir`
@@ -130,24 +145,48 @@ struct repo_guard_host {
  * (*why NULL) or when it is refused (*why says why, malloc'd). */
 char *repo_guard_common_dir(const struct repo_guard_host *host, const struct sandbox_spec *spec, char **why);
 
-/* Open the repository's git directories and keep their control files as
- * they are now. `spec` is the spec so far (for the common directory's
- * checks). 0, or a negative errno with `err` set when a control file is
- * neither a regular file nor missing (nothing could protect it). Call
+/* Take the snapshot (above). `spec` is the spec so far (for the common
+ * directory's checks). 0, or a negative errno with `err` set when the
+ * repository cannot be guarded (its `.git` is a link; a control entry past
+ * the snapshot's bounds): nothing has run yet, the Trial is void. Call
  * repo_guard_done in every case. */
 int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
                     struct tb_error *err);
 
-/* Add to `spec`, after the repository's own bind: the common directory
- * (read-write, when it lies outside the repository), the pins and the
- * read-only binds. */
+/* Add to `spec`, after the repository's own bind: a linked worktree's
+ * common directory (read-write, when it lies outside the repository). */
 void repo_guard_add_binds(const struct repo_guard *g, struct sandbox_spec *spec);
 
-/* After the session: restore what changed, remove what appeared, adding one
- * line per undo to `undone` ("restored '.git/config'", …). Returns the
- * number of undos, or a negative errno when something could not be undone
- * (its line says so). */
-int repo_guard_restore(struct repo_guard *g, struct strv *undone);
+/* After the session: steps 1 to 3 above, the quarantine in the folder
+ * `output_fd` (OUTPUT_DIR; -1: none, what is moved out is removed).
+ * `session_uid`: whose files' setuid and setgid bits are cleared. Sets
+ * g->status (RESTORED, QUARANTINED or FAILED) and what was done. */
+void repo_guard_restore(struct repo_guard *g, int output_fd, uid_t session_uid);
+
+/* Every action of the guard, one JSON line each ({"action": "moved" |
+ * "restored" | "setuid_cleared" | "control_file" | "special_file", ...}),
+ * to `name` in `dirfd` (OUTPUT_DIR/guard.jsonl): the record's lists are
+ * bounded, this file is whole. 0 or a negative errno. */
+int repo_guard_write_log(const struct repo_guard *g, int dirfd, const char *name);
+
+/* Clear the setuid and setgid bits of the regular files under the folder
+ * `dirfd` (the output folder, the home) that `session_uid` owns (or any
+ * owner's with a single link), noting them (as `shown`/path) in
+ * g->setuid_cleared. 0 or a negative errno. */
+int repo_guard_clear_setuid(struct repo_guard *g, int dirfd, const char *shown, uid_t session_uid);
+
+/* The record: outcome.json's `repo_guard` ({"status", "detail", "moved",
+ * "restored", "setuid_cleared", each list at most REPO_GUARD_LIST_MAX long
+ * with a count of the rest ("moved_more", ...), "control_files_total",
+ * "special_files_total"}), `control_files` and `special_files` (arrays, at
+ * most REPO_GUARD_LIST_MAX long; guard.jsonl has them all). New json-c
+ * objects; NULL when the guard did not run. */
+#define REPO_GUARD_LIST_MAX 50
+struct json_object *repo_guard_json(const struct repo_guard *g);
+struct json_object *repo_guard_control_json(const struct repo_guard *g);
+struct json_object *repo_guard_special_json(const struct repo_guard *g);
+
+const char *repo_guard_status_name(enum guard_status s);
 
 /* Close the fds and free everything. A zeroed guard (never opened) is fine
  * to pass here and to repo_guard_restore. */

@@ -10,6 +10,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+#include "base/str.h"
+#include "base/strbuf.h"
+
 static const char *const controller_names[CG_N] = { "memory", "pids", "cpu", "cpuacct" };
 static const char *const controller_options[CG_N] = { "--memory", "--pids", "--cpus", NULL };
 
@@ -103,8 +111,7 @@ static bool has_word(const char *list, const char *tok, char sep)
 static void sleep_ms(long ms)
 {
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-        }
+        (void)RETRY_EINTR(nanosleep(&ts, &ts)); /* the rest of it, when interrupted */
 }
 
 /* ---- the probe ---- */

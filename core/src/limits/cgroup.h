@@ -27,7 +27,7 @@
 
 #include "model/outcome.h"
 #include "model/limits.h"
-#include "base/util.h"
+#include "base/error.h"
 
 enum cgroup_mechanism { CGROUP_NONE, CGROUP_V2, CGROUP_V1 };
 enum cgroup_controller { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_N };

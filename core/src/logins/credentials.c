@@ -7,7 +7,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
 #include "base/env.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/path.h"
+#include "base/strv.h"
+#include "base/utf8.h"
 
 struct credential {
         char *key;
@@ -82,7 +89,7 @@ int credentials_parse_key(const char *dotted, char **section, char **key)
         if (!credentials_section_name_valid(s) || !credentials_key_name_valid(dot + 1))
                 return -EINVAL;
         *key = xstrdup(dot + 1);
-        *section = steal_pointer(&s);
+        *section = TAKE_PTR(s);
         return 0;
 }
 
@@ -97,39 +104,6 @@ static char *printable_name(const char *name)
         }
         memcpy(out + n, name[n] ? "..." : "", name[n] ? 4 : 1);
         return out;
-}
-
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s, size_t len)
-{
-        for (size_t i = 0; i < len;) {
-                unsigned char b = s[i];
-                size_t need;
-                unsigned int cp, min;
-                if (b < 0x80) {
-                        i++;
-                        continue;
-                } else if ((b & 0xe0) == 0xc0) {
-                        need = 1, cp = b & 0x1f, min = 0x80;
-                } else if ((b & 0xf0) == 0xe0) {
-                        need = 2, cp = b & 0x0f, min = 0x800;
-                } else if ((b & 0xf8) == 0xf0) {
-                        need = 3, cp = b & 0x07, min = 0x10000;
-                } else {
-                        return false;
-                }
-                if (len - i - 1 < need)
-                        return false;
-                for (size_t k = 1; k <= need; k++) {
-                        if ((s[i + k] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i + k] & 0x3f);
-                }
-                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                i += need + 1;
-        }
-        return true;
 }
 
 /* ---- the set itself ---- */
@@ -190,7 +164,7 @@ int credentials_set(struct credentials *c, const char *section, const char *key,
 {
         if (!credentials_section_name_valid(section) || !credentials_key_name_valid(key))
                 return -EINVAL;
-        if (!*value || !utf8_valid((const unsigned char *)value, strlen(value)))
+        if (!*value || !utf8_is_valid(value, strlen(value)))
                 return -EINVAL;
         set_take(c, section, key, xstrdup(value));
         return 0;
@@ -420,7 +394,7 @@ int credentials_parse(const char *text, size_t len, const char *path, struct cre
         int r = parse_into(text, len, path, c, err);
         if (r < 0)
                 return r;
-        *out = steal_pointer(&c);
+        *out = TAKE_PTR(c);
         return 0;
 }
 
@@ -577,7 +551,7 @@ int credentials_save(const struct credentials *c, const char *path, struct tb_er
         o.p = xmalloc(need);
         o.len = 0;
         serialize(c, &o);
-        r = write_file_atomic_at(dirfd, base, o.p, o.len, 0600);
+        r = write_file_atomic_at(dirfd, base, o.p, o.len, 0600, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
         erase_and_free(o.p);
         if (r < 0)
                 return tb_fail(err, r, "cannot save credentials '%s': %s; check the folder's permissions and free space",

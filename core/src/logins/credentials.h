@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 /* The largest Credentials file (and value) accepted: 1 MiB. */
 #define CREDENTIALS_MAX_SIZE (1024L * 1024)
@@ -113,16 +115,5 @@ void credentials_free(struct credentials *c);
 
 static inline void credentials_freep(struct credentials **c) { credentials_free(*c); }
 #define _cleanup_credentials_ _cleanup_(credentials_freep)
-
-/* `trialbox credentials set KEY | unset KEY | list` (credentials_cmd.c).
- * argv[0] is "credentials". `path_override` is --credentials FILE (NULL: the
- * default file, found through `env`); what it says is the logger's
- * verbosity (log.h). `set` reads the
- * value from stdin (never argv; with echo off and a prompt when stdin is a
- * terminal), strips one trailing "\n" (or "\r\n"), and refuses an empty
- * value or one with a NUL byte. `list` prints names only, one per line.
- * Returns the exit status: 0, 2 for a usage error, 1 for any other failure
- * (each with one line on stderr). */
-int credentials_main(const struct tb_env *env, int argc, char **argv, const char *path_override);
 
 #endif

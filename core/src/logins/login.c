@@ -8,11 +8,14 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#if __has_include(<linux/openat2.h>)
-#include <linux/openat2.h>
-#endif
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+#include "base/path.h"
 
 #define LOGIN_MAX_SIZE (1 << 20)
 #define LOGIN_MAX_WATCHED 64
@@ -32,123 +35,33 @@ struct login_sync {
         size_t last_len;
 };
 
-/* Open `rel` beneath the folder `dirfd`, following no link at any step and
- * never leaving that folder: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)
- * where the kernel has it, else one O_NOFOLLOW openat per component.
- * O_CLOEXEC|O_NOFOLLOW are added to `flags`. An fd, or -1 with errno set. */
-static int open_beneath(int dirfd, const char *rel, int flags)
-{
-        flags |= O_CLOEXEC | O_NOFOLLOW;
-#if defined(SYS_openat2) && defined(RESOLVE_BENEATH)
-        struct open_how how = {
-                .flags = (unsigned long long)flags,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
-        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-                return fd;
-#endif
-        /* No openat2 (or a filter refusing it): walk it ourselves. */
-        _cleanup_free_ char *copy = xstrdup(rel);
-        _cleanup_close_ int cur = -1;
-        char *save = NULL;
-        char *part = strtok_r(copy, "/", &save);
-        while (part) {
-                char *next = strtok_r(NULL, "/", &save);
-                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0) {
-                        errno = EXDEV;
-                        return -1;
-                }
-                int at = cur >= 0 ? cur : dirfd;
-                int sub = openat(at, part, next ? O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW : flags);
-                if (sub < 0 || !next)
-                        return sub;
-                tb_closep(&cur);
-                cur = sub;
-                part = next;
-        }
-        errno = EINVAL;
-        return -1;
-}
-
-/* Read the regular file open at `fd` (never waiting: it was opened
- * O_NONBLOCK, and anything else is refused). malloc'd, erased on error. */
-static int read_regular_fd(int fd, char **out, size_t *len)
-{
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        if (st.st_size > LOGIN_MAX_SIZE)
-                return -EFBIG;
-        size_t cap = (size_t)st.st_size + 2, n = 0;
-        char *buf = xmalloc(cap);
-        for (;;) {
-                if (n + 1 == cap) { /* it grew while we read: at most the limit */
-                        if (cap > LOGIN_MAX_SIZE) {
-                                erase_and_free(buf);
-                                return -EFBIG;
-                        }
-                        char *more = xmalloc(cap * 2);
-                        memcpy(more, buf, n);
-                        erase_and_free(buf);
-                        buf = more;
-                        cap *= 2;
-                }
-                ssize_t k = read(fd, buf + n, cap - 1 - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        int e = errno;
-                        erase_and_free(buf);
-                        return -e;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        buf[n] = '\0';
-        *out = buf;
-        *len = n;
-        return 0;
-}
-
 /* Read `rel` beneath `dirfd` as a login: a regular file, through no link. */
 static int read_login_at(int dirfd, const char *rel, char **out, size_t *len)
 {
-        _cleanup_close_ int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        return read_regular_fd(fd, out, len);
+        return read_full_file_at(dirfd, rel, LOGIN_MAX_SIZE, READ_BENEATH | READ_REGULAR | READ_NONBLOCK | READ_SECURE,
+                                 out, len, NULL);
 }
 
 /* Make the folders of `rel` (relative, at least one component) beneath
- * `dirfd`, 0700, through no link; the last one's fd, or -1 with errno set. */
+ * `dirfd`, 0700, through no link; the last one's fd, or a negative errno. */
 static int mkdir_beneath(int dirfd, const char *rel)
 {
         _cleanup_free_ char *copy = xstrdup(rel);
         _cleanup_close_ int cur = -1;
         char *save = NULL;
         for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0) {
-                        errno = EXDEV;
-                        return -1;
-                }
+                if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0)
+                        return -EXDEV;
                 int at = cur >= 0 ? cur : dirfd;
                 if (mkdirat(at, part, 0700) < 0 && errno != EEXIST)
-                        return -1;
+                        return -errno;
                 int fd = openat(at, part, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0)
-                        return -1;
+                        return -errno;
                 tb_closep(&cur);
                 cur = fd;
         }
-        if (cur < 0)
-                errno = EINVAL;
-        return tb_steal_fd(&cur);
+        return cur < 0 ? -EINVAL : TAKE_FD(cur);
 }
 
 static void login_sync_close(struct login_sync *l)
@@ -201,11 +114,16 @@ int login_sync_add(struct login_set *set, const char *host_path, const char *hom
                 return tb_fail(err, -errno, "opening the home '%s': %s", home, strerror(errno));
         _cleanup_free_ char *dir_rel = path_dirname(l.copy_rel);
         l.copy_dirfd = mkdir_beneath(l.home_fd, dir_rel);
-        if (l.copy_dirfd < 0 || fchmod(l.copy_dirfd, 0700) < 0)
-                return tb_fail(err, -errno, "making '%s/%s': %s", home, dir_rel, strerror(errno));
+        r = l.copy_dirfd < 0 ? l.copy_dirfd : fchmod(l.copy_dirfd, 0700) < 0 ? -errno : 0;
+        if (r < 0) {
+                tb_closep(&l.copy_dirfd);
+                return tb_fail(err, r, "making '%s/%s': %s", home, dir_rel, strerror(-r));
+        }
         _cleanup_close_ int fd = openat(l.copy_dirfd, l.copy_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write(fd, l.last, l.last_len) != (ssize_t)l.last_len || fchmod(fd, 0600) < 0) {
+        r = fd < 0 ? -errno : loop_write(fd, l.last, l.last_len);
+        if (r == 0 && fchmod(fd, 0600) < 0)
                 r = -errno;
+        if (r < 0) {
                 if (fd >= 0)
                         unlinkat(l.copy_dirfd, l.copy_name, 0);
                 return tb_fail(err, r, "writing the private copy '%s': %s", copy_path, strerror(-r));
@@ -250,7 +168,7 @@ static bool same_as_last(const struct login_sync *l, const char *data, size_t le
 static void remember(struct login_sync *l, char **data, size_t len)
 {
         erase_and_free(l->last);
-        l->last = steal_pointer(data);
+        l->last = TAKE_PTR(*data);
         l->last_len = len;
 }
 
@@ -270,51 +188,19 @@ int login_sync_now(struct login_set *set, size_t i)
                 return 0;
         /* One write-back at a time per host folder, across every Trial
          * (flock on the folder itself: nothing is left beside the login).
-         * Keep the host file's own mode; write beside it and rename over it. */
-        while (flock(l->host_dirfd, LOCK_EX) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        struct stat st;
-        mode_t mode = fstatat(l->host_dirfd, l->host_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & 07777 : 0600;
-        r = write_file_atomic_at(l->host_dirfd, l->host_name, data, len, mode);
+         * Keep the host file's own mode; write beside it and rename over it
+         * (the host file's real folder and name, its links resolved when
+         * the login was added). */
+        if (RETRY_EINTR(flock(l->host_dirfd, LOCK_EX)) < 0)
+                return -errno;
+        r = write_file_atomic_at(l->host_dirfd, l->host_name, data, len, 0600,
+                                 WRITE_KEEP_MODE | WRITE_SYNC_FILE | WRITE_SYNC_DIR);
         flock(l->host_dirfd, LOCK_UN);
         if (r < 0)
                 return r;
         remember(l, &data, len);
         set->writebacks++;
         return 0;
-}
-
-/* Replace the private copy `name` in the folder `dfd` with `data`: a new
- * file (0600, owned like its folder, so that a session running as another
- * user than trialbox can read it) renamed over the old one. A file of this
- * Trial's fresh home: nothing to keep across a crash, so no fsync. */
-static int write_copy_at(int dfd, const char *name, const char *data, size_t len)
-{
-        struct stat dst;
-        if (fstat(dfd, &dst) < 0)
-                return -errno;
-        static unsigned long seq;
-        char tmp[NAME_MAX + 1];
-        snprintf(tmp, sizeof tmp, ".%.200s.tb-%d-%lu", name, (int)getpid(), ++seq);
-        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = 0;
-        if (fchmod(fd, 0600) < 0 || (dst.st_uid != geteuid() && fchown(fd, dst.st_uid, dst.st_gid) < 0))
-                r = -errno;
-        for (size_t off = 0; r == 0 && off < len;) {
-                ssize_t w = write(fd, data + off, len - off);
-                if (w < 0 && errno != EINTR)
-                        r = -errno;
-                else if (w > 0)
-                        off += (size_t)w;
-        }
-        if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-                r = -errno;
-        if (r < 0)
-                unlinkat(dfd, tmp, 0);
-        return r;
 }
 
 /* The host login changed (another Trial's write-back, or the host's own
@@ -337,7 +223,11 @@ static int login_sync_pull(struct login_set *set, size_t i)
         _cleanup_close_ int dfd = open_beneath(l->home_fd, dir_rel, O_RDONLY | O_DIRECTORY);
         if (dfd < 0)
                 return -EPERM;
-        r = write_copy_at(dfd, l->copy_name, data, len);
+        /* A new file (0600, owned like its folder, so that a session running
+         * as another user than trialbox can read it) renamed over the old
+         * one. A file of this Trial's fresh home: nothing to keep across a
+         * crash, so no fsync. */
+        r = write_file_atomic_at(dfd, l->copy_name, data, len, 0600, WRITE_DIR_OWNER);
         if (r < 0)
                 return r;
         remember(l, &data, len);

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct login_sync;
 

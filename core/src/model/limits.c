@@ -7,6 +7,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/str.h"
+
 #define MAX_DURATION_MS (10LL * 366 * 24 * 3600 * 1000)
 #define MIN_MEMORY (1LL << 20)
 #define MAX_PIDS 4194304LL

@@ -8,7 +8,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 #define LIMIT_UNSET (-1LL)
 #define LIMITS_DEFAULT_KILL_AFTER_MS 10000LL

@@ -10,6 +10,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/io.h"
+
 #ifndef TB_VERSION
 #define TB_VERSION "unknown"
 #endif
@@ -239,18 +245,57 @@ static json_object *outcome_json(const struct outcome *o)
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
         json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
+        json_object_object_add(j, "repo_guard", o->repo_guard ? json_object_get(o->repo_guard) : NULL);
+        json_object_object_add(j, "control_files", o->control_files ? json_object_get(o->control_files) : NULL);
+        json_object_object_add(j, "special_files", o->special_files ? json_object_get(o->special_files) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         add_slurm_ids(j, o);
+        json_object_object_add(j, "launcher_nonce", o->nonce[0] ? json_object_new_string(o->nonce) : NULL);
         return j;
+}
+
+void outcome_set_nonce(struct outcome *o, const char *s)
+{
+        o->nonce[0] = '\0';
+        if (!s || strlen(s) != OUTCOME_NONCE_LEN || strspn(s, "0123456789abcdef") != OUTCOME_NONCE_LEN)
+                return;
+        memcpy(o->nonce, s, OUTCOME_NONCE_LEN + 1);
 }
 
 char *outcome_to_json(const struct outcome *o) { return json_line(outcome_json(o)); }
 
-/* The JSON and a newline, its length in *len. */
+/* The record without what a session can grow (the lists of the network
+ * and the guard): their counts stay, and "record_reduced" says so. For an
+ * Outcome that would not fit its reservation, which the bounds on each list
+ * should make impossible: the Outcome is written whatever the session did. */
+static char *outcome_reduced_json(const struct outcome *o)
+{
+        json_object *j = outcome_json(o), *v;
+        if (json_object_object_get_ex(j, "network", &v) && v) {
+                json_object_object_del(v, "hosts");
+                json_object_object_del(v, "other_hosts");
+        }
+        if (json_object_object_get_ex(j, "repo_guard", &v) && v) {
+                json_object_object_del(v, "moved");
+                json_object_object_del(v, "restored");
+                json_object_object_del(v, "setuid_cleared");
+        }
+        json_object_object_add(j, "control_files", NULL);
+        json_object_object_add(j, "special_files", NULL);
+        json_object_object_add(j, "record_reduced", json_object_new_boolean(true));
+        return json_line(j);
+}
+
+/* The JSON and a newline, its length in *len: the reduced record when the
+ * whole one is larger than OUTCOME_RESERVE. */
 static char *outcome_record(const struct outcome *o, size_t *len)
 {
         char *json = outcome_to_json(o);
+        if (strlen(json) + 1 > OUTCOME_RESERVE) {
+                free(json);
+                json = outcome_reduced_json(o);
+        }
         size_t n = strlen(json);
         json = xrealloc(json, n + 2);
         json[n++] = '\n';
@@ -269,7 +314,7 @@ int outcome_write(const struct outcome *o, const char *output_dir, struct tb_err
         /* Whole or absent, even after a crash (the data is synced before the
          * rename); the folder is not synced: a lost outcome.json reads as a
          * Trial that did not finish, never as a wrong one. */
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", json, len, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));
@@ -278,6 +323,10 @@ int outcome_write(const struct outcome *o, const char *output_dir, struct tb_err
 
 int outcome_exit_status(const struct outcome *o)
 {
+        if (o->kind != OUTCOME_VOID && o->guard_status && strcmp(o->guard_status, "quarantined") == 0)
+                return TB_EXIT_QUARANTINED;
+        if (o->kind != OUTCOME_VOID && o->guard_status && strcmp(o->guard_status, "failed") == 0)
+                return TB_EXIT_ERROR;
         switch (o->kind) {
         case OUTCOME_COMPLETED:
                 return 0;
@@ -339,11 +388,12 @@ int outcome_write_running(const struct outcome *o, const char *output_dir, pid_t
         json_object_object_add(j, "host", o->host[0] ? json_object_new_string(o->host) : NULL);
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         add_slurm_ids(j, o);
+        json_object_object_add(j, "launcher_nonce", o->nonce[0] ? json_object_new_string(o->nonce) : NULL);
         _cleanup_free_ char *line = json_line(j);
         size_t len = strlen(line);
         line = xrealloc(line, len + 2);
         memcpy(line + len, "\n", 2);
-        int r = write_file_atomic_at_flags(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
+        int r = write_file_atomic_at(dirfd, "outcome.json", line, len + 1, 0644, WRITE_SYNC_FILE);
         if (r < 0)
                 return tb_fail(err, r, "writing '%s/outcome.json': %s; free space or fix the folder's permissions",
                                output_dir, strerror(-r));
@@ -421,15 +471,9 @@ int outcome_commit(struct outcome_file *f, const struct outcome *o, struct tb_er
         if (len > OUTCOME_RESERVE)
                 return tb_fail(err, -EFBIG, "writing the outcome: %zu bytes do not fit the %d reserved", len,
                                OUTCOME_RESERVE);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = pwrite(f->fd, json + off, len - off, (off_t)off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return tb_fail(err, w < 0 ? -errno : -EIO, "writing the outcome into '%s': %s", f->tmp,
-                                       strerror(w < 0 ? errno : EIO));
-                off += (size_t)w;
-        }
+        int r = loop_pwrite(f->fd, json, len, 0);
+        if (r < 0)
+                return tb_fail(err, r, "writing the outcome into '%s': %s", f->tmp, strerror(-r));
         if (ftruncate(f->fd, (off_t)len) < 0 || fdatasync(f->fd) < 0 || renameat(f->dirfd, f->tmp, f->dirfd, "outcome.json") < 0)
                 return tb_fail(err, -errno, "putting the outcome in place as 'outcome.json': %s", strerror(errno));
         tb_closep(&f->fd);

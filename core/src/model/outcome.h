@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "model/limits.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* trialbox's own exit statuses (the session's status is passed through for
  * completed and failed Trials, 128+N for a signal). */
@@ -16,6 +16,10 @@
 #define TB_EXIT_VOID 125  /* the Trial is void: outcome.json says why */
 #define TB_EXIT_ERROR 126 /* trialbox itself failed (e.g. cannot write outcome.json) */
 #define TB_EXIT_TIMEOUT 124 /* failed/timeout, as timeout(1) */
+/* The session ran, but the repository guard had to move the repository's
+ * whole .git to the quarantine (outcome.json's repo_guard says why); the
+ * Outcome itself (completed, failed) stands. */
+#define TB_EXIT_QUARANTINED 123
 
 enum outcome_kind { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_VOID };
 /* Void causes, then failed causes. A plain failure has CAUSE_NONE. */
@@ -83,7 +87,21 @@ struct outcome {
         /* The `network` object (trial_net.h), a json-c object
          * the owner of `o` puts; NULL: null (host network, unsandboxed). */
         struct json_object *network;
+        /* The repository guard's record (gitguard/repo_guard.h): `repo_guard`,
+         * `control_files`, `special_files`; NULL: null (the guard did not run). */
+        struct json_object *repo_guard, *control_files, *special_files;
+        /* The guard's status when it ran: "restored", "quarantined", "failed"; NULL: it did not. */
+        const char *guard_status;
+        /* The token of the batch that started this run (TRIALBOX_RECORD_NONCE,
+         * OUTCOME_NONCE_LEN hex digits), echoed as `launcher_nonce` in the
+         * running and the final record: a batch reads no record its own run
+         * did not write. "" when none. */
+        char nonce[33];
 };
+
+#define OUTCOME_NONCE_LEN 32
+/* Copy `s` into o->nonce when it is OUTCOME_NONCE_LEN lowercase hex digits. */
+void outcome_set_nonce(struct outcome *o, const char *s);
 
 /* Stamp the start: started_at (now), host (gethostname), usage all unknown. */
 void outcome_start(struct outcome *o);

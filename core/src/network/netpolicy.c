@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/str.h"
+
 enum pattern_kind { PAT_NAME, PAT_SUFFIX, PAT_IP };
 
 struct pattern {

@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 /* A host name's longest text form (253 characters, one trailing dot dropped). */
 #define NETPOLICY_HOST_MAX 256

@@ -19,6 +19,13 @@
 
 #include "network/proxy_request.h"
 #include "network/resolver.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
 
 #define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
@@ -191,7 +198,7 @@ static void count(struct proxy *p, const char *host, bool allowed)
         struct json_object *h;
         if (!json_object_object_get_ex(p->hosts, host, &h)) {
                 if (json_object_object_length(p->hosts) >= HOSTS_MAX) {
-                        h = p->other_hosts;
+                        h = p->other_hosts; /* its "hosts" counts requests past the map, not names */
                 } else {
                         h = json_object_new_object();
                         json_object_object_add(h, "allowed", json_object_new_int64(0));
@@ -329,10 +336,9 @@ static void deny(struct conn *c, int status, const char *fmt, ...)
 static bool send_pending(struct conn *c, struct flow *f, int fd)
 {
         while (f->pending_off < f->pending_len) {
-                ssize_t n = send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL);
+                ssize_t n = RETRY_EINTR(
+                        send(fd, f->pending + f->pending_off, f->pending_len - f->pending_off, MSG_NOSIGNAL));
                 if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
                         if (errno == EAGAIN)
                                 return false;
                         c->p->saw_epipe |= errno == EPIPE;
@@ -371,10 +377,8 @@ static void drain(struct conn *c)
 {
         char buf[4096];
         for (;;) {
-                ssize_t n = read(c->client.fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, buf, sizeof(buf));
+                if (n == -EAGAIN)
                         return;
                 if (n <= 0 || (c->drained += (size_t)n) > DRAIN_MAX) {
                         conn_close(c);
@@ -406,12 +410,12 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
         for (int round = 0; round < PUMP_ROUNDS && !f->shut; round++) {
                 bool moved = false;
                 if (!f->eof && f->in_pipe < f->cap) {
-                        ssize_t n = splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
-                                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
+                                                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe += (size_t)n;
                                 moved = true;
-                        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                        } else if (n == 0 || errno != EAGAIN) {
                                 f->eof = true;
                         } else if (f->in_pipe > 0) {
                                 /* Maybe the source is empty, maybe the pipe is full: either way, wait
@@ -420,13 +424,14 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                         }
                 }
                 if (f->in_pipe > 0) {
-                        ssize_t n = splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        ssize_t n = RETRY_EINTR(
+                                splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
                                 f->in_pipe -= (size_t)n;
                                 f->bytes += (uint64_t)n;
                                 f->full = false;
                                 moved = true;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        } else if (n < 0 && errno != EAGAIN) {
                                 /* The destination is gone: nothing more can be delivered this way. */
                                 c->p->saw_epipe |= errno == EPIPE;
                                 f->eof = true;
@@ -771,10 +776,8 @@ static void read_head(struct conn *c)
         if (!c->head)
                 c->head = xmalloc(PROXY_HEAD_MAX + 1);
         for (;;) {
-                ssize_t n = read(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
+                ssize_t n = read_retry(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
+                if (n == -EAGAIN)
                         break;
                 if (n <= 0) {
                         snprintf(c->reason, sizeof(c->reason), "the client closed before a complete request");
@@ -800,14 +803,14 @@ static void read_head(struct conn *c)
 static void accept_some(struct proxy *p)
 {
         for (int i = 0; i < ACCEPT_BATCH; i++) {
-                int fd = accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int fd = RETRY_EINTR(accept4(p->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
                 if (fd < 0) {
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                                 /* Wait for a connection to end (or the next tick) instead of spinning. */
                                 p->accept_paused = true;
                                 (void)set_events(p, &p->listener, 0);
                         }
-                        if (errno == EINTR || errno == ECONNABORTED)
+                        if (errno == ECONNABORTED)
                                 continue;
                         return;
                 }
@@ -1077,16 +1080,58 @@ void proxy_finish(struct proxy *p)
         free_dead(p);
 }
 
+struct host_count {
+        const char *name;
+        int64_t allowed, denied;
+};
+
+static int by_count(const void *a, const void *b)
+{
+        const struct host_count *x = a, *y = b;
+        int64_t nx = x->allowed + x->denied, ny = y->allowed + y->denied;
+        return nx != ny ? (nx < ny ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+static int64_t field(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
 struct json_object *proxy_stats_json(const struct proxy *p)
 {
         struct json_object *o = json_object_new_object();
-        struct json_object *hosts = NULL, *other = NULL;
         json_object_object_add(o, "allowed", json_object_new_int64(p->allowed));
         json_object_object_add(o, "denied", json_object_new_int64(p->denied));
-        json_object_deep_copy(p->hosts, &hosts, NULL);
+        /* The record is bounded whatever the session asks for: the hosts asked
+         * for most, then one sum for the rest (network.jsonl has them all). */
+        size_t n = (size_t)json_object_object_length(p->hosts), k = 0;
+        struct host_count *v = xcalloc(n ? n : 1, sizeof *v);
+        json_object_object_foreach(p->hosts, name, h)
+                v[k++] = (struct host_count){ .name = name, .allowed = field(h, "allowed"), .denied = field(h, "denied") };
+        qsort(v, k, sizeof *v, by_count);
+        struct json_object *hosts = json_object_new_object();
+        int64_t rest_allowed = field(p->other_hosts, "allowed"), rest_denied = field(p->other_hosts, "denied");
+        int64_t rest_hosts = field(p->other_hosts, "hosts");
+        for (size_t i = 0; i < k; i++) {
+                if (i < PROXY_RECORD_HOSTS) {
+                        struct json_object *one = json_object_new_object();
+                        json_object_object_add(one, "allowed", json_object_new_int64(v[i].allowed));
+                        json_object_object_add(one, "denied", json_object_new_int64(v[i].denied));
+                        json_object_object_add(hosts, v[i].name, one);
+                } else {
+                        rest_allowed += v[i].allowed;
+                        rest_denied += v[i].denied;
+                        rest_hosts++;
+                }
+        }
+        free(v);
         json_object_object_add(o, "hosts", hosts);
-        if (json_object_object_length(p->hosts) >= HOSTS_MAX) {
-                json_object_deep_copy(p->other_hosts, &other, NULL);
+        if (rest_allowed || rest_denied) {
+                struct json_object *other = json_object_new_object();
+                json_object_object_add(other, "allowed", json_object_new_int64(rest_allowed));
+                json_object_object_add(other, "denied", json_object_new_int64(rest_denied));
+                json_object_object_add(other, "hosts", json_object_new_int64(rest_hosts));
                 json_object_object_add(o, "other_hosts", other);
         }
         return o;

@@ -36,7 +36,7 @@
 #include <stdbool.h>
 
 #include "network/netpolicy.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* The test-only name map: "allowed.test=127.0.0.1:8080,other.test=[::1]"
  * (NAME=ADDRESS[:PORT], comma-separated; without a port, the requested one).
@@ -81,9 +81,14 @@ int proxy_dispatch(struct proxy *p);
 void proxy_finish(struct proxy *p);
 
 /* The counts for the Outcome's `network` object, for every connection
- * recorded so far: {"allowed": N, "denied": N, "hosts": {"host": {"allowed": N,
- * "denied": N}, ...}} (hosts past 4096 distinct ones are summed in
- * "other_hosts"). A new object the caller puts. */
+ * recorded so far: {"allowed": N, "denied": N, "hosts": {"host": {"allowed":
+ * N, "denied": N}, ...}, "other_hosts": {"allowed": N, "denied": N, "hosts":
+ * N}}. Bounded, whatever the session asked for: "hosts" holds the
+ * PROXY_RECORD_HOSTS hosts asked for most (ties by name), "other_hosts"
+ * (absent when empty) sums the rest and counts their names (names past the
+ * 4096 the proxy tracks are summed, not counted). network.jsonl has every
+ * connection. A new json-c object. */
+#define PROXY_RECORD_HOSTS 20
 struct json_object *proxy_stats_json(const struct proxy *p);
 
 /* proxy_finish() if needed, then free everything. NULL is fine. */

@@ -1,9 +1,13 @@
 #define _GNU_SOURCE
 #include "network/proxy_request.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#include "base/macro.h"
+#include "base/strbuf.h"
 
 static int fail(struct proxy_request *req, int status, const char *why)
 {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "network/netpolicy.h"
-#include "base/util.h"
+#include "base/strbuf.h"
 
 #define PROXY_HEAD_MAX 16384
 

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
 
 enum { LK_QUEUED, LK_RUNNING, LK_CANCELLED };
 

@@ -12,9 +12,14 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/io.h"
 #include "base/log.h"
+#include "base/macro.h"
+#include "base/spawn.h"
 
 static const char *const mode_names[] = {
         [TRIAL_NETWORK_HOST] = "host",
@@ -77,7 +82,7 @@ int trial_net_open_record(struct trial_net *n, const char *output_dir, struct tb
         if (n->mode != TRIAL_NETWORK_ALLOW)
                 return 0;
         _cleanup_free_ char *path = xasprintf("%s/%s", output_dir, TRIAL_NET_RECORD);
-        n->record_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
+        n->record_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
         if (n->record_fd < 0)
                 return tb_fail(err, -errno, "cannot create the network record '%s': %s", path, strerror(errno));
         return 0;
@@ -118,8 +123,21 @@ struct listen_reply {
         char step[64];
 };
 
-static void __attribute__((noreturn)) listen_child(int user_fd, int net_fd, uint16_t port, int sock)
+struct listen_in {
+        int user_fd, net_fd; /* the namespaces to join (user_fd -1: trialbox's own) */
+        uint16_t port;
+        int sock, parent_end; /* the socketpair: the child's end, trialbox's */
+};
+
+/* In the child: join the namespaces, listen, send the socket back on
+ * `sock`. A process of its own, not a thread of trialbox's: setns() into a
+ * user namespace refuses a process with threads (the proxy's resolver). */
+static int listen_child(void *ctx)
 {
+        const struct listen_in *in = ctx;
+        int user_fd = in->user_fd, net_fd = in->net_fd, sock = in->sock;
+        uint16_t port = in->port;
+        close(in->parent_end);
         struct listen_reply rep = { 0 };
         int lfd = -1;
         const char *step = "joining the sandbox's user namespace";
@@ -159,7 +177,7 @@ send:;
                 c->cmsg_len = CMSG_LEN(sizeof(int));
                 memcpy(CMSG_DATA(c), &lfd, sizeof lfd);
         }
-        _exit(sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof rep ? 0 : 1);
+        return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof rep ? 0 : 1;
 }
 
 int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err)
@@ -187,18 +205,14 @@ int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err
         int sp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return tb_fail(err, -errno, "socketpair: %s", strerror(errno));
-        pid_t child = fork();
-        if (child < 0) {
-                int e = errno;
-                close(sp[0]);
-                close(sp[1]);
-                return tb_fail(err, -e, "fork: %s", strerror(e));
-        }
-        if (child == 0) {
-                close(sp[0]);
-                listen_child(user_fd, net_fd, port, sp[1]);
-        }
+        struct listen_in in = { user_fd, net_fd, port, sp[1], sp[0] };
+        struct spawn child = { .child_fn = listen_child, .ctx = &in };
+        int r = spawn_start(&child, err);
         close(sp[1]);
+        if (r < 0) {
+                close(sp[0]);
+                return r;
+        }
         _cleanup_close_ int rd = sp[0];
 
         struct listen_reply rep = { 0 };
@@ -208,14 +222,10 @@ int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err
         } u = { 0 };
         struct iovec iov = { .iov_base = &rep, .iov_len = sizeof rep };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        ssize_t n;
-        do
-                n = recvmsg(rd, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = RETRY_EINTR(recvmsg(rd, &msg, MSG_CMSG_CLOEXEC));
         int e = errno;
-        int status;
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-        }
+        (void)spawn_wait(&child, NULL);
+        spawn_done(&child);
         struct cmsghdr *c = n == (ssize_t)sizeof rep ? CMSG_FIRSTHDR(&msg) : NULL;
         if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
                 memcpy(out, CMSG_DATA(c), sizeof *out);
@@ -256,10 +266,11 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
         int r = trial_net_listen_in(pid, TRIAL_NET_PROXY_PORT, &lfd, err);
         if (r < 0)
                 return r;
+        struct netpolicy *policy = TAKE_PTR(n->policy); /* the proxy's from here, even when it fails */
         const struct proxy_config cfg = {
                 .listen_fd = lfd,
                 .record_fd = n->record_fd,
-                .policy = steal_pointer(&n->policy),
+                .policy = policy,
                 .test_hosts = n->test_hosts,
                 .on_lookup = on_lookup,
         };

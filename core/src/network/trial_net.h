@@ -23,7 +23,7 @@
 #include "network/proxy.h"
 #include "sandbox/spec.h"
 #include "sandbox/supervisor.h"
-#include "base/util.h"
+#include "base/error.h"
 
 #define TRIAL_NET_PROXY_PORT 3128
 #define TRIAL_NET_PROXY_URL "http://127.0.0.1:3128"

@@ -12,6 +12,13 @@
 #include "base/log.h"
 #include "sandbox/session_user.h"
 #include "logins/trials_home.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void svc_log(struct tb_host *h, enum tb_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -177,7 +184,7 @@ static int svc_write_home_file(struct tb_host *h, const char *rel, const char *c
         if (dfd < 0)
                 return -errno;
         /* A file of this Trial's fresh home: nothing to keep across a crash. */
-        return write_file_atomic_at_flags(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
+        return write_file_atomic_at(dfd, strrchr(path, '/') + 1, content, strlen(content), 0600, 0);
 }
 
 static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
@@ -206,6 +213,48 @@ static int svc_wipe_except(struct tb_host *h, const char *dir, const char *const
         if (r < 0)
                 snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
         return r;
+}
+
+static void kept_login_said(const struct tb_host *h, const struct kept_login *k, const char *found, const char *when)
+{
+        log_warn("%s: the login '%s' was %s %s; put back the copy kept in '%s'", h->harness, k->path, found, when,
+                 k->kept_path);
+}
+
+static int svc_keep_login(struct tb_host *h, const char *path, unsigned format, size_t max_bytes)
+{
+        if (!path || path[0] != '/' || (format != TB_LOGIN_ANY && format != TB_LOGIN_JSON_OBJECT))
+                return -EINVAL;
+        if (h->checking || h->dry_run)
+                return 0;
+        if (h->n_kept == TB_ARRAY_SIZE(h->kept))
+                return -ENOSPC;
+        struct kept_login *k = &h->kept[h->n_kept];
+        struct tb_error err = { 0 };
+        const char *restored = NULL;
+        int r = kept_login_open(k, path, format == TB_LOGIN_JSON_OBJECT ? KEPT_JSON_OBJECT : KEPT_ANY, max_bytes,
+                                &restored, &err);
+        if (r < 0) {
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", err.msg);
+                kept_login_done(k);
+                return r;
+        }
+        h->n_kept++;
+        if (restored)
+                kept_login_said(h, k, restored, "before the Trial");
+        return 0;
+}
+
+void host_after_session(struct tb_host *h)
+{
+        for (size_t i = 0; i < h->n_kept; i++) {
+                struct tb_error err = { 0 };
+                const char *restored = NULL;
+                if (kept_login_sync(&h->kept[i], &restored, &err) < 0)
+                        log_warn("%s: %s", h->harness, err.msg);
+                else if (restored)
+                        kept_login_said(h, &h->kept[i], restored, "after the session");
+        }
 }
 
 static int svc_require_file(struct tb_host *h, const char *what, const char *path, const char *how)
@@ -394,6 +443,7 @@ static const struct tb_host_services services = {
         .require_credential = svc_require_credential,
         .home_dir_from_env = svc_home_dir_from_env,
         .add_endpoint = svc_add_endpoint,
+        .keep_login = svc_keep_login,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -426,6 +476,9 @@ void host_done(struct tb_host *host)
         credentials_free(host->creds);
         host->creds = NULL;
         login_set_done(&host->logins);
+        for (size_t i = 0; i < host->n_kept; i++)
+                kept_login_done(&host->kept[i]);
+        host->n_kept = 0;
         for (size_t i = 0; i < host->n_locks; i++)
                 tb_closep(&host->lock_fds[i]);
         host->n_locks = 0;

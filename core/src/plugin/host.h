@@ -7,7 +7,9 @@
 #include <trialbox/plugin.h>
 
 #include "logins/login.h"
+#include "logins/trials_home.h"
 #include "sandbox/spec.h"
+#include "base/strv.h"
 
 struct credentials;
 struct tb_env;
@@ -44,6 +46,8 @@ struct tb_host {
         struct login_set logins;
         int lock_fds[8];
         size_t n_locks;
+        struct kept_login kept[4]; /* keep_login's logins, put back after the session */
+        size_t n_kept;
         struct strv handed;        /* strings the services returned (home_dir_from_env) */
 
         /* What the `endpoints` hook declared, in order, each pattern once. */
@@ -68,6 +72,11 @@ bool host_endpoint_valid(const char *endpoint);
 /* The endpoints declared so far (by host_call(host, plugin->endpoints)),
  * owned by `host`: valid until host_done. */
 const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n);
+
+/* After the session, before host_done: the logins keep_login keeps are
+ * put back where the session removed or broke them (a warning says so), or
+ * kept when the session wrote newer valid ones. */
+void host_after_session(struct tb_host *host);
 
 /* Release what the services hold (credentials, logins, locks); not `host` itself. */
 void host_done(struct tb_host *host);

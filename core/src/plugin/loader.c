@@ -2,6 +2,12 @@
 #include "plugin/loader.h"
 
 #include "plugin/manifest.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/path.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -133,11 +139,7 @@ static int load_manifest(const char *path, const char *expected_name, struct plu
         return 0;
 }
 
-static void dlclosep(void **dl)
-{
-        if (*dl)
-                dlclose(*dl);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(void *, dlclose)
 
 /* Is the struct a plugin exports one this core can use? Any minor of our
  * major is: the size decides what is read (plugin_take_harness). */
@@ -193,7 +195,7 @@ static int open_library(const char *path, int *out_fd, struct tb_error *err)
                 return tb_fail(err, -ENOEXEC,
                                "plugin '%s' is not a loadable library (truncated or not a 64-bit ELF); reinstall it",
                                path);
-        *out_fd = tb_steal_fd(&fd);
+        *out_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -225,7 +227,7 @@ int plugin_load_file(const char *path, const char *expected_name, struct plugin 
         if (r < 0)
                 return r;
         plugin_take_harness(out, h, path);
-        out->dl = steal_pointer(&dl);
+        out->dl = TAKE_PTR(dl);
         return 0;
 }
 
@@ -257,7 +259,7 @@ void plugin_list(const char *plugin_path, struct plugin_entry **out, size_t *n)
                                 for (size_t m = 0; m < count; m++)
                                         shadowed = shadowed || strcmp(v[m].name, name) == 0;
                                 GREEDY_REALLOC(v, cap, count + 1);
-                                v[count++] = (struct plugin_entry){ steal_pointer(&name),
+                                v[count++] = (struct plugin_entry){ TAKE_PTR(name),
                                                                     xasprintf("%s/%s", dirs.v[i], f), shadowed };
                         }
                         free(names[j]);

@@ -6,7 +6,8 @@
 
 #include <trialbox/plugin.h>
 
-#include "base/util.h"
+#include "base/error.h"
+#include "base/strv.h"
 
 struct manifest;
 

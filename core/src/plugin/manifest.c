@@ -2,6 +2,11 @@
 #include "plugin/manifest.h"
 
 #include "plugin/host.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/macro.h"
 
 #include <ffi.h>
 #include <json-c/json.h>

@@ -28,9 +28,10 @@
 #ifndef TB_MANIFEST_H
 #define TB_MANIFEST_H
 
+#include <stdbool.h>
 #include <trialbox/plugin.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct manifest;
 

@@ -19,6 +19,11 @@
 #include <linux/seccomp.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+
 
 struct deny {
         int nr;
@@ -285,7 +290,7 @@ int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)
         high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_EXEC_ERR_FD + 1);
         if (high < 0)
                 return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
-        *fd = tb_steal_fd(&high);
+        *fd = TAKE_FD(high);
         return 0;
 }
 
@@ -356,10 +361,10 @@ void confine_close_fds(int from, char *const argv[])
 int confine_exec_prepare(char *const argv[])
 {
         if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
-                return -1;
+                return -errno;
         int fd = confine_argv_fd(argv);
         if (fd >= 0 && fcntl(fd, F_SETFD, 0) < 0)
-                return -1;
+                return -errno;
         return 0;
 }
 

@@ -58,7 +58,7 @@
 #include <stdbool.h>
 
 #include "sandbox/spec.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* The session's temp folder when the home does not lie under it: a private
  * tmpfs of its own, outside /tmp, where an output folder under /tmp puts
@@ -100,7 +100,7 @@ void confine_close_fds(int from, char *const argv[]);
 /* In bwrap's own process, just before its exec: join a fresh anonymous
  * session keyring (nothing of trialbox's keyring reaches the session), and
  * let the filter fd argv names cross the exec. A kernel without keyrings
- * has nothing to hide. Returns 0, or -1 with errno set (the caller reports
+ * has nothing to hide. Returns 0, or a negative errno (the caller reports
  * it as an exec failure: no session starts unconfined). */
 int confine_exec_prepare(char *const argv[]);
 

@@ -3,23 +3,28 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/io.h"
 #include "base/log.h"
+#include "base/path.h"
+#include "base/spawn.h"
+#include "base/strbuf.h"
 
 #define WALK_DEPTH_MAX 256 /* deeper than any real tree; past it, the folder is masked whole */
 
@@ -75,9 +80,7 @@ static int read_dump(int fd, struct host_socket **v, size_t *n, size_t *cap)
 {
         _cleanup_free_ char *buf = xmalloc(32768);
         for (;;) {
-                ssize_t got = recv(fd, buf, 32768, 0);
-                if (got < 0 && errno == EINTR)
-                        continue;
+                ssize_t got = RETRY_EINTR(recv(fd, buf, 32768, 0));
                 if (got <= 0)
                         return got < 0 ? -errno : -EIO;
                 size_t left = (size_t)got;
@@ -121,60 +124,54 @@ struct wire_socket {
         uint32_t len;
 };
 
-/* In a forked child: join the network namespace `ns_path` names, list its
- * sockets, write them to `out`. */
-static void __attribute__((noreturn)) list_child(const char *ns_path, int out)
+/* The child of list_there(): which namespace to join, where to write. */
+struct list_child {
+        const char *ns_path;
+        int out;
+};
+
+/* In a child of trialbox's (spawn's child_fn: no exec): join the network
+ * namespace, list its sockets, write them to the pipe. Its exit status. */
+static int list_child(void *ctx)
 {
-        int ns = open(ns_path, O_RDONLY | O_CLOEXEC);
+        const struct list_child *c = ctx;
+        _cleanup_close_ int ns = open(c->ns_path, O_RDONLY | O_CLOEXEC);
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
         if (ns < 0 || setns(ns, CLONE_NEWNET) < 0 || list_here(&v, &n, &cap) < 0)
-                _exit(1);
+                return 1;
         for (size_t i = 0; i < n; i++) {
                 struct wire_socket w = { .dev = v[i].dev, .ino = v[i].ino, .len = (uint32_t)strlen(v[i].path) };
-                if (write(out, &w, sizeof(w)) != (ssize_t)sizeof(w) || write(out, v[i].path, w.len) != (ssize_t)w.len)
-                        _exit(1);
+                if (loop_write(c->out, &w, sizeof(w)) < 0 || loop_write(c->out, v[i].path, w.len) < 0)
+                        return 1;
         }
-        _exit(0);
-}
-
-static bool read_exactly(int fd, void *buf, size_t len)
-{
-        for (size_t got = 0; got < len;) {
-                ssize_t r = read(fd, (char *)buf + got, len - got);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return false;
-                got += (size_t)r;
-        }
-        return true;
+        return 0;
 }
 
 /* The sockets of the network namespace `ns_path` names, asked from a child
- * that joined it, into *v. */
+ * that joined it (a namespace is joined by a thread, never undone), into *v.
+ * A namespace that cannot be asked (its processes gone) adds nothing. */
 static void list_there(const char *ns_path, struct host_socket **v, size_t *n, size_t *cap)
 {
-        int p[2];
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
         if (pipe2(p, O_CLOEXEC) < 0)
                 return;
-        pid_t child = fork();
-        if (child == 0) {
-                close(p[0]);
-                list_child(ns_path, p[1]);
-        }
-        close(p[1]);
+        struct list_child lc = { .ns_path = ns_path, .out = p[1] };
+        struct spawn child = { .child_fn = list_child, .ctx = &lc };
+        struct tb_error err = { 0 };
+        int r = spawn_start(&child, &err);
+        tb_closep(&p[1]);
         struct wire_socket w;
-        while (child > 0 && read_exactly(p[0], &w, sizeof(w)) && w.len > 0 && w.len < 4096) {
+        while (r == 0 && loop_read(p[0], &w, sizeof(w)) == (ssize_t)sizeof(w) && w.len > 0 && w.len < 4096) {
                 char path[4096];
-                if (!read_exactly(p[0], path, w.len))
+                if (loop_read(p[0], path, w.len) != (ssize_t)w.len)
                         break;
                 path[w.len] = '\0';
                 add_socket(v, n, cap, w.dev, w.ino, path);
         }
-        close(p[0]);
-        while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-        }
+        if (r == 0)
+                (void)spawn_wait(&child, &err);
+        spawn_done(&child);
 }
 
 /* As root, every other network namespace a process is in: a container's
@@ -185,7 +182,7 @@ static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap
         struct stat own;
         if (geteuid() != 0 || stat("/proc/self/ns/net", &own) < 0)
                 return;
-        _cleanup_(tb_closedirp) DIR *proc = opendir("/proc");
+        _cleanup_closedir_ DIR *proc = opendir("/proc");
         _cleanup_free_ ino_t *seen = NULL;
         size_t n_seen = 0, cap_seen = 0;
         for (struct dirent *e; proc && (e = readdir(proc));) {
@@ -261,7 +258,7 @@ static char *placed_at(const struct host_socket *s)
 static void walk(struct sandbox_spec *spec, size_t i, int fd, struct strbuf *dest, int depth,
                  struct host_sockets_report *rep)
 {
-        _cleanup_(tb_closedirp) DIR *d = fdopendir(fd);
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
         if (!d) {
                 close(fd);
                 return;

@@ -16,6 +16,8 @@
 #include "sandbox/confine.h"
 #include "sandbox/spec.h"
 #include "sandbox/session_user.h"
+#include "base/io.h"
+#include "base/spawn.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)
@@ -61,20 +63,25 @@ static int kill_children(void)
         return found;
 }
 
-void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
-                const struct session_user *user)
+/* Hold nothing of trialbox's but bwrap's stdio, its status and block fds
+ * and the exec-error pipe (moved to the fd after them): not the Grok lock,
+ * not the login watch, not trialbox's signalfd. The exec-error fd. */
+static int keep_only_bwraps_fds(int exec_err_w, char **argv)
 {
-        /* Hold nothing of trialbox's but bwrap's stdio, its status and block
-         * fds and the exec-error pipe (moved to the fd after them): not the
-         * Grok lock, not the login watch, not trialbox's signalfd. */
         _Static_assert(KEEPER_BLOCK_FD == SANDBOX_STATUS_FD + 1 && KEEPER_EXEC_ERR_FD == KEEPER_BLOCK_FD + 1,
                        "the keeper's fds follow bwrap's");
         const int err_fd = KEEPER_EXEC_ERR_FD;
         if (exec_err_w != err_fd && dup2(exec_err_w, err_fd) < 0)
                 _exit(127);
         fcntl(err_fd, F_SETFD, FD_CLOEXEC);
-        exec_err_w = err_fd;
         confine_close_fds(err_fd + 1, argv); /* all but the seccomp filter bwrap's argv names */
+        return err_fd;
+}
+
+/* The signals the keeper reads from a signalfd (returned), blocked; its
+ * parent-death signal and its subreaper role set. */
+static int keeper_signals(pid_t trialbox)
+{
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
@@ -88,30 +95,101 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
         if (prctl(PR_SET_PDEATHSIG, SIGUSR2) < 0 || getppid() != trialbox)
                 _exit(127);
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-        int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        return signalfd(-1, &mask, SFD_CLOEXEC);
+}
 
-        pid_t bwrap = fork();
-        if (bwrap == 0) {
-                sigprocmask(SIG_SETMASK, old, NULL);
-                /* Not root from here: bwrap and the session run as the
-                 * session's user (a switch clears the parent-death signal,
-                 * so that comes after it). */
-                int e = 0;
-                if (user && user->drop) {
-                        int r = session_user_switch(user);
-                        e = r < 0 ? -r : 0;
-                }
-                /* bwrap dies with its keeper: a second line of defence. */
-                if (e == 0)
-                        prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (e == 0 && confine_exec_prepare(argv) == 0) /* a fresh session keyring; the filter fd crosses */
-                        execve(argv[0], argv, envp);
-                if (e == 0)
-                        e = errno;
-                if (write(exec_err_w, &e, sizeof e) < 0) {
-                }
-                _exit(127);
+/* In bwrap's process, forked by the keeper: exec it, or send the errno to
+ * `exec_err_w`. */
+static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, const sigset_t *old, int exec_err_w,
+                                                 const struct session_user *user)
+{
+        spawn_reset_signals(old);
+        /* Not root from here: bwrap and the session run as the
+         * session's user (a switch clears the parent-death signal,
+         * so that comes after it). */
+        int e = 0;
+        if (user && user->drop) {
+                int r = session_user_switch(user);
+                e = r < 0 ? -r : 0;
         }
+        if (e == 0) {
+                /* bwrap dies with its keeper: a second line of defence. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                e = -confine_exec_prepare(argv); /* a fresh session keyring; the filter fd crosses */
+        }
+        if (e == 0) {
+                execve(argv[0], argv, envp);
+                e = errno;
+        }
+        if (write(exec_err_w, &e, sizeof e) < 0) {
+        }
+        _exit(127);
+}
+
+/* End as bwrap ended: killed by the same signal, or with its exit code. */
+static void __attribute__((noreturn)) end_like(int status)
+{
+        if (WIFSIGNALED(status)) {
+                signal(WTERMSIG(status), SIG_DFL);
+                sigset_t all;
+                sigfillset(&all);
+                sigprocmask(SIG_UNBLOCK, &all, NULL);
+                raise(WTERMSIG(status));
+        }
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+/* Reap what ended (bwrap's status into *status); once bwrap and everything
+ * under the keeper are gone, end like bwrap. */
+static void reap_all(pid_t bwrap, int *status, bool *bwrap_done)
+{
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p == bwrap) {
+                        *status = st;
+                        *bwrap_done = true;
+                }
+                if (p <= 0) {
+                        if (p < 0 && errno == ECHILD && *bwrap_done)
+                                end_like(*status);
+                        return;
+                }
+        }
+}
+
+/* Forward what is for bwrap; kill everything on trialbox's word, on its
+ * death, or once bwrap is gone (anything left is an orphan of the sandbox). */
+static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
+{
+        int status = 0;
+        bool bwrap_done = false, killing = false;
+        for (;;) {
+                struct signalfd_siginfo si;
+                if (read_retry(sfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGUSR1 ||
+                    si.ssi_signo == SIGUSR2) {
+                        killing = true;
+                } else if (si.ssi_signo != SIGCHLD && !bwrap_done) {
+                        kill(bwrap, (int)si.ssi_signo);
+                }
+                if (killing)
+                        kill_children();
+                reap_all(bwrap, &status, &bwrap_done);
+                if (bwrap_done && !killing) {
+                        killing = true;
+                        kill_children();
+                }
+        }
+}
+
+void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
+                const struct session_user *user)
+{
+        exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
+        int sfd = keeper_signals(trialbox);
+        pid_t bwrap = fork();
+        if (bwrap == 0)
+                exec_bwrap(argv, envp, old, exec_err_w, user);
         /* The keeper holds none of bwrap's pipes but stderr. */
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);
@@ -121,48 +199,5 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, i
                         kill(bwrap, SIGKILL);
                 _exit(127);
         }
-
-        int status = 0;
-        bool bwrap_done = false, killing = false;
-        for (;;) {
-                struct signalfd_siginfo si;
-                if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si) {
-                        if (errno == EINTR)
-                                continue;
-                        killing = true;
-                } else if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
-                        killing = true;
-                } else if (si.ssi_signo != SIGCHLD && !bwrap_done) {
-                        kill(bwrap, (int)si.ssi_signo);
-                }
-                if (killing)
-                        kill_children();
-                /* Reap what ended; anything left once bwrap is gone is an
-                 * orphan of the sandbox: kill it too. */
-                for (;;) {
-                        int st;
-                        pid_t p = waitpid(-1, &st, WNOHANG);
-                        if (p == bwrap) {
-                                status = st;
-                                bwrap_done = true;
-                        }
-                        if (p <= 0) {
-                                if (p < 0 && errno == ECHILD && bwrap_done) {
-                                        if (WIFSIGNALED(status)) {
-                                                signal(WTERMSIG(status), SIG_DFL);
-                                                sigset_t all;
-                                                sigfillset(&all);
-                                                sigprocmask(SIG_UNBLOCK, &all, NULL);
-                                                raise(WTERMSIG(status));
-                                        }
-                                        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
-                                }
-                                break;
-                        }
-                }
-                if (bwrap_done && !killing) {
-                        killing = true;
-                        kill_children();
-                }
-        }
+        keep(sfd, bwrap);
 }

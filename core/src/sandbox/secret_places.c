@@ -6,6 +6,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
+
 enum secret_base { BASE_HOME, BASE_CONFIG, BASE_DATA, BASE_STATE, BASE_CARGO };
 
 struct secret_place {
@@ -115,21 +122,11 @@ void secret_places_list(const struct secret_homes *h, struct strv *out)
 bool secret_file_has_token(const char *path)
 {
         enum { MAX = 1 << 20 };
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MAX)
-                return true;
-        _cleanup_free_ char *buf = xmalloc((size_t)st.st_size + 1);
+        _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        while (len < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        buf[len] = '\0';
+        /* Anything but a regular file of at most MAX bytes, read whole: secret. */
+        if (read_full_file_at(AT_FDCWD, path, MAX, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &buf, &len, NULL) < 0)
+                return true;
         /* `token` and `[registry] token`, `token-from-stdout`: whatever the
          * key, the word marks the file. A NUL would hide the rest: secret. */
         return strlen(buf) != len || strcasestr(buf, "token") != NULL;

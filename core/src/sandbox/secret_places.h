@@ -13,6 +13,7 @@
 #define TB_SECRET_PLACES_H
 
 #include "sandbox/spec.h"
+#include "base/strv.h"
 
 /* Where the places are: each is NULL, or an absolute host path. The XDG
  * folders and the Cargo home default to their usual places under `home`;

@@ -10,8 +10,13 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/spawn.h"
 
 static int lookup(const char *want, struct session_user *out, struct tb_error *err)
 {
@@ -169,6 +174,26 @@ static bool can_all_here(const struct session_user *u, char *const paths[], size
         return made;
 }
 
+struct can_all {
+        const struct session_user *u;
+        char *const *paths;
+        size_t n;
+        int mode;
+};
+
+/* In the child: as the user, 1 or 0 for each path on stdout. */
+static int can_all_child(void *ctx)
+{
+        const struct can_all *c = ctx;
+        bool sw = session_user_switch(c->u) == 0;
+        for (size_t i = 0; i < c->n; i++) {
+                char b = sw && access(c->paths[i], c->mode) == 0 ? 1 : 0;
+                if (loop_write(STDOUT_FILENO, &b, 1) < 0)
+                        return 1;
+        }
+        return 0;
+}
+
 void session_user_can_all(const struct session_user *u, char *const paths[], size_t n, int mode, bool *ok)
 {
         for (size_t i = 0; i < n; i++)
@@ -182,33 +207,13 @@ void session_user_can_all(const struct session_user *u, char *const paths[], siz
                 return;
         for (size_t i = 0; i < n; i++)
                 ok[i] = false;
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return;
-        pid_t pid = fork();
-        if (pid == 0) {
-                close(p[0]);
-                bool sw = session_user_switch(u) == 0;
-                for (size_t i = 0; i < n; i++) {
-                        char c = sw && access(paths[i], mode) == 0 ? 1 : 0;
-                        if (write(p[1], &c, 1) != 1)
-                                _exit(1);
-                }
-                _exit(0);
-        }
-        close(p[1]);
-        for (size_t i = 0; pid > 0 && i < n; i++) {
-                char c = 0;
-                ssize_t k;
-                while ((k = read(p[0], &c, 1)) < 0 && errno == EINTR)
-                        ;
-                if (k != 1)
-                        break;
-                ok[i] = c == 1;
-        }
-        close(p[0]);
-        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+        /* A child switches to the user and answers one byte per path. */
+        struct can_all c = { u, paths, n, mode };
+        struct spawn s = { .child_fn = can_all_child, .ctx = &c, .std_out = SPAWN_CAPTURE, .capture_max = n };
+        if (spawn_run(&s, NULL) == 0)
+                for (size_t i = 0; i < s.out.len; i++)
+                        ok[i] = s.out.buf[i] == 1;
+        spawn_done(&s);
 }
 
 static int chown_tree_at(int dirfd, uid_t uid, gid_t gid, int depth)

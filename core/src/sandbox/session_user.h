@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "base/util.h"
+#include "base/error.h"
 
 struct session_user {
         bool drop;  /* the session runs as uid/gid below, not as trialbox's own */

@@ -4,6 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/path.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
+
 void sandbox_spec_done(struct sandbox_spec *spec)
 {
         for (size_t i = 0; i < spec->n_ops; i++) {

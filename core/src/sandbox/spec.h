@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/strv.h"
 
 /* The folder under which the Harness binary appears in the sandbox. */
 #define SANDBOX_HARNESS_DIR "/sandbox/harness"

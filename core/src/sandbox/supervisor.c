@@ -18,22 +18,29 @@
 #include <termios.h>
 
 #include "limits/cgroup.h"
+#include "model/jsonc.h"
 #include "sandbox/keeper.h"
 #include "sandbox/spec.h"
+#include "sandbox/term_filter.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/macro.h"
+#include "base/spawn.h"
+#include "base/str.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
-        json_object *j = json_tokener_parse(line);
-        if (!j || !json_object_is_type(j, json_type_object)) {
-                json_object_put(j);
+        _cleanup_json_ json_object *j = json_tokener_parse(line);
+        if (!j || !json_object_is_type(j, json_type_object))
                 return -EINVAL;
-        }
         json_object *v;
         if (json_object_object_get_ex(j, "child-pid", &v) && json_object_is_type(v, json_type_int))
                 *child_pid = (long)json_object_get_int64(v);
         if (json_object_object_get_ex(j, "exit-code", &v) && json_object_is_type(v, json_type_int))
                 *exit_code = json_object_get_int(v);
-        json_object_put(j);
         return 0;
 }
 
@@ -46,9 +53,9 @@ struct line_reader {
 /* Read what is there; call `line` for each complete line. Returns false at EOF or error. */
 static bool read_lines(int fd, struct line_reader *lr, void (*line)(char *l, void *ud), void *ud)
 {
-        ssize_t n = read(fd, lr->buf + lr->len, sizeof lr->buf - 1 - lr->len);
+        ssize_t n = read_retry(fd, lr->buf + lr->len, sizeof lr->buf - 1 - lr->len);
         if (n < 0)
-                return errno == EINTR || errno == EAGAIN;
+                return n == -EAGAIN;
         if (n == 0) {
                 if (lr->len) {
                         lr->buf[lr->len] = '\0';
@@ -139,6 +146,11 @@ struct supervisor {
         bool terminal;        /* the session has a pty; trialbox's terminal is raw */
         bool termios_saved;   /* saved_termios holds the terminal's settings to put back */
         bool output_mid_line; /* the session's stdout so far ends without a newline */
+        /* trialbox's stdout and stderr, when each is a terminal: what of the
+         * session's output may reach it (term_filter.h). To a file or a
+         * pipe, the output is the record: relayed byte for byte. */
+        bool filter_out, filter_err;
+        struct term_filter out_filter, err_filter;
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
 };
@@ -150,23 +162,41 @@ static void on_status(char *l, void *ud)
                 supervisor_parse_status(l, &seen->child_pid, &seen->exit_code);
 }
 
+/* Nobody reads: drop it, keep draining the session. */
+static void write_all(int fd, const char *buf, size_t n) { (void)loop_write(fd, buf, n); }
+
+/* Relay `n` bytes of the session's output to trialbox's `fd`: through
+ * `filter` when that is a terminal. Returns the last byte written, or -1. */
+static int relay(int fd, const char *buf, size_t n, struct term_filter *filter)
+{
+        if (!filter) {
+                write_all(fd, buf, n);
+                return n ? (unsigned char)buf[n - 1] : -1;
+        }
+        char out[TERM_FILTER_OUT_MAX(16384)];
+        int last = -1;
+        for (size_t off = 0; off < n;) { /* in slices the buffer holds */
+                size_t k = n - off < 16384 ? n - off : 16384;
+                size_t m = term_filter_feed(filter, buf + off, k, out);
+                write_all(fd, out, m);
+                if (m)
+                        last = (unsigned char)out[m - 1];
+                off += k;
+        }
+        return last;
+}
+
 static void on_stderr(char *l, void *ud)
 {
-        struct supervisor_seen *seen = ud;
+        struct supervisor *sv = ud;
         /* Relay the session's stderr as it comes; keep bwrap's own message
          * for the Outcome when the sandbox does not come up. */
         size_t n = strlen(l);
         l[n] = '\n';
-        for (size_t off = 0; off <= n;) {
-                ssize_t w = write(STDERR_FILENO, l + off, n + 1 - off);
-                if (w <= 0 && errno != EINTR)
-                        break;
-                if (w > 0)
-                        off += (size_t)w;
-        }
+        relay(STDERR_FILENO, l, n + 1, sv->filter_err ? &sv->err_filter : NULL);
         l[n] = '\0';
         if (str_has_prefix(l, "bwrap: "))
-                snprintf(seen->bwrap_msg, sizeof seen->bwrap_msg, "%s", l);
+                snprintf(sv->seen.bwrap_msg, sizeof sv->seen.bwrap_msg, "%s", l);
 }
 
 /* Mark every fd from `from` on close-on-exec, but `keep` (itself cloexec). */
@@ -212,6 +242,12 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
                                 KEEPER_BLOCK_FD };
         int e;
+        /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
+         * a background shell is not passed on); the mask stays as the
+         * supervisor blocked it until the session's exec restores old_mask. */
+        sigset_t blocked;
+        sigprocmask(SIG_SETMASK, NULL, &blocked);
+        spawn_reset_signals(&blocked);
         /* Its own process group: a signal for trialbox's group (Ctrl-C,
          * timeout(1), a runner's killpg) reaches trialbox alone, which
          * forwards it. */
@@ -481,7 +517,7 @@ static bool on_status_fd(struct supervisor *sv, struct source *src, short revent
 static bool on_bwrap_stderr(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
-        return read_lines(src->fd, &sv->err_lines, on_stderr, &sv->seen);
+        return read_lines(src->fd, &sv->err_lines, on_stderr, sv);
 }
 
 static bool on_watch(struct supervisor *sv, struct source *src, short revents)
@@ -493,31 +529,20 @@ static bool on_watch(struct supervisor *sv, struct source *src, short revents)
         return true;
 }
 
-static void write_all(int fd, const char *buf, size_t n)
-{
-        for (size_t off = 0; off < n;) {
-                ssize_t w = write(fd, buf + off, n - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0) /* nobody reads: drop it, keep draining the session */
-                        return;
-                off += (size_t)w;
-        }
-}
-
 /* The session's stdout (a pipe, or the pty's master): relayed to trialbox's
  * own, which the session never holds. */
 static bool on_session_stdout(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
         char buf[65536];
-        ssize_t n = read(src->fd, buf, sizeof buf);
+        ssize_t n = read_retry(src->fd, buf, sizeof buf);
         if (n < 0)
-                return errno == EINTR || errno == EAGAIN; /* EIO: the pty's last slave is closed */
+                return n == -EAGAIN; /* EIO: the pty's last slave is closed */
         if (n == 0)
                 return false;
-        write_all(STDOUT_FILENO, buf, (size_t)n);
-        sv->output_mid_line = buf[n - 1] != '\n';
+        int last = relay(STDOUT_FILENO, buf, (size_t)n, sv->filter_out ? &sv->out_filter : NULL);
+        if (last >= 0)
+                sv->output_mid_line = last != '\n';
         return true;
 }
 
@@ -537,10 +562,8 @@ static void input_flush(struct supervisor *sv)
 {
         struct relay *in = &sv->input;
         while (in->off < in->len) {
-                ssize_t w = write(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0 && errno == EAGAIN)
+                ssize_t w = write_retry(sv->input_sink->fd, in->buf + in->off, in->len - in->off);
+                if (w == -EAGAIN)
                         return;
                 if (w <= 0) { /* the session closed its stdin */
                         input_end(sv);
@@ -556,8 +579,8 @@ static void input_flush(struct supervisor *sv)
 static bool on_stdin(struct supervisor *sv, struct source *src, short revents)
 {
         (void)revents;
-        ssize_t n = read(src->fd, sv->input.buf, sizeof sv->input.buf);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        ssize_t n = read_retry(src->fd, sv->input.buf, sizeof sv->input.buf);
+        if (n == -EAGAIN)
                 return true;
         if (n <= 0) {
                 sv->input.ended = true;
@@ -676,6 +699,10 @@ static int open_streams(struct supervisor *sv, struct tb_error *err)
         int r = open_terminal(sv, err);
         if (r < 0)
                 return r;
+        sv->filter_out = isatty(STDOUT_FILENO);
+        sv->filter_err = isatty(STDERR_FILENO);
+        term_filter_init(&sv->out_filter);
+        term_filter_init(&sv->err_filter);
         if (!sv->terminal && (pipe2(sv->in_p, O_CLOEXEC) < 0 || pipe2(sv->out_p, O_CLOEXEC) < 0 ||
                               fcntl(sv->in_p[1], F_SETFL, O_NONBLOCK) < 0))
                 return tb_fail(err, -errno, "making the session's pipes: %s", strerror(errno));
@@ -738,13 +765,8 @@ static void start_deadline(struct supervisor *sv)
         timerfd_settime(sv->deadline, 0, &its, NULL);
 }
 
-/* Block the signals the loop takes from its signalfd; make the pipes and
- * the event sources; fork and exec; wait for the exec's outcome. */
-static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+static void supervisor_init(struct supervisor *sv, const struct supervisor_run *run)
 {
-        int exec_p[2] = { -1, -1 };
-        sigset_t mask;
-
         *sv = (struct supervisor){
                 .run = run,
                 .argv = run->argv,
@@ -763,6 +785,15 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                           .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
                           .memory_bytes = run->memory_bytes },
         };
+}
+
+/* Block the signals the loop takes from its signalfd; make that, the kill
+ * timer and the pipes (exec_p: the exec's outcome); for bwrap, the argv
+ * with its block fd, and the byte that lets it go unless it is held. */
+static int supervisor_fds(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
+        sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
@@ -788,7 +819,13 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                         return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
                 tb_closep(&sv->block_p[1]);
         }
+        return 0;
+}
 
+/* The session's streams and every event source the loop polls. */
+static int supervisor_sources(struct supervisor *sv, struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
         int r = open_streams(sv, err);
         if (r == 0 && (!add_source(sv, sv->sfd, ALWAYS, on_signalfd, NULL) ||
                        !add_source(sv, sv->timer, WHILE_RUNNING, on_kill_timer, NULL) ||
@@ -800,11 +837,13 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
                         r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
         if (r == 0)
                 r = add_limit_sources(sv, err);
-        if (r < 0) {
-                tb_closep(&exec_p[1]);
-                return r;
-        }
+        return r;
+}
 
+/* Fork the session's process; keep none of the child's ends; wait for the
+ * exec's outcome (its errno in seen.exec_errno, 0 when it ran). */
+static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+{
         pid_t self = getpid();
         sv->pid = fork();
         if (sv->pid < 0) {
@@ -822,13 +861,26 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
 
-        ssize_t n;
-        do
-                n = read(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
                 sv->seen.exec_errno = 0;
         return 0;
+}
+
+/* Block the signals the loop takes from its signalfd; make the pipes and
+ * the event sources; fork and exec; wait for the exec's outcome. */
+static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+{
+        int exec_p[2] = { -1, -1 };
+        supervisor_init(sv, run);
+        int r = supervisor_fds(sv, exec_p, err);
+        if (r == 0)
+                r = supervisor_sources(sv, err);
+        if (r < 0) {
+                tb_closep(&exec_p[1]);
+                return r;
+        }
+        return supervisor_fork(sv, exec_p, err);
 }
 
 /* Until the session is reaped and its pipes are at their end, hand each
@@ -851,6 +903,13 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
                                 sv->sources[i].ended = !sv->sources[i].handle(sv, &sv->sources[i], pfd[i].revents);
                 reap(sv);
         }
+        /* The terminal state the session left changed (its alternate screen,
+         * mouse reporting, a hidden cursor, ...) is put back. */
+        char end[TERM_FILTER_END_MAX];
+        if (sv->filter_out)
+                write_all(STDOUT_FILENO, end, term_filter_end(&sv->out_filter, end));
+        if (sv->filter_err)
+                write_all(STDERR_FILENO, end, term_filter_end(&sv->err_filter, end));
         /* What trialbox prints next (its --json line) starts a line of its own. */
         if (sv->output_mid_line)
                 write_all(STDOUT_FILENO, "\n", 1);

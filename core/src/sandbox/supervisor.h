@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 
 #include "model/outcome.h"
-#include "base/util.h"
+#include "base/error.h"
 
 /* Seconds between a forwarded signal and SIGKILL to the whole session. */
 #define SUPERVISOR_KILL_GRACE_MS 10000

@@ -2,7 +2,12 @@
 #include "sandbox/toolchain.h"
 
 #include "sandbox/secret_places.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/macro.h"
+#include "base/path.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -57,13 +62,16 @@ char *toolchain_home_of(const char *resolved)
         const char *base = strrchr(dir, '/');
         if (base && strcmp(base, "/bin") == 0 && base != dir)
                 return path_dirname(dir);
-        return steal_pointer(&dir);
+        return TAKE_PTR(dir);
 }
 
-/* A read-only folder the session needs: `src` is its real path, `dest`
- * where the session looks for it (they differ when a PATH entry is a link). */
+/* A read-only folder (or file) the session needs: `src` is its real path,
+ * `dest` where the session looks for it (they differ when a PATH entry is a
+ * link). With `link`, `dest` becomes a link to `src` instead: a tool on
+ * PATH that is a link into its package. */
 struct ro_dir {
         char *src, *dest;
+        bool link;
 };
 
 struct ro_dirs {
@@ -87,10 +95,29 @@ static void ro_paths_add(struct ro_dirs *d, const char *dest, bool file_ok)
                         return;
                 }
         GREEDY_REALLOC(d->v, d->cap, d->n + 1);
-        d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest) };
+        d->v[d->n++] = (struct ro_dir){ src, xstrdup(dest), false };
 }
 
 static void ro_dirs_add(struct ro_dirs *d, const char *dest) { ro_paths_add(d, dest, false); }
+
+/* Is `p` inside a folder `d` binds already (a version manager's)? */
+static bool ro_dirs_cover(const struct ro_dirs *d, const char *p)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (!d->v[i].link && (path_is_under(p, d->v[i].dest) || path_is_under(p, d->v[i].src)))
+                        return true;
+        return false;
+}
+
+/* Make `dest` a link to `target` in the sandbox. */
+static void ro_link_add(struct ro_dirs *d, const char *target, const char *dest)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i].dest, dest) == 0)
+                        return;
+        GREEDY_REALLOC(d->v, d->cap, d->n + 1);
+        d->v[d->n++] = (struct ro_dir){ xstrdup(target), xstrdup(dest), true };
+}
 
 static int ro_dir_cmp(const void *a, const void *b)
 {
@@ -119,15 +146,19 @@ static bool reached_through_link(const struct sandbox_spec *spec, const char *sr
         }
 }
 
-/* Bind the folders shortest first, skipping any already visible as itself. */
+/* Bind the folders shortest first, skipping any already visible as itself
+ * (a link inside a folder bound whole is there already). */
 static void ro_dirs_apply(struct ro_dirs *d, struct sandbox_spec *spec)
 {
         if (d->n == 0)
                 return;
         qsort(d->v, d->n, sizeof *d->v, ro_dir_cmp);
         for (size_t i = 0; i < d->n; i++) {
-                if (!sandbox_covers(spec, d->v[i].dest) && !reached_through_link(spec, d->v[i].src, d->v[i].dest))
-                        sandbox_add(spec, SANDBOX_RO_BIND, d->v[i].src, d->v[i].dest);
+                const struct ro_dir *r = &d->v[i];
+                if (r->link && !sandbox_covers(spec, r->dest) && !sandbox_find(spec, r->dest))
+                        sandbox_add(spec, SANDBOX_SYMLINK, r->src, r->dest);
+                else if (!r->link && !sandbox_covers(spec, r->dest) && !reached_through_link(spec, r->src, r->dest))
+                        sandbox_add(spec, SANDBOX_RO_BIND, r->src, r->dest);
                 free(d->v[i].src);
                 free(d->v[i].dest);
         }
@@ -262,18 +293,203 @@ struct tools_ctx {
         struct ro_dirs *dirs;
         struct sandbox_spec *spec;
         const struct toolchain_host *host;
+        struct strv secrets;   /* the secret places that exist, as real paths */
+        struct strv home_dirs; /* the PATH folders inside the home, as real paths */
 };
 
+static struct secret_homes secret_homes_of(const struct toolchain_host *host)
+{
+        return (struct secret_homes){
+                .home = host->home,
+                .config_home = host->config_home,
+                .data_home = host->data_home,
+                .state_home = host->state_home,
+                .cargo_home = host->cargo_home,
+                .extra = host->secret_places,
+        };
+}
+
+static bool under_any(const struct strv *dirs, const char *p)
+{
+        for (size_t i = 0; i < dirs->n; i++)
+                if (path_is_under(p, dirs->v[i]))
+                        return true;
+        return false;
+}
+
+static bool holds_any(const struct strv *dirs, const char *p)
+{
+        for (size_t i = 0; i < dirs->n; i++)
+                if (path_is_under(dirs->v[i], p))
+                        return true;
+        return false;
+}
+
+/* Is the real path `real` inside the user's home? */
+static bool in_home(const struct toolchain_host *host, const char *real)
+{
+        if (!host->home || host->home[0] != '/' || strcmp(host->home, "/") == 0)
+                return false;
+        _cleanup_free_ char *home = realpath(host->home, NULL);
+        return path_is_under(real, host->home) || (home && path_is_under(real, home));
+}
+
+static bool has_file(const char *dir, const char *name)
+{
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* May `root` be bound whole for a tool that links into it? Never the home,
+ * a folder above it, a top-level folder of it or an XDG base; never in a
+ * secret place; never a folder holding a PATH folder of the home, whose
+ * other files would show (but for npm's tree, whose .bin holds its links). */
+static bool package_ok(const struct tools_ctx *c, const char *root, bool npm_tree)
+{
+        return !toolchain_too_broad(c->host, root) && !under_any(&c->secrets, root) &&
+               (npm_tree || !holds_any(&c->home_dirs, root));
+}
+
+/* The nearest folder up from the file `real` that marks a package root: a
+ * venv's (pyvenv.cfg) or a package.json's; NULL when none is found below a
+ * folder too broad to bind. */
+static char *marked_root(const struct toolchain_host *host, const char *real)
+{
+        _cleanup_free_ char *dir = path_dirname(real);
+        for (int depth = 0; depth < 32 && !toolchain_too_broad(host, dir); depth++) {
+                if (has_file(dir, "pyvenv.cfg") || has_file(dir, "package.json"))
+                        return steal_pointer(&dir);
+                char *up = path_dirname(dir);
+                free(dir);
+                dir = up;
+        }
+        return NULL;
+}
+
+/* The package a tool on PATH links into (its real path `real`), bound
+ * read-only so that the tool runs: for a file in an npm tree, the
+ * outermost node_modules (the package and the dependencies npm put beside
+ * it, where node looks them up); else the nearest folder up holding
+ * pyvenv.cfg (a venv: pipx's) or package.json; else the file's own
+ * folder. The first of these package_ok() accepts; none: the file alone. */
+static void add_package(struct tools_ctx *c, const char *real)
+{
+        const char *nm = strstr(real, "/node_modules/");
+        char *roots[] = { nm ? xasprintf("%.*s", (int)(nm - real + strlen("/node_modules")), real) : NULL,
+                          marked_root(c->host, real), path_dirname(real) };
+        bool done = false;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(roots); i++) {
+                if (!done && roots[i] && package_ok(c, roots[i], i == 0)) {
+                        ro_dirs_add(c->dirs, roots[i]);
+                        done = true;
+                }
+                free(roots[i]);
+        }
+        if (!done)
+                ro_paths_add(c->dirs, real, true);
+}
+
+/* The real path of the entry `p` when the session may run it (a regular
+ * file with an execute bit, or a link to one) and it is in no secret
+ * place; else NULL. */
+static char *runnable(const struct tools_ctx *c, const char *p)
+{
+        char *real = realpath(p, NULL);
+        struct stat st;
+        if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) && !under_any(&c->secrets, real))
+                return real;
+        free(real);
+        return NULL;
+}
+
+/* Call `fn` for each entry of the folder `dir` but "." and "..", with its
+ * path under `dir` and whether it is a link. */
+static void for_each_entry(struct tools_ctx *c, const char *dir, void (*fn)(struct tools_ctx *c, const char *p, bool link))
+{
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                _cleanup_free_ char *p = xasprintf("%s/%s", dir, e->d_name);
+                struct stat st;
+                bool link = e->d_type == DT_LNK || (e->d_type == DT_UNKNOWN && lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
+                fn(c, p, link);
+        }
+}
+
+/* An entry of a PATH folder inside the home: bound on its own when the
+ * session may run it (a link as a link, its package bound). */
+static void add_home_tool(struct tools_ctx *c, const char *p, bool link)
+{
+        _cleanup_free_ char *real = runnable(c, p);
+        if (!real)
+                return;
+        if (!link) {
+                ro_paths_add(c->dirs, p, true);
+                return;
+        }
+        ro_link_add(c->dirs, real, p);
+        add_package(c, real);
+}
+
+/* An entry of a PATH folder bound whole: a link to a tool elsewhere brings
+ * the tool's package, or it would dangle. */
+static void add_linked_package(struct tools_ctx *c, const char *p, bool link)
+{
+        _cleanup_free_ char *real = link ? runnable(c, p) : NULL;
+        if (real)
+                add_package(c, real);
+}
+
 /* A PATH folder is bound as itself, never its parent; the home and the
- * folders above it never (a tool there is bound alone when named). */
+ * folders above it never (a tool there is bound alone when named). One
+ * inside the home is not bound whole: only what the session may run in it,
+ * each entry on its own (~/.local/bin/deploy-token stays out). A link to a
+ * tool elsewhere (npm's node_modules/.bin, pipx's ~/.local/bin) brings the
+ * tool's package. A folder bound already (/usr/bin, a version manager's
+ * ~/.cargo/bin) is not looked into. */
 static void add_path_entry(const char *w, void *ud)
 {
         struct tools_ctx *c = ud;
         if (w[0] != '/' || holds_home(c->host, w))
                 return;
         _cleanup_free_ char *real = realpath(w, NULL);
-        if (real && !holds_home(c->host, real))
-                ro_dirs_add(c->dirs, w);
+        struct stat st;
+        if (!real || holds_home(c->host, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) ||
+            under_any(&c->secrets, real) || sandbox_covers(c->spec, real) || ro_dirs_cover(c->dirs, real))
+                return;
+        if (in_home(c->host, w) || in_home(c->host, real)) {
+                for_each_entry(c, w, add_home_tool);
+                return;
+        }
+        ro_dirs_add(c->dirs, w);
+        for_each_entry(c, w, add_linked_package);
+}
+
+/* The PATH folders inside the home, known before any package is chosen. */
+static void note_home_dir(const char *w, void *ud)
+{
+        struct tools_ctx *c = ud;
+        _cleanup_free_ char *real = w[0] == '/' ? realpath(w, NULL) : NULL;
+        if (real && (in_home(c->host, w) || in_home(c->host, real)) && !strv_contains(&c->home_dirs, real))
+                strv_add(&c->home_dirs, real);
+}
+
+/* The secret places that exist, as real paths: nothing in them is bound for a tool. */
+static void note_secrets(struct tools_ctx *c)
+{
+        const struct secret_homes h = secret_homes_of(c->host);
+        _cleanup_strv_ struct strv all = { 0 };
+        secret_places_list(&h, &all);
+        for (size_t i = 0; i < all.n; i++) {
+                char *real = realpath(all.v[i], NULL);
+                if (real && strcmp(real, "/") != 0)
+                        strv_add_take(&c->secrets, real);
+                else
+                        free(real);
+        }
 }
 
 static void add_named_tool(const char *w, void *ud)
@@ -287,12 +503,17 @@ static void add_named_tool(const char *w, void *ud)
 void toolchain_add_tools(struct sandbox_spec *spec, const struct toolchain_host *host)
 {
         struct ro_dirs dirs = { 0 };
-        struct tools_ctx c = { &dirs, spec, host };
+        struct tools_ctx c = { &dirs, spec, host, { 0 }, { 0 } };
 
-        for_each_word(host->path, ":", add_path_entry, &c);
+        note_secrets(&c);
+        for_each_word(host->path, ":", note_home_dir, &c);
+        /* The tools first: a PATH folder their version manager's folder holds is not looked into. */
         for_each_word(TOOLCHAIN_DEFAULT_TOOLS, ":", add_named_tool, &c);
         for_each_word(host->tools, ": \t", add_named_tool, &c);
+        for_each_word(host->path, ":", add_path_entry, &c);
         ro_dirs_apply(&dirs, spec);
+        strv_done(&c.secrets);
+        strv_done(&c.home_dirs);
 }
 
 /* The program a script's first line asks for: "/bin/sh" for "#!/bin/sh -e",
@@ -402,13 +623,6 @@ char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const c
 
 void toolchain_mask_secrets(struct sandbox_spec *spec, const struct toolchain_host *host)
 {
-        const struct secret_homes h = {
-                .home = host->home,
-                .config_home = host->config_home,
-                .data_home = host->data_home,
-                .state_home = host->state_home,
-                .cargo_home = host->cargo_home,
-                .extra = host->secret_places,
-        };
+        const struct secret_homes h = secret_homes_of(host);
         secret_places_mask(spec, &h);
 }

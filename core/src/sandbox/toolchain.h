@@ -30,6 +30,18 @@ void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf);
  * The rules keep the user's private files out:
  *   - a PATH folder is bound as itself, never its parent; the home and the
  *     folders above it are never bound;
+ *   - a PATH folder inside the home (~/.local/bin, ~/bin, a node_modules/.bin)
+ *     is not bound whole: each entry the session may run (a regular file
+ *     with an execute bit, or a link to one) is bound on its own, nothing
+ *     else of the folder (a token file beside the tools stays out);
+ *   - a tool on PATH that is a link into its package (npm's .bin, pipx's
+ *     ~/.local/bin) is kept a link, and the package bound: for a file in an
+ *     npm tree the outermost node_modules (with the dependencies npm put
+ *     beside it), else the nearest folder up holding pyvenv.cfg (a venv) or
+ *     package.json, else the file's own folder; never one too broad
+ *     (toolchain_too_broad), in a secret place, or holding a PATH folder of
+ *     the home: then the file alone. Nothing in a secret place is bound for
+ *     a tool, nor a PATH folder inside one;
  *   - a tool's home (the parent of its bin folder: /usr, ~/.nvm/versions/
  *     node/v22) is bound unless toolchain_too_broad(); then only the tool's
  *     own file is (~/bin/tool, ~/.local/bin/tool);

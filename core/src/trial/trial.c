@@ -22,6 +22,13 @@
 #include "sandbox/session_user.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/toolchain.h"
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
 {
@@ -55,31 +62,31 @@ static char *make_absolute(const char *p)
         return xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", p);
 }
 
-/* The real path `p` will have: its existing part resolved (links followed),
- * the parts that do not exist yet appended. NULL with errno EINVAL for a "."
- * or ".." among those. */
-static char *resolve_new_path(const char *p)
+/* The real path `p` will have, malloc'd into *out: its existing part
+ * resolved (links followed), the parts that do not exist yet appended. 0, or
+ * -EINVAL for a "." or ".." among those. */
+static int resolve_new_path(const char *p, char **out)
 {
-        char *r = realpath(p, NULL);
-        if (r)
-                return r;
+        *out = realpath(p, NULL);
+        if (*out)
+                return 0;
         _cleanup_free_ char *abs = make_absolute(p);
         size_t n = strlen(abs);
         while (n > 1 && abs[n - 1] == '/')
                 abs[--n] = '\0';
         char *slash = strrchr(abs, '/');
         const char *last = slash + 1;
-        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
-                errno = EINVAL;
-                return NULL;
-        }
+        if (!*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+                return -EINVAL;
         /* Resolve the parent, then put the last part back on it. */
         *slash = '\0';
-        _cleanup_free_ char *parent_real = resolve_new_path(slash == abs ? "/" : abs);
+        _cleanup_free_ char *parent_real = NULL;
+        int r = resolve_new_path(slash == abs ? "/" : abs, &parent_real);
         *slash = '/';
-        if (!parent_real)
-                return NULL;
-        return xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        if (r < 0)
+                return r;
+        *out = xasprintf("%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, last);
+        return 0;
 }
 
 /* Only the home itself: the XDG folders its variables name are made by
@@ -137,6 +144,9 @@ static void trial_done(struct trial *t)
 {
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
+        json_object_put(t->outcome.repo_guard);
+        json_object_put(t->outcome.control_files);
+        json_object_put(t->outcome.special_files);
         trial_net_done(&t->net);
         host_done(&t->host);
         repo_guard_done(&t->guard);
@@ -190,7 +200,9 @@ static int trial_pick_user(struct trial *t, struct tb_error *err)
                                "the session runs as '%s' (%s), who cannot write the repository '%s'; make it "
                                "theirs (chown -R %s '%s') or pass --user",
                                t->user.name, t->user.why, t->repo, t->user.name, t->repo);
-        _cleanup_free_ char *up = existing_ancestor(t->output);
+        /* Above the output folder: that one run makes (or opens) 0711 itself. */
+        _cleanup_free_ char *parent = path_dirname(t->output);
+        _cleanup_free_ char *up = existing_ancestor(parent);
         if (!session_user_can(&t->user, up, X_OK))
                 return tb_fail(err, -EACCES,
                                "the session runs as '%s' (%s), who cannot reach '%s' (its home's folder is bound "
@@ -239,8 +251,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         } else if (errno != ENOENT) {
                 return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
-        t->output = resolve_new_path(opt->output_dir);
-        if (!t->output)
+        if (resolve_new_path(opt->output_dir, &t->output) < 0)
                 return tb_fail(err, -EINVAL,
                                "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
                                opt->output_dir);
@@ -259,7 +270,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                                trial_network_name(opt->network));
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
         t->user_home = xstrdup(t->env->home ? t->env->home : "/");
-        t->home = opt->no_sandbox ? xstrdup(t->user_home) : steal_pointer(&home);
+        t->home = opt->no_sandbox ? xstrdup(t->user_home) : TAKE_PTR(home);
         return trial_pick_user(t, err);
 }
 
@@ -274,9 +285,17 @@ static int trial_make_output(struct trial *t)
         if (r < 0)
                 return r;
         mode_t mode = t->user.drop ? 0711 : 0700;
-        if (mkdir(t->output, mode) < 0)
-                return errno == EEXIST ? 0 : -errno;
-        return chmod(t->output, mode) < 0 ? -errno : 0; /* whatever the umask */
+        if (mkdir(t->output, mode) == 0)
+                return chmod(t->output, mode) < 0 ? -errno : 0; /* whatever the umask */
+        if (errno != EEXIST)
+                return -errno;
+        /* Made before (a batch makes it 0700): the mode this Trial needs.
+         * One that cannot be changed (a read-only filesystem) fails later,
+         * where the Outcome is written. */
+        struct stat st;
+        if (stat(t->output, &st) == 0 && (st.st_mode & 07777) != mode && chmod(t->output, mode) < 0 && errno != EROFS)
+                return -errno;
+        return 0;
 }
 
 /* Load the plugin and make the output folder: 0, or a negative errno with
@@ -365,8 +384,8 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
         /* After the system binds, which it is checked not to override. */
         const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .dry_run = t->opt->dry_run,
-                .path = t->env->path,
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
+                .keep_control_files = t->opt->keep_control_files,
         };
         int r = repo_guard_open(&t->guard, &gh, spec, err);
         if (r < 0)
@@ -397,6 +416,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         /* The Slurm job this Trial runs in, if any. */
         struct slurm_ids ids = slurm_ids_from_env(t->env->environ);
         t->outcome.slurm_job_id = ids.job_id;
+        outcome_set_nonce(&t->outcome, t->env->record_nonce);
         t->outcome.slurm_array_task_id = ids.array_task_id;
         t->host = (struct tb_host){
                 .harness = opt->harness,
@@ -647,7 +667,7 @@ static void trial_limits_end(struct trial *t, const struct rusage *ru, struct se
         if (u->oom_kills > res->oom_kills)
                 res->oom_kills = u->oom_kills;
         struct tb_error err = { 0 };
-        if (cgroup_destroy(steal_pointer(&t->cgroup), &err) < 0)
+        if (cgroup_destroy(TAKE_PTR(t->cgroup), &err) < 0)
                 log_warn("%s", err.msg);
 }
 
@@ -697,18 +717,63 @@ static int trial_drop_unreachable(struct trial *t, struct tb_error *err)
         return 0;
 }
 
-/* Run the session (or, with --dry-run, print its command line): 0, or a
- * negative errno with `err` and t->cause saying why the Trial is void. */
-static int trial_execute(struct trial *t, struct tb_error *err)
+/* Nothing in the record says completed or failed without saying what the
+ * guard could not do. */
+static void trial_guard_detail(struct trial *t)
 {
-        const struct trial_options *opt = t->opt;
-        /* Last, over every bind the core and the plugin made. */
-        if (!opt->no_sandbox) {
+        const struct repo_guard *g = &t->guard;
+        if (g->status != GUARD_QUARANTINED && g->status != GUARD_FAILED)
+                return;
+        size_t k = strlen(t->outcome.detail);
+        snprintf(t->outcome.detail + k, sizeof t->outcome.detail - k, "%s%s", k ? "; " : "",
+                 g->status == GUARD_QUARANTINED ? "the repository's .git was quarantined (see repo_guard)"
+                                                : "the repository guard failed: the repository may hold what the "
+                                                  "session wrote (see repo_guard)");
+}
+
+/* After the session: the repository comes back as data, setuid bits go
+ * from the output folder (the home, the quarantine), and the record says
+ * what was done. */
+static void trial_guard_restore(struct trial *t)
+{
+        if (!t->guard.repo) /* not guarded: unsandboxed, or void before it was opened */
+                return;
+        uid_t uid = t->user.drop ? t->user.uid : geteuid();
+        _cleanup_close_ int out_fd = open(t->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        repo_guard_restore(&t->guard, out_fd, uid);
+        if (out_fd >= 0 && repo_guard_clear_setuid(&t->guard, out_fd, "OUTPUT_DIR/", uid) < 0)
+                t->guard.status = GUARD_FAILED;
+        struct repo_guard *g = &t->guard;
+        t->outcome.guard_status = repo_guard_status_name(g->status);
+        t->outcome.repo_guard = repo_guard_json(g);
+        t->outcome.control_files = repo_guard_control_json(g);
+        t->outcome.special_files = repo_guard_special_json(g);
+        if (out_fd >= 0 && repo_guard_write_log(g, out_fd, "guard.jsonl") < 0)
+                log_warn("cannot write '%s/guard.jsonl': %s", t->output, strerror(errno));
+        if (g->status == GUARD_QUARANTINED)
+                log_error("the repository's .git was moved to '%s/quarantine' (%s); the repository has none now",
+                          t->output, g->detail);
+        else if (g->status == GUARD_FAILED)
+                log_error("the repository guard could not finish (%s): do not run git in '%s' before looking at "
+                          "'%s/guard.jsonl'",
+                          g->detail, t->repo, t->output);
+        else if (g->total_moved || g->total_changes)
+                log_notice("the repository guard moved %zu entries out of '%s' and listed %zu control file changes "
+                           "(see '%s/guard.jsonl')",
+                           g->total_moved, t->repo, g->total_changes, t->output);
+}
+
+/* The spec's last steps, over every bind the core and the plugin made:
+ * secrets masked, the host's unix sockets masked (without the host's
+ * network), unreachable binds dropped, limits prepared. */
+static int trial_finish_spec(struct trial *t, struct tb_error *err)
+{
+        if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
         }
         /* Without the host's network, none of its unix sockets either. */
-        if (!opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
+        if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
                 struct host_sockets_report hs;
                 host_sockets_mask(&t->spec, &hs);
                 log_info("host unix sockets: %zu listed, %zu masked%s", hs.listed, hs.masked,
@@ -717,31 +782,26 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
                 r = trial_limits_prepare(t, err);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        return r;
+}
 
-        if (opt->dry_run) {
-                printf("%s\n", line);
-                return 0;
-        }
-        log_info("plugin '%s'", t->plugin.path);
-        log_info("running: %s", line);
-        r = trial_limits_start(t, err);
-        if (r < 0) {
-                struct tb_error ignored = { 0 };
-                cgroup_destroy(steal_pointer(&t->cgroup), &ignored);
-                return r;
-        }
-
-        _cleanup_strv_ struct strv argv = { 0 };
-        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+/* What the supervisor runs: bwrap's command line, or the command itself. */
+static void trial_command(const struct trial *t, struct strv *argv, struct strv *envp)
+{
         if (t->bwrap)
-                sandbox_argv(&t->spec, t->bwrap, &argv);
+                sandbox_argv(&t->spec, t->bwrap, argv);
         else
                 for (size_t i = 0; i < t->spec.command.n; i++)
-                        strv_add(&argv, t->spec.command.v[i]);
-        sandbox_envp(&t->spec, &envp);
+                        strv_add(argv, t->spec.command.v[i]);
+        sandbox_envp(&t->spec, envp);
+}
+
+/* Run the session under the supervisor, its logins watched and its usage
+ * counted; with the network allowed, held until the proxy is ready. */
+static int trial_session(struct trial *t, char **argv, char **envp, struct session_result *res,
+                         struct tb_error *err)
+{
+        const struct trial_options *opt = t->opt;
         struct supervisor_watch logins = {
                 .fd = t->host.logins.inotify_fd,
                 .ready = logins_ready,
@@ -749,8 +809,8 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
-                .argv = argv.v,
-                .envp = envp.v,
+                .argv = argv,
+                .envp = envp,
                 .cwd = t->spec.chdir,
                 .bwrap = t->bwrap != NULL,
                 .watches = t->host.logins.watching ? &logins : NULL,
@@ -765,33 +825,64 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         run.rusage = &ru;
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
-                int nr = trial_net_open_record(&t->net, t->output, err);
-                if (nr < 0) {
-                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                        return nr;
-                }
                 run.hold = trial_net_hold;
                 run.hold_ctx = &t->net;
         }
-        struct session_result res;
-        r = supervisor_run(&run, &res, err);
+        int r = supervisor_run(&run, res, err);
         if (r < 0)
-                res.started = false;
-        trial_limits_end(t, &ru, &res);
-        /* Whatever the session's end, before anything else runs git there. */
-        _cleanup_strv_ struct strv undone = { 0 };
-        repo_guard_restore(&t->guard, &undone);
-        for (size_t i = 0; i < undone.n; i++)
-                log_warn("%s", undone.v[i]);
-        /* Whatever the session made of its home's mode, by the fd opened
-         * before it ran. */
+                res->started = false;
+        trial_limits_end(t, &ru, res);
+        return r;
+}
+
+/* Whatever the session's end: the repository guard's restores, before
+ * anything else runs git there; a shared login the session removed or
+ * broke, before the Trials home's lock is let go; and the fresh home's
+ * mode, by the fd opened before it ran. */
+static void trial_after_session(struct trial *t)
+{
+        trial_guard_restore(t);
+        host_after_session(&t->host);
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
+}
+
+/* Run the session (or, with --dry-run, print its command line): 0, or a
+ * negative errno with `err` and t->cause saying why the Trial is void. */
+static int trial_execute(struct trial *t, struct tb_error *err)
+{
+        int r = trial_finish_spec(t, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+        if (t->opt->dry_run) {
+                printf("%s\n", line);
+                return 0;
+        }
+        log_info("plugin '%s'", t->plugin.path);
+        log_info("running: %s", line);
+        r = trial_limits_start(t, err);
+        if (r < 0) {
+                struct tb_error ignored = { 0 };
+                cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
+                return r;
+        }
+        _cleanup_strv_ struct strv argv = { 0 };
+        _cleanup_strv_erase_ struct strv envp = { 0 }; /* holds the secrets */
+        trial_command(t, &argv, &envp);
+        if (t->net.mode == TRIAL_NETWORK_ALLOW && (r = trial_net_open_record(&t->net, t->output, err)) < 0) {
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return r;
+        }
+        struct session_result res;
+        r = trial_session(t, argv.v, envp.v, &res, err);
+        trial_after_session(t);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
         }
         outcome_from_session(&t->outcome, &res);
+        trial_guard_detail(t);
         return 0;
 }
 

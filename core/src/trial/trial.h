@@ -32,6 +32,9 @@ struct trial_options {
         /* Who the session runs as when trialbox is root (session_user.h). */
         const char *user;  /* --user NAME|UID, or NULL */
         bool root_session; /* --root-session: accept a root session */
+        /* --keep-control-files: other tools' control files the session
+         * changed stay (listed); by default they are put back. */
+        bool keep_control_files;
 };
 
 /* The variables a session inherits from the host when they are set (more

@@ -1,0 +1,97 @@
+#define _GNU_SOURCE
+#include "base/io.h"
+
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+ssize_t loop_read(int fd, void *buf, size_t n)
+{
+        size_t done = 0;
+        while (done < n) {
+                ssize_t k = read(fd, (char *)buf + done, n - done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        if (errno == EAGAIN && done > 0)
+                                break;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                done += (size_t)k;
+        }
+        return (ssize_t)done;
+}
+
+ssize_t read_retry(int fd, void *buf, size_t n)
+{
+        for (;;) {
+                ssize_t k = read(fd, buf, n);
+                if (k >= 0)
+                        return k;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
+ssize_t write_retry(int fd, const void *buf, size_t n)
+{
+        for (;;) {
+                ssize_t k = write(fd, buf, n);
+                if (k >= 0)
+                        return k;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
+int loop_write(int fd, const void *buf, size_t n)
+{
+        for (size_t done = 0; done < n;) {
+                ssize_t k = write(fd, (const char *)buf + done, n - done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EIO;
+                done += (size_t)k;
+        }
+        return 0;
+}
+
+int loop_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+        for (size_t done = 0; done < n;) {
+                ssize_t k = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EIO;
+                done += (size_t)k;
+        }
+        return 0;
+}
+
+pid_t wait_child(pid_t pid, int *status, int options)
+{
+        for (;;) {
+                pid_t r = waitpid(pid, status, options);
+                if (r >= 0)
+                        return r;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
+int exit_status_of(int wait_status)
+{
+        if (WIFEXITED(wait_status))
+                return WEXITSTATUS(wait_status);
+        if (WIFSIGNALED(wait_status))
+                return 128 + WTERMSIG(wait_status);
+        return 255;
+}

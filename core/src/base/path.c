@@ -1,0 +1,79 @@
+#define _GNU_SOURCE
+#include "base/path.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+
+bool path_is_under(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+        if (n == 1 && dir[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+char *find_on_path(const char *prog, const char *path_env)
+{
+        if (strchr(prog, '/')) {
+                struct stat st;
+                if (stat(prog, &st) < 0 || !S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
+                        return NULL;
+                if (prog[0] == '/')
+                        return xstrdup(prog);
+                char cwd[PATH_MAX];
+                return getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, prog) : NULL;
+        }
+        if (!path_env)
+                return NULL;
+        const char *p = path_env;
+        while (*p) {
+                const char *end = strchrnul(p, ':');
+                size_t n = (size_t)(end - p);
+                if (n > 0 && p[0] == '/') {
+                        char *cand = xasprintf("%.*s/%s", (int)n, p, prog);
+                        struct stat st;
+                        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+                                return cand;
+                        free(cand);
+                }
+                p = *end ? end + 1 : end;
+        }
+        return NULL;
+}
+
+char *path_dirname(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+                return xstrdup("/");
+        return strndup(path, (size_t)(slash - path));
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+        /* Mostly only the last folder is missing: try it first. */
+        if (mkdir(path, mode) == 0 || errno == EEXIST)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
+        char *copy = xstrdup(path);
+        int r = 0;
+        for (char *p = copy + 1; *p && r == 0; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                        r = -errno;
+                *p = '/';
+        }
+        if (r == 0 && mkdir(copy, mode) < 0 && errno != EEXIST)
+                r = -errno;
+        free(copy);
+        return r;
+}

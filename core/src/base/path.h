@@ -1,0 +1,25 @@
+/* Paths: comparing, splitting, looking a program up, making folders. */
+#ifndef TB_PATH_H
+#define TB_PATH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Is `path` equal to `dir` or inside it? Both must be absolute and clean. */
+bool path_is_under(const char *path, const char *dir);
+
+/* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
+char *path_dirname(const char *path);
+
+/* Look `prog` up on `path_env` (a PATH value), or take it as a path when it
+ * has a '/': a malloc'd absolute path (links not resolved) to an executable
+ * regular file, or NULL. */
+char *find_on_path(const char *prog, const char *path_env);
+/* The PATH used when the host's is unset or empty (as execvp does):
+ * trialbox must work from an empty environment (env.h). */
+#define TB_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* mkdir -p with `mode` for the folders it makes. 0 or negative errno. */
+int mkdir_p(const char *path, mode_t mode);
+
+#endif

@@ -1,0 +1,273 @@
+/* Worktree control paths: those the host's own git config names, the
+ * targets of its links, other tools' control files (gitguard/repo_guard.h,
+ * step 3). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gitguard/guard_internal.h"
+#include "gitguard/repo_guard.h"
+#include "gitguard/hostgit.h"
+#include "gitguard/tool_files.h"
+
+static char *config_path_abs(const char *value, const char *base, const char *home)
+{
+        if (value[0] == '/')
+                return xstrdup(value);
+        if (str_has_prefix(value, "~/"))
+                return home ? xasprintf("%s/%s", home, value + 2) : NULL;
+        return xasprintf("%s/%s", base, value);
+}
+
+/* `path` (absolute) with "." and ".." resolved lexically, as git does for
+ * a config path, links not followed. malloc'd. */
+static char *normalize(const char *path)
+{
+        struct strv parts = { 0 };
+        _cleanup_free_ char *copy = xstrdup(path);
+        char *save = NULL;
+        for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+                if (strcmp(p, ".") == 0)
+                        continue;
+                if (strcmp(p, "..") == 0) {
+                        if (parts.n > 0) {
+                                free(parts.v[--parts.n]);
+                                parts.v[parts.n] = NULL;
+                        }
+                        continue;
+                }
+                strv_add(&parts, p);
+        }
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        for (size_t i = 0; i < parts.n; i++)
+                strbuf_addf(&sb, "/%s", parts.v[i]);
+        strv_done(&parts);
+        if (sb.len == 0)
+                strbuf_add(&sb, "/");
+        return sb.s;
+}
+
+/* Note `abs` as a worktree path the host's git reads when it lies inside
+ * the repository (not in its git directory). */
+static void add_host_path(struct repo_guard *g, const char *abs)
+{
+        _cleanup_free_ char *n = normalize(abs);
+        if (!path_is_under(n, g->repo) || strcmp(n, g->repo) == 0 || (g->common && path_is_under(n, g->common)))
+                return;
+        const char *rel = n + strlen(g->repo) + 1;
+        if (!strv_contains(&g->host_paths, rel))
+                strv_add(&g->host_paths, rel);
+}
+
+/* The links among the git directory's control entries (a hooks folder, a
+ * hook) that point into the worktree: the host's git follows them there. */
+void guard_find_link_targets(struct repo_guard *g)
+{
+        for (size_t i = 0; i < g->snap.n; i++) {
+                const struct snap_item *it = &g->snap.v[i];
+                if (it->absent || !S_ISLNK(it->mode) || !it->data || !str_has_prefix(it->key, "git:"))
+                        continue;
+                _cleanup_free_ char *at = xasprintf("%s/%s", g->common, it->key + 4);
+                _cleanup_free_ char *dir = path_dirname(at);
+                _cleanup_free_ char *target = it->data[0] == '/' ? xstrdup(it->data) : xasprintf("%s/%s", dir, it->data);
+                add_host_path(g, target);
+        }
+}
+
+/* The worktree paths the host's own git config names as a hooks folder or
+ * a config to include (husky's `core.hooksPath = .husky`, a shared
+ * `include.path = ../team.gitconfig`): the session could write git code
+ * there. From the repository's config and the host user's global one, as
+ * before the session. Lexically inside the repository, not in its .git. */
+void guard_find_host_paths(struct repo_guard *g, const struct repo_guard_host *host)
+{
+        _cleanup_free_ char *git = host->path ? find_on_path("git", host->path) : NULL;
+        if (!git)
+                return;
+        _cleanup_free_ char *repo_config = g->common ? xasprintf("%s/config", g->common) : NULL;
+        const char *files[] = { repo_config, NULL };
+        for (size_t i = 0; i < 2; i++) {
+                if (i == 0 && !repo_config)
+                        continue;
+                _cleanup_free_ char *out = xmalloc(65536);
+                const char *const args_file[] = { "config", "--file", files[0] ? files[0] : "/dev/null", "--get-regexp",
+                                                  "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
+                const char *const args_global[] = { "config", "--global", "--get-regexp",
+                                                    "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
+                if (!host_git_run(git, i == 0 ? NULL : host->host_home, i == 0 ? args_file : args_global, out, 65536,
+                                  NULL))
+                        continue;
+                char *save = NULL;
+                for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        char *value = strchr(line, ' ');
+                        if (!value || !*++value)
+                                continue;
+                        bool hooks = str_has_prefix(line, "core.hookspath ");
+                        const char *base = hooks ? g->repo : i == 0 && g->common ? g->common : host->host_home;
+                        _cleanup_free_ char *abs = base ? config_path_abs(value, base, host->host_home) : NULL;
+                        if (abs)
+                                add_host_path(g, abs);
+                }
+        }
+}
+
+/* Open the folder `rel`'s parent below the repository, never through a
+ * link; *leaf points into rel. An fd or -1 with errno. */
+static int open_parent_rel(int repo_fd, const char *rel, const char **leaf)
+{
+        int fd = fcntl(repo_fd, F_DUPFD_CLOEXEC, 3);
+        const char *p = rel;
+        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
+                int next = guard_open_dir_at(fd, part);
+                int e = errno;
+                close(fd);
+                fd = next;
+                errno = e;
+        }
+        *leaf = p;
+        return fd;
+}
+
+/* Snapshot a worktree control path (`kind`: "host:" or "tool:"). */
+int guard_snap_path(struct repo_guard *g, const char *kind, const char *rel)
+{
+        _cleanup_free_ char *key = xasprintf("%s%s", kind, rel);
+        const char *leaf;
+        _cleanup_close_ int pfd = open_parent_rel(g->repo_fd, rel, &leaf);
+        if (pfd < 0) { /* a part missing (or not a folder): absent */
+                GREEDY_REALLOC(g->snap.v, g->snap.cap, g->snap.n + 1);
+                g->snap.v[g->snap.n++] = (struct snap_item){ .key = xstrdup(key), .absent = true };
+                g->snap.sorted = false;
+                return 0;
+        }
+        return snapshot_add(&g->snap, pfd, leaf, key);
+}
+
+/* The other tools' control files: each row's path, or its folder's
+ * matching entries. */
+int guard_snap_tool_files(struct repo_guard *g)
+{
+        size_t n;
+        const struct tool_file *t = tool_files(&n);
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                if (!t[i].prefix) {
+                        strv_add(&g->tool_paths, t[i].path);
+                        r = guard_snap_path(g, "tool:", t[i].path);
+                        continue;
+                }
+                _cleanup_close_ int fd = guard_open_dir_at(g->repo_fd, t[i].path);
+                _cleanup_strv_ struct strv names = { 0 };
+                if (fd >= 0)
+                        guard_list_names(fd, &names);
+                for (size_t j = 0; r == 0 && j < names.n; j++) {
+                        size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                                continue;
+                        _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
+                        strv_add(&g->tool_paths, rel);
+                        r = guard_snap_path(g, "tool:", rel);
+                }
+        }
+        return r;
+}
+
+/* ---- after the session: other tools' control files and the host's paths ---- */
+
+/* The worktree control path `rel` (snapshot key `key`): a change listed,
+ * and with `revert` the session's version moved out and the one before put
+ * back. A folder on the way that the session replaced (by a link, a file)
+ * is moved out too, and made again, when reverting. */
+static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool revert, bool host)
+{
+        bool existed = snapshot_existed(&g->snap, key);
+        _cleanup_close_ int fd = fcntl(g->repo_fd, F_DUPFD_CLOEXEC, 3);
+        const char *p = rel;
+        for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
+                _cleanup_free_ char *upto = strndup(rel, (size_t)(slash - rel));
+                int next = guard_open_dir_at(fd, part);
+                if (next < 0 && guard_exists_at(fd, part)) { /* replaced by what is not a folder */
+                        if (!revert) {
+                                guard_note_change(g, rel, existed ? "changed" : "new", true, host, NULL);
+                                return 0;
+                        }
+                        int r = guard_move_out(g, fd, part, upto, "replaced a folder above a control file");
+                        if (r < 0)
+                                return r;
+                }
+                if (next < 0 && existed) {
+                        if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST)
+                                return guard_note_failure(g, -errno, "cannot make '%s'", upto);
+                        next = guard_open_dir_at(fd, part);
+                }
+                close(fd);
+                fd = next;
+        }
+        if (fd < 0) /* not there, and was not */
+                return existed ? guard_note_failure(g, -errno, "cannot reach '%s'", rel) : 0;
+        if (snapshot_same(&g->snap, fd, p, key))
+                return 0;
+        bool present = guard_exists_at(fd, p);
+        const char *change = !existed ? "new" : present ? "changed" : "removed";
+        char *saved = NULL;
+        if (revert && present) {
+                int r = quarantine_move(&g->q, fd, p, &saved);
+                if (r < 0)
+                        return guard_note_failure(g, r, "cannot move '%s' out of the repository", rel);
+        }
+        if (revert && existed) {
+                int r = snapshot_restore(&g->snap, fd, p, key);
+                if (r < 0) {
+                        free(saved);
+                        return guard_note_failure(g, r, "cannot put '%s' back as it was before the session", rel);
+                }
+        }
+        guard_note_change(g, rel, change, !revert, host, saved);
+        return 0;
+}
+
+int guard_fix_paths(struct repo_guard *g)
+{
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < g->host_paths.n; i++) {
+                _cleanup_free_ char *key = xasprintf("host:%s", g->host_paths.v[i]);
+                r = fix_path(g, g->host_paths.v[i], key, true, true);
+        }
+        /* New entries of the folders whose matching entries are control files. */
+        size_t n;
+        const struct tool_file *t = tool_files(&n);
+        for (size_t i = 0; i < n; i++) {
+                if (!t[i].prefix)
+                        continue;
+                _cleanup_close_ int fd = guard_open_dir_at(g->repo_fd, t[i].path);
+                _cleanup_strv_ struct strv names = { 0 };
+                if (fd >= 0)
+                        guard_list_names(fd, &names);
+                for (size_t j = 0; j < names.n; j++) {
+                        size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                                continue;
+                        _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
+                        if (!strv_contains(&g->tool_paths, rel))
+                                strv_add(&g->tool_paths, rel);
+                }
+        }
+        for (size_t i = 0; r == 0 && i < g->tool_paths.n; i++) {
+                if (strv_contains(&g->host_paths, g->tool_paths.v[i]))
+                        continue;
+                _cleanup_free_ char *key = xasprintf("tool:%s", g->tool_paths.v[i]);
+                r = fix_path(g, g->tool_paths.v[i], key, !g->keep_control_files, false);
+        }
+        return r;
+}

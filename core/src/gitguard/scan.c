@@ -1,0 +1,216 @@
+/* The worktree walked before the session (what may stay) and after it
+ * (gitguard/repo_guard.h, step 2), and the setuid sweep. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gitguard/guard_internal.h"
+#include "gitguard/repo_guard.h"
+
+int guard_cmp_seen(const void *a, const void *b)
+{
+        return strcmp(((const struct guard_seen *)a)->path, ((const struct guard_seen *)b)->path);
+}
+
+/* The worktree before the session: its links, FIFOs, sockets and devices,
+ * and the `.git` files below its top (a submodule's, a linked worktree's). */
+int guard_seen_pre(struct tree_dir *d, void *ctx)
+{
+        struct repo_guard *g = ctx;
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                bool dotgit = strcmp(e->name, ".git") == 0;
+                if (dotgit && d->depth == 0) {
+                        e->skip = true;
+                        continue;
+                }
+                if (e->type == DT_DIR || (e->type == DT_REG && !dotgit))
+                        continue;
+                GREEDY_REALLOC(g->seen, g->cap_seen, g->n_seen + 1);
+                struct guard_seen *s = &g->seen[g->n_seen++];
+                *s = (struct guard_seen){ .path = tree_dir_path(d, e->name, 0), .type = e->type };
+                if (e->type == DT_LNK) {
+                        char buf[PATH_MAX];
+                        ssize_t k = readlinkat(d->fd, e->name, buf, sizeof buf - 1);
+                        if (k >= 0) {
+                                s->data = strndup(buf, (size_t)k);
+                                s->len = (size_t)k;
+                        }
+                } else if (e->type == DT_REG) {
+                        s->data = guard_read_at(d->fd, e->name, 4096, &s->len, NULL);
+                }
+        }
+        return 0;
+}
+
+/* ---- after the session: the worktree ---- */
+
+struct scan {
+        struct repo_guard *g;
+        uid_t uid;
+        size_t *bare; /* the depths of folders found in a git directory's shape, to move once walked */
+        size_t n_bare, cap_bare;
+        int r;
+};
+
+static const struct guard_seen *seen_find(const struct repo_guard *g, const char *path)
+{
+        struct guard_seen k = { .path = (char *)path };
+        return bsearch(&k, g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
+}
+
+static bool has_name(const struct tree_dir *d, const char *name)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i].name, name) == 0)
+                        return true;
+        return false;
+}
+
+/* A `.git` below the top that may stay: a submodule's or linked worktree's
+ * `.git` file, the same bytes as before the session. */
+static bool dotgit_kept(struct repo_guard *g, const struct tree_dir *d, const struct tree_entry *e, const char *path)
+{
+        const struct guard_seen *s = seen_find(g, path);
+        if (!s || s->type != DT_REG || e->type != DT_REG || !s->data)
+                return false;
+        size_t len = 0;
+        _cleanup_free_ char *now = guard_read_at(d->fd, e->name, 4096, &len, NULL);
+        return now && len == s->len && memcmp(now, s->data, len) == 0;
+}
+
+static void note_special(struct repo_guard *g, int dirfd, const struct tree_entry *e, char *path)
+{
+        char target[PATH_MAX] = "";
+        if (e->type == DT_LNK) {
+                ssize_t k = readlinkat(dirfd, e->name, target, sizeof target - 1);
+                target[k > 0 ? k : 0] = '\0';
+        }
+        const struct guard_seen *s = seen_find(g, path);
+        if (s && s->type == e->type && (e->type != DT_LNK || (s->data && strcmp(s->data, target) == 0))) {
+                free(path);
+                return;
+        }
+        if (g->total_special++ >= GUARD_KEEP_MAX) {
+                free(path);
+                return;
+        }
+        GREEDY_REALLOC(g->special, g->cap_special, g->n_special + 1);
+        g->special[g->n_special++] = (struct guard_seen){ .path = path, .type = e->type,
+                                                          .data = e->type == DT_LNK ? guard_shown(target) : NULL };
+}
+
+/* Clear setuid and setgid of the regular file `name` in `dirfd`. */
+static int clear_setuid(struct repo_guard *g, int dirfd, const char *name, uid_t uid, const struct tree_dir *d,
+                        const char *shown_prefix)
+{
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            !(st.st_mode & (S_ISUID | S_ISGID)))
+                return 0;
+        /* Never a file that is also elsewhere and not the session's (a link to a system program). */
+        if (st.st_uid != uid && st.st_nlink != 1)
+                return 0;
+        _cleanup_free_ char *rel = tree_dir_path(d, name, 0);
+        _cleanup_free_ char *path = xasprintf("%s%s", shown_prefix, rel);
+        if (fchmodat(dirfd, name, st.st_mode & 0777 & ~(mode_t)(S_ISUID | S_ISGID), 0) < 0)
+                return guard_note_failure(g, -errno, "cannot clear the setuid bit of '%s'", path);
+        guard_note_setuid(g, path);
+        return 0;
+}
+
+static int guard_scan_pre(struct tree_dir *d, void *ctx)
+{
+        struct scan *s = ctx;
+        struct repo_guard *g = s->g;
+        /* A folder git would take for a git directory (setup.c's
+         * is_git_directory: HEAD, and objects/ with refs/ or a commondir). */
+        bool bare = has_name(d, "HEAD") && (has_name(d, "commondir") || (has_name(d, "objects") && has_name(d, "refs")));
+        if (bare && d->depth > 0) {
+                for (size_t i = 0; i < d->n; i++)
+                        d->v[i].skip = true;
+                GREEDY_REALLOC(s->bare, s->cap_bare, s->n_bare + 1);
+                s->bare[s->n_bare++] = d->depth;
+                return 0;
+        }
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                int r = 0;
+                if (d->depth == 0 && strcmp(e->name, ".git") == 0) {
+                        e->skip = true; /* the repository's own: rebuilt above */
+                        continue;
+                }
+                if (bare && (strcmp(e->name, "HEAD") == 0 || strcmp(e->name, "commondir") == 0)) {
+                        e->skip = true;
+                        r = guard_move_out(g, d->fd, e->name, e->name, "makes the repository's top look like a git directory");
+                } else if (strcmp(e->name, ".git") == 0) {
+                        _cleanup_free_ char *path = tree_dir_path(d, e->name, 0);
+                        e->skip = true;
+                        if (!dotgit_kept(g, d, e, path))
+                                r = guard_move_out(g, d->fd, e->name, path, "a .git below the repository's top");
+                } else if (e->type == DT_REG) {
+                        r = clear_setuid(g, d->fd, e->name, s->uid, d, "");
+                } else if (e->type != DT_DIR) {
+                        note_special(g, d->fd, e, tree_dir_path(d, e->name, 0));
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int guard_scan_post(struct tree_dir *d, const char *name, void *ctx)
+{
+        struct scan *s = ctx;
+        if (s->n_bare == 0 || s->bare[s->n_bare - 1] != d->depth + 1)
+                return 0;
+        s->n_bare--;
+        _cleanup_free_ char *path = tree_dir_path(d, name, 0);
+        return guard_move_out(s->g, d->fd, name, path, "a folder in a git directory's shape (HEAD, objects/, refs/)");
+}
+
+/* ---- after the session ---- */
+
+struct sweep {
+        struct repo_guard *g;
+        uid_t uid;
+        const char *shown;
+};
+
+static int sweep_pre(struct tree_dir *d, void *ctx)
+{
+        struct sweep *s = ctx;
+        for (size_t i = 0; i < d->n; i++) {
+                if (d->v[i].type != DT_REG)
+                        continue;
+                int r = clear_setuid(s->g, d->fd, d->v[i].name, s->uid, d, s->shown);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int repo_guard_clear_setuid(struct repo_guard *g, int dirfd, const char *shown_prefix, uid_t session_uid)
+{
+        struct sweep s = { .g = g, .uid = session_uid, .shown = shown_prefix };
+        const struct tree_ops ops = { .pre = sweep_pre, .flags = TREE_FIX_MODES };
+        return tree_walk(dirfd, &ops, &s);
+}
+
+
+int guard_scan_worktree(struct repo_guard *g, uid_t session_uid)
+{
+        struct scan s = { .g = g, .uid = session_uid };
+        const struct tree_ops ops = { .pre = guard_scan_pre, .post = guard_scan_post, .flags = TREE_FIX_MODES };
+        int r = tree_walk(g->repo_fd, &ops, &s);
+        free(s.bare);
+        return r;
+}

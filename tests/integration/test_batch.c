@@ -1,0 +1,791 @@
+/* Integration tests of `trialbox batch` and `trialbox report`: real plans of
+ * `shell` Trials in the real bwrap, real signals (a batch SIGKILLed and run
+ * again), real clones. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <pwd.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tb_test.h"
+#include "base/util.h"
+
+/* `trialbox run` takes --timeout: the twelve-Trial plan has its timed-out
+ * row. */
+#ifndef RUN_HAS_TIMEOUT
+#define RUN_HAS_TIMEOUT 1
+#endif
+
+struct exp {
+        char *dir;  /* the Experiment's folder: plan.jsonl, repo/, out/ */
+        char plan[1100], repo[1100], results[1100];
+};
+
+static void exp_new(struct exp *e)
+{
+        e->dir = tmpdir_new();
+        snprintf(e->plan, sizeof e->plan, "%s/plan.jsonl", e->dir);
+        snprintf(e->repo, sizeof e->repo, "%s/repo", e->dir);
+        snprintf(e->results, sizeof e->results, "%s/results.jsonl", e->dir);
+        mkdir_p(e->repo, 0755);
+        chmod(e->repo, 0777); /* the unprivileged run writes markers into it */
+}
+
+static void exp_free(struct exp *e)
+{
+        tmpdir_remove(e->dir);
+        free(e->dir);
+}
+
+/* A `shell` Trial line: id, output out/ID, the shared repo, a script and extra fields. */
+static void add_trial(struct strbuf *plan, const char *id, const char *script, const char *extra)
+{
+        json_object *s = json_object_new_string(script);
+        strbuf_addf(plan, "{\"id\":\"%s\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/%s\","
+                          "\"args\":[\"-c\",%s]%s%s}\n",
+                    id, id, json_object_to_json_string(s), extra ? "," : "", extra ? extra : "");
+        json_object_put(s);
+}
+
+/* The same, with a repository of its own (repos/ID): Trials that must run
+ * at once cannot share one (a plan's Trials sharing a repository run one
+ * after the other). */
+static void add_trial_own(struct strbuf *plan, const struct exp *e, const char *id, const char *script)
+{
+        _cleanup_free_ char *rel = xasprintf("repos/%s", id);
+        _cleanup_free_ char *dir = path_in(e->dir, rel);
+        mkdir_p(dir, 0755);
+        chmod(dir, 0777); /* the unprivileged run writes markers into it */
+        json_object *s = json_object_new_string(script);
+        strbuf_addf(plan, "{\"id\":\"%s\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"out/%s\","
+                          "\"args\":[\"-c\",%s]}\n",
+                    id, rel, id, json_object_to_json_string(s));
+        json_object_put(s);
+}
+
+/* The lines of every repos/ID/NAME together. */
+static size_t lines_across(const struct exp *e, const char *name)
+{
+        _cleanup_free_ char *cmd = xasprintf("cat '%s'/repos/*/%s 2>/dev/null", e->dir, name);
+        FILE *f = popen(cmd, "r");
+        size_t n = 0;
+        for (int c; f && (c = fgetc(f)) != EOF;)
+                n += c == '\n';
+        if (f)
+                pclose(f);
+        return n;
+}
+
+static void batch_env(struct proc_result *r, const struct exp *e, const char *env, const char *const extra[])
+{
+        char *argv[32] = { TRIALBOX_BIN, "batch", (char *)e->plan };
+        size_t n = 3;
+        for (size_t i = 0; extra && extra[i] && n + 1 < 32; i++)
+                argv[n++] = (char *)extra[i];
+        argv[n] = NULL;
+        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1", (char *)env)), argv);
+}
+
+static void batch(struct proc_result *r, const struct exp *e, const char *const extra[])
+{
+        batch_env(r, e, NULL, extra);
+}
+
+/* The results line of Trial `id`, parsed (NULL when there is none). */
+static json_object *result_of(const struct exp *e, const char *id) { return results_line(e->results, id); }
+
+static void assert_result(const struct exp *e, const char *id, const char *field, const char *want)
+{
+        json_object *j = result_of(e, id), *v = NULL;
+        ck_assert_msg(j != NULL, "no results line for '%s'", id);
+        ck_assert_msg(json_object_object_get_ex(j, field, &v), "results line of '%s' has no '%s'", id, field);
+        const char *got = v ? json_object_get_string(v) : "null";
+        ck_assert_msg(strcmp(got, want) == 0, "'%s' %s is '%s', not '%s'", id, field, got, want);
+        json_object_put(j);
+}
+
+/* How many times `line` is a line of `path`. */
+static size_t count_in(const char *path, const char *line)
+{
+        _cleanup_free_ char *text = read_text(path);
+        return text ? count_line(text, line) : 0;
+}
+
+/* How many times `line` is a line of DIR/REL. */
+static size_t count_at(const char *dir, const char *rel, const char *line)
+{
+        _cleanup_free_ char *p = path_in(dir, rel);
+        return count_in(p, line);
+}
+
+/* How many lines `path` has (0 when it is missing). */
+static size_t lines_of(const char *path)
+{
+        _cleanup_free_ char *text = read_text(path);
+        return text ? count_lines(text) : 0;
+}
+
+START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        char id[16];
+        for (int i = 0; i < 6; i++) {
+                snprintf(id, sizeof id, "ok%d", i);
+                add_trial(&plan, id, "echo ran >> marker-ok", NULL);
+        }
+        for (int i = 0; i < 3; i++) {
+                snprintf(id, sizeof id, "fail%d", i);
+                add_trial(&plan, id, "echo ran >> marker-fail; exit 3", NULL);
+        }
+        add_trial(&plan, "void0", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "void1", "true", "\"harness_bin\":\"missing/agent\"");
+#if RUN_HAS_TIMEOUT
+        add_trial(&plan, "slow", "sleep 60", "\"timeout\":\"1s\"");
+#else
+        add_trial(&plan, "ok6", "echo ran >> marker-ok", NULL);
+#endif
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "3", "--retries", "1"));
+        ck_assert_msg(r.status == 1, "status %d (any void: 1); stderr:\n%s", r.status, r.err);
+        ck_assert_uint_eq(lines_of(e.results), 12);
+        assert_result(&e, "ok0", "outcome", "completed");
+        assert_result(&e, "ok0", "attempts", "1");
+        assert_result(&e, "fail2", "outcome", "failed");
+        assert_result(&e, "fail2", "exit_code", "3");
+        assert_result(&e, "fail2", "attempts", "1");
+        assert_result(&e, "void0", "outcome", "void");
+        assert_result(&e, "void0", "cause", "session_unavailable");
+        assert_result(&e, "void0", "attempts", "2");
+        assert_result(&e, "void1", "attempts", "2");
+#if RUN_HAS_TIMEOUT
+        assert_result(&e, "slow", "outcome", "failed");
+        assert_result(&e, "slow", "cause", "timeout");
+        assert_contains(r.out, "failed/timeout 1");
+#endif
+        /* The summary: per Harness × outcome, and the causes. */
+        ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/session_unavailable 2") &&
+                              strstr(r.out, "failed/nonzero_exit 3"),
+                      "summary:\n%s", r.out);
+        ck_assert_uint_eq(count_at(e.repo, "marker-ok", "ran"), RUN_HAS_TIMEOUT ? 6 : 7);
+        ck_assert_uint_eq(count_at(e.repo, "marker-fail", "ran"), 3);
+        proc_result_free(&r);
+
+        /* report prints the same table again, and as CSV and JSON. */
+        char *argv[] = { TRIALBOX_BIN, "report", e.results, "--csv", NULL };
+        run_argv(&r, NULL, argv);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(strstr(r.out, RUN_HAS_TIMEOUT ? "\nshell,12,6,4,2,0," : "\nshell,12,7,3,2,0,"), "csv:\n%s",
+                      r.out);
+        proc_result_free(&r);
+        argv[3] = "--json";
+        run_argv(&r, NULL, argv);
+        json_object *j = json_tokener_parse(r.out);
+        ck_assert_msg(j != NULL, "not JSON: %s", r.out);
+        json_object_put(j);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* Run the batch in the background until `marker` has `lines` lines, then SIGKILL it. */
+static void batch_killed_after(const struct exp *e, const char *marker, size_t lines, const char *jobs)
+{
+        char *argv[] = { TRIALBOX_BIN, "batch", (char *)e->plan, "--jobs", (char *)jobs, "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
+        for (int i = 0; i < 600; i++) {
+                if (lines_of(marker) >= lines)
+                        break;
+                usleep(50 * 1000);
+        }
+        kill(pid, SIGKILL);
+        wait_status(pid);
+}
+
+START_TEST(a_batch_killed_midway_and_run_again_finishes_every_trial_once)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        char id[16], script[128];
+        for (int i = 0; i < 8; i++) {
+                snprintf(id, sizeof id, "t%d", i);
+                snprintf(script, sizeof script, "echo %s >> marker; sleep 0.4", id);
+                add_trial(&plan, id, script, NULL);
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *marker = path_in(e.repo, "marker");
+        batch_killed_after(&e, marker, 3, "2");
+
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "2"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        for (int i = 0; i < 8; i++) {
+                snprintf(id, sizeof id, "t%d", i);
+                ck_assert_msg(count_in(marker, id) == 1, "Trial %s ran %zu times", id, count_in(marker, id));
+                assert_result(&e, id, "outcome", "completed");
+                assert_result(&e, id, "attempts", "1");
+        }
+        proc_result_free(&r);
+        /* Once more: nothing runs again. */
+        batch(&r, &e, EXTRA("--jobs", "2"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_uint_eq(lines_of(marker), 8);
+        proc_result_free(&r);
+        free(marker);
+        exp_free(&e);
+}
+END_TEST
+
+START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "void", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "fail", "echo ran >> marker; exit 1", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--retries", "2"));
+        ck_assert_int_eq(r.status, 1);
+        assert_result(&e, "void", "attempts", "3");
+        ck_assert(exists_in(e.dir, "out/void.attempt-1/outcome.json"));
+        ck_assert(exists_in(e.dir, "out/void.attempt-2/outcome.json"));
+        ck_assert(exists_in(e.dir, "out/void/outcome.json"));
+        ck_assert(!exists_in(e.dir, "out/void.attempt-3"));
+        assert_result(&e, "fail", "attempts", "1");
+        ck_assert(!exists_in(e.dir, "out/fail.attempt-1"));
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        proc_result_free(&r);
+        /* A resumed batch with more retries gives the void one more attempts; the failed none. */
+        batch(&r, &e, EXTRA("--retries", "3"));
+        ck_assert_int_eq(r.status, 1);
+        assert_result(&e, "void", "attempts", "4");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        /* A running record whose launcher is gone (a pid that has exited). */
+        pid_t gone = fork();
+        if (gone == 0)
+                _exit(0);
+        waitpid(gone, NULL, 0);
+        char boot[64] = "";
+        char *b = read_text("/proc/sys/kernel/random/boot_id");
+        snprintf(boot, sizeof boot, "%.36s", b);
+        free(b);
+        char rec[256];
+        /* The token this batch's run would have echoed (its launcher.json holds it). */
+        static const char nonce[] = "0123456789abcdef0123456789abcdef";
+        snprintf(rec, sizeof rec,
+                 "{\"harness\":\"shell\",\"outcome\":\"running\",\"pid\":%d,\"boot_id\":\"%s\",\"launcher_nonce\":\"%s\"}\n",
+                 (int)gone, boot, nonce);
+        write_in(e.dir, "out/t/outcome.json", rec, 0644);
+        _cleanup_free_ char *launcher = xasprintf("{\"outcome\":\"running\",\"pid\":%d,\"nonce\":\"%s\"}\n", (int)gone, nonce);
+        write_in(e.dir, "out/t/launcher.json", launcher, 0600);
+
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "t", "outcome", "completed");
+        assert_result(&e, "t", "attempts", "2");
+        char *kept = path_in(e.dir, "out/t.attempt-1");
+        char *cause = outcome_field(kept, "cause");
+        ck_assert_str_eq(cause, "launcher_lost");
+        _cleanup_free_ char *detail = outcome_field(kept, "detail");
+        assert_contains(detail, "its launcher was lost");
+        free(cause);
+        free(kept);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A launcher that ran the session but could not write its final Outcome
+ * (here its reserved record is removed under it: an I/O error would do
+ * the same) is its own state, `unrecorded`: never a void run again. */
+START_TEST(a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker; touch started; sleep 2", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        _cleanup_free_ char *out = path_in(e.dir, "out.log"), *err = path_in(e.dir, "err.log");
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, out, err);
+        _cleanup_free_ char *started = path_in(e.repo, "started");
+        ck_assert_msg(wait_for_file(started, 20000), "the session did not start");
+        _cleanup_free_ char *tdir = path_in(e.dir, "out/t");
+        DIR *d = opendir(tdir);
+        int removed = 0;
+        for (struct dirent *de; d && (de = readdir(d));)
+                if (str_has_prefix(de->d_name, ".outcome.json.final-")) {
+                        _cleanup_free_ char *p = path_in(tdir, de->d_name);
+                        removed += unlink(p) == 0;
+                }
+        if (d)
+                closedir(d);
+        ck_assert_int_eq(removed, 1);
+        int status = wait_status(pid);
+        ck_assert_msg(status == 1, "batch exit status %d, not 1", status);
+        _cleanup_free_ char *summary = read_text(out);
+        assert_contains(summary, "unrecorded: shell 1");
+        assert_result(&e, "t", "outcome", "unrecorded");
+        assert_result(&e, "t", "attempts", "1");
+        /* Run again: it is final, the session does not run a second time. */
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_int_eq(r.status, 1);
+        assert_result(&e, "t", "outcome", "unrecorded");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        ck_assert_msg(!exists_in(e.dir, "out/t.attempt-1"), "the Trial was moved aside to run again");
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* Two lines naming one repository: the plan check says so, and they never
+ * run at once (one session read and broke the other's work). */
+START_TEST(trials_sharing_a_repository_never_run_at_once_and_the_plan_says_so)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "a", "echo \"$(date +%s%N) 1\" >> times; sleep 0.5; echo \"$(date +%s%N) -1\" >> times", NULL);
+        add_trial(&plan, "b", "echo \"$(date +%s%N) 1\" >> times; sleep 0.5; echo \"$(date +%s%N) -1\" >> times", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "2"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "plan.jsonl:2: line 2's repository");
+        assert_contains(r.err, "never at once");
+        _cleanup_free_ char *cmd = xasprintf("sort -n -k1,1 -k2,2n '%s/times' | awk '{n+=$2; if (n>m) m=n} END "
+                                             "{exit !(m==1 && NR==4)}'",
+                                             e.repo);
+        ck_assert_msg(host_can(cmd), "the two sessions overlapped: see '%s/times'", e.repo);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* An output folder inside another Trial's repository, or its clone: that
+ * session could plant the other's outcome.json. Refused, naming both. */
+START_TEST(an_output_folder_inside_another_trials_repository_or_clone_is_refused)
+{
+        struct exp e;
+        exp_new(&e);
+        const char *plans[][2] = {
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\"}\n"
+                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"other\",\"output_dir\":\"repo/planted\"}\n",
+                  "plan.jsonl:2: field 'output_dir'" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/a\"}\n"
+                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"other\",\"output_dir\":\"out/a.repo/x\"}\n",
+                  "plan.jsonl:2: field 'output_dir'" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\"}\n"
+                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo/inner\",\"output_dir\":\"out/b\"}\n",
+                  "plan.jsonl:2: field 'repo'" },
+        };
+        _cleanup_free_ char *other = path_in(e.dir, "other");
+        _cleanup_free_ char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        _cleanup_free_ char *inner = path_in(e.dir, "repo/inner");
+        mkdir_p(other, 0755);
+        mkdir_p(inner, 0755);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(plans); i++) {
+                write_text(e.plan, plans[i][0], 0644);
+                struct proc_result r;
+                batch(&r, &e, NULL);
+                ck_assert_msg(r.status == 2, "plan %zu: status %d: %s", i, r.status, r.err);
+                assert_contains(r.err, plans[i][1]);
+                assert_contains(r.err, "line 1's");
+                ck_assert_msg(!exists_in(e.dir, "out/a"), "plan %zu ran a Trial", i);
+                proc_result_free(&r);
+        }
+        exp_free(&e);
+}
+END_TEST
+
+/* An outcome.json in a Trial's folder that no run of this batch wrote (a
+ * session of another Trial planted it): not taken; the Trial runs. */
+START_TEST(an_outcome_the_batch_did_not_see_its_run_write_is_not_taken)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "victim", "echo ran >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        write_in(e.dir, "out/victim/outcome.json",
+                 "{\"harness\":\"shell\",\"outcome\":\"completed\",\"exit_code\":0,\"detail\":\"forged\"}\n", 0644);
+        write_in(e.dir, "out/victim/launcher.json", "{\"outcome\":\"running\",\"pid\":1}\n", 0644);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "was not written by a run this batch started");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        assert_result(&e, "victim", "outcome", "completed");
+        assert_result(&e, "victim", "attempts", "2");
+        ck_assert(exists_in(e.dir, "out/victim.attempt-1/outcome.json.foreign"));
+        _cleanup_free_ char *out = path_in(e.dir, "out/victim");
+        _cleanup_free_ char *detail = outcome_field(out, "detail");
+        ck_assert_msg(detail && !strstr(detail, "forged"), "the forged record was taken: %s", detail);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* The modes `run` gives a Trial's output: the folder 0700 (its session's
+ * user searches it with --user: 0711), the logs 0600. */
+START_TEST(a_batch_gives_a_trials_output_the_modes_run_gives_it)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "true", "\"network\":\"none\"");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        _cleanup_free_ char *out = path_in(e.dir, "out/t");
+        assert_mode(out, 0700);
+        _cleanup_free_ char *log = path_in(out, "trialbox.log"), *launcher = path_in(out, "launcher.json");
+        _cleanup_free_ char *guard = path_in(out, "guard.jsonl");
+        assert_mode(log, 0600);
+        assert_mode(launcher, 0600);
+        if (exists(guard))
+                assert_mode(guard, 0600);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+START_TEST(repo_from_gives_each_trial_its_own_clone_at_its_revision)
+{
+        struct exp e;
+        exp_new(&e);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main", src);
+        write_in(src, "file", "first\n", 0644);
+        sh_ok("cd '%s' && git add file && " GIT " commit -qm first && git tag v1", src);
+        write_in(src, "file", "second\n", 0644);
+        sh_ok("cd '%s' && " GIT " commit -qam second", src);
+        struct strbuf plan = { 0 };
+        strbuf_add(&plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src@v1\",\"output_dir\":\"out/a\","
+                          "\"args\":[\"-c\",\"echo a > mine\"]}\n"
+                          "{\"id\":\"b\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/b\","
+                          "\"args\":[\"-c\",\"echo b > mine\"]}\n");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        if (geteuid() == 0)
+                chmod(e.dir, 0755);
+
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s\nout:\n%s", r.status, r.err, r.out);
+        char *a = path_in(e.dir, "out/a.repo"), *b = path_in(e.dir, "out/b.repo");
+        assert_result(&e, "a", "repo", a);
+        assert_file_in(a, "file", "first\n");
+        assert_file_in(b, "file", "second\n");
+        assert_file_in(a, "mine", "a\n");
+        assert_file_in(b, "mine", "b\n");
+        ck_assert(!exists_in(src, "mine"));
+        free(a);
+        free(b);
+        free(src);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* Started as root, a Trial with a `user` gets a clone that user owns, and
+ * its session runs as that user in it (no root_session needed). */
+START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
+{
+        if (geteuid() != 0) {
+                skip_note("as_root_a_clone_is_given_to_the_trial_s_user", "not root: see its root run");
+                return;
+        }
+        struct exp e;
+        exp_new(&e);
+        ck_assert_int_eq(chmod(e.dir, 0755), 0);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main", src);
+        write_in(src, "file", "first\n", 0644);
+        sh_ok("cd '%s' && git add file && " GIT " commit -qm first", src);
+        write_text(e.plan,
+                   "{\"id\":\"n\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/n\","
+                   "\"user\":\"nobody\",\"args\":[\"-c\",\"id -u > mine\"]}\n",
+                   0644);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s\nout:\n%s", r.status, r.err, r.out);
+        char *clone = path_in(e.dir, "out/n.repo");
+        struct passwd *pw = getpwnam("nobody");
+        ck_assert_ptr_nonnull(pw);
+        struct stat st;
+        ck_assert_int_eq(stat(clone, &st), 0);
+        ck_assert_int_eq(st.st_uid, pw->pw_uid);
+        char want[32];
+        snprintf(want, sizeof want, "%u\n", (unsigned)pw->pw_uid);
+        assert_file_in(clone, "mine", want);
+        free(clone);
+        free(src);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+START_TEST(concurrency_never_exceeds_jobs)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        char id[16];
+        for (int i = 0; i < 8; i++) {
+                snprintf(id, sizeof id, "t%d", i);
+                add_trial_own(&plan, &e, id,
+                              "echo \"$(date +%s%N) 1\" >> times; sleep 0.3; echo \"$(date +%s%N) -1\" >> times");
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "2"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        /* Sweep the start (+1) and end (-1) events in time order. */
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd,
+                 "cat '%s'/repos/*/times | sort -n -k1,1 -k2,2n | awk '{n+=$2; if (n>m) m=n} END {exit !(m==2 && NR==16)}'",
+                 e.dir);
+        ck_assert_msg(host_can(cmd), "more than 2 sessions at once, or not 8 sessions: see '%s/repos/*/times'", e.dir);
+        exp_free(&e);
+}
+END_TEST
+
+/* The first number on the only line of DIR/REL. */
+static long long number_in(const char *dir, const char *rel, int which)
+{
+        char *p = path_in(dir, rel);
+        char *text = read_text(p);
+        long long v[2] = { -1, -1 };
+        ck_assert_msg(text && sscanf(text, "%lld %lld", &v[0], &v[1]) >= 1, "no times in '%s'", p);
+        free(text);
+        free(p);
+        return v[which];
+}
+
+START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
+{
+        struct exp e;
+        exp_new(&e);
+        char *state = path_in(e.dir, "state");
+        char *home = path_in(state, "trialbox/trials/grok");
+        mkdir_p(home, 0700);
+        write_in(home, "auth.json", "grok-login", 0600);
+        char *env = xasprintf("XDG_STATE_HOME=%s", state);
+        struct strbuf plan = { 0 };
+        for (int i = 1; i <= 2; i++) {
+                _cleanup_free_ char *own = xasprintf("%s/repos/g%d", e.dir, i);
+                mkdir_p(own, 0755);
+                chmod(own, 0777);
+                strbuf_addf(&plan, "{\"id\":\"g%d\",\"harness\":\"grok\",\"repo\":\"repos/g%d\",\"output_dir\":\"out/g%d\","
+                                   "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"0.6\"]}\n",
+                            i, i, i, FAKE("fake-grok"), i);
+        }
+        add_trial_own(&plan, &e, "s1", "date +%s%N > times-s1; sleep 0.3");
+        add_trial_own(&plan, &e, "s2", "date +%s%N > times-s2; sleep 0.3");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch_env(&r, &e, env, EXTRA("--jobs", "2"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        /* The second grok Trial did not take the other slot to wait on the
+         * lock: s1 ran beside the first one. */
+        _cleanup_free_ char *g1 = path_in(e.dir, "repos/g1"), *g2 = path_in(e.dir, "repos/g2");
+        _cleanup_free_ char *s1 = path_in(e.dir, "repos/s1");
+        long long a0 = number_in(g1, "times-g1", 0), a1 = number_in(g1, "times-g1", 1);
+        long long b0 = number_in(g2, "times-g2", 0), b1 = number_in(g2, "times-g2", 1);
+        ck_assert_msg(a1 <= b0 || b1 <= a0, "the grok sessions overlapped");
+        long long first_end = a0 < b0 ? a1 : b1;
+        ck_assert_msg(number_in(s1, "times-s1", 0) < first_end, "s1 waited: a grok Trial held a slot");
+        proc_result_free(&r);
+        free(env);
+        free(home);
+        free(state);
+        exp_free(&e);
+}
+END_TEST
+
+START_TEST(index_runs_only_that_trial_as_an_array_task_would)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t0", "echo t0 >> marker", NULL);
+        add_trial(&plan, "t1", "echo t1 >> marker", NULL);
+        add_trial(&plan, "t2", "echo t2 >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--index", "1"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_file_in(e.repo, "marker", "t1\n");
+        ck_assert(!exists_in(e.dir, "out/t0") && !exists_in(e.dir, "out/t2"));
+        ck_assert(!exists_in(e.dir, "results.jsonl"));
+        proc_result_free(&r);
+        batch(&r, &e, EXTRA("--index", "3"));
+        ck_assert_int_eq(r.status, 2);
+        assert_one_line(r.err);
+        proc_result_free(&r);
+        /* An array task runs its one Trial here: --index does not go with --slurm (tests/integration/test_slurm.c has --slurm). */
+        batch(&r, &e, EXTRA("--slurm", "--index", "1"));
+        ck_assert_int_eq(r.status, 2);
+        assert_contains(r.err, "does not go with --slurm");
+        proc_result_free(&r);
+        assert_file_in(e.repo, "marker", "t1\n");
+        exp_free(&e);
+}
+END_TEST
+
+struct bad_plan {
+        const char *plan;
+        const char *want; /* in the message */
+};
+
+START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
+{
+        static const struct bad_plan cases[] = {
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n{not json\n",
+                  "plan.jsonl:2: not valid JSON" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"colour\":1}\n",
+                  "plan.jsonl:1: field 'colour': unknown field" },
+                { "{\"id\":7,\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n",
+                  "plan.jsonl:1: field 'id': must be a string" },
+                { "{\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n", "plan.jsonl:1: field 'id': is missing" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n\n"
+                  "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/b\"}\n",
+                  "plan.jsonl:3: field 'id': 'a' is also line 1's" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n"
+                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/./a/\"}\n",
+                  "plan.jsonl:2: field 'output_dir':" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"output_dir\":\"o/a\"}\n", "plan.jsonl:1: field 'repo': is missing" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"repo_from\":\"repo\",\"output_dir\":\"o/a\"}\n",
+                  "plan.jsonl:1: field 'repo_from': give either" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"args\":[\"x\",2]}\n",
+                  "plan.jsonl:1: field 'args': item 1 is not a string" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"timeout\":\"soon\"}\n",
+                  "plan.jsonl:1: field 'timeout': value 'soon' is not a duration" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"memory\":\"1Q\"}\n",
+                  "plan.jsonl:1: field 'memory':" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"network\":\"some\"}\n",
+                  "plan.jsonl:1: field 'network': 'some' is not one of host, none, allow" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\",\"allow_host\":\"x\"}\n",
+                  "plan.jsonl:1: field 'allow_host': must be an array of strings" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"nowhere\",\"output_dir\":\"o/a\"}\n",
+                  "plan.jsonl:1: field 'repo': '" },
+                { "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a\"}\n"
+                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o/a/in\"}\n",
+                  "plan.jsonl:2: field 'output_dir': '" },
+                { "[1]\n", "plan.jsonl:1: not a JSON object" },
+                { "\n", "no Trials" },
+        };
+        size_t checked = 0;
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                struct exp e;
+                exp_new(&e);
+                write_text(e.plan, cases[i].plan, 0644);
+                struct proc_result r;
+                batch(&r, &e, NULL);
+                ck_assert_msg(r.status == 2, "case %zu: status %d, not 2", i, r.status);
+                ck_assert_msg(strstr(r.err, cases[i].want), "case %zu: '%s' not in: %s", i, cases[i].want, r.err);
+                assert_one_line(r.err);
+                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "results.jsonl"), "case %zu: something ran", i);
+                proc_result_free(&r);
+                exp_free(&e);
+                checked++;
+        }
+        ck_assert_uint_eq(checked, TB_ARRAY_SIZE(cases));
+}
+END_TEST
+
+START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        char id[16];
+        for (int i = 0; i < 6; i++) {
+                snprintf(id, sizeof id, "t%d", i);
+                add_trial_own(&plan, &e, id, "echo ran >> marker; sleep 30");
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", "-q", NULL };
+        char *out = path_in(e.dir, "stdout");
+        pid_t pid = spawn_argv(tb_env(NULL), argv, out, "/dev/null");
+        for (int i = 0; i < 600; i++) {
+                if (lines_across(&e, "marker") >= 2)
+                        break;
+                usleep(50 * 1000);
+        }
+        kill(pid, SIGTERM);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
+        ck_assert_uint_eq(lines_across(&e, "marker"), 2);
+        ck_assert_uint_eq(lines_of(e.results), 6);
+        assert_result(&e, "t0", "outcome", "failed");
+        assert_result(&e, "t0", "signal", "15");
+        assert_result(&e, "t5", "outcome", "null");
+        ck_assert_uint_eq(count_at(e.dir, "stdout", "causes: shell failed/signal 2"), 1);
+        free(out);
+        exp_free(&e);
+}
+END_TEST
+
+TB_SUITE("batch", 240)
+{
+        tcase_add_test(tc, a_plan_of_twelve_gives_its_results_summary_and_exit_status);
+        tcase_add_test(tc, a_batch_killed_midway_and_run_again_finishes_every_trial_once);
+        tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
+        tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
+        tcase_add_test(tc, a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again);
+        tcase_add_test(tc, trials_sharing_a_repository_never_run_at_once_and_the_plan_says_so);
+        tcase_add_test(tc, an_output_folder_inside_another_trials_repository_or_clone_is_refused);
+        tcase_add_test(tc, an_outcome_the_batch_did_not_see_its_run_write_is_not_taken);
+        tcase_add_test(tc, a_batch_gives_a_trials_output_the_modes_run_gives_it);
+        tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
+        tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
+        tcase_add_test(tc, concurrency_never_exceeds_jobs);
+        tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);
+        tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
+        tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
+        tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
+}

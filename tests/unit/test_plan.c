@@ -1,0 +1,166 @@
+/* Unit tests of the plan (plan.c) and the summary (report.c): nothing runs. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiments/plan.h"
+#include "experiments/report.h"
+#include "tb_test.h"
+
+static char *plan_in(const char *dir, const char *text)
+{
+        char *p = path_in(dir, "plan.jsonl");
+        write_text(p, text, 0644);
+        return p;
+}
+
+START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
+{
+        char *dir = tmpdir_new();
+        char *repo = path_in(dir, "repo");
+        mkdir_p(repo, 0755);
+        char *path = plan_in(dir, "{\"id\":\"t1\",\"harness\":\"shell\",\"repo\":\"./repo/\",\"output_dir\":\"out/../out/t1/\","
+                                  "\"harness_bin\":\"sh\",\"skills\":\"skills\",\"timeout\":90,\"memory\":\"512M\","
+                                  "\"cpus\":1.5,\"network\":\"allow\",\"allow_host\":[\"a.example\",\"b.example\"],"
+                                  "\"args\":[\"-c\",\"echo 'x y'\"],\"user\":null}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(plan.n, 1);
+        const struct plan_trial *t = &plan.v[0];
+        char *want_out = path_in(dir, "out/t1");
+        ck_assert_str_eq(t->output_dir, want_out);
+        ck_assert_str_eq(t->repo, repo);
+        ck_assert_str_eq(t->harness_bin, "sh"); /* a bare name stays for PATH */
+        ck_assert_uint_eq(t->slots, 2);         /* ceil(1.5) */
+        ck_assert_ptr_null(t->user);
+        struct strv args = { 0 };
+        plan_trial_run_args(t, t->repo, &args);
+        char *line = strv_joined(&args, "", "");
+        char *want;
+        if (asprintf(&want,
+                     "run --repo %s --harness shell --output-dir %s --harness-bin sh --skills %s/skills --timeout 90 "
+                     "--memory 512M --cpus 1.5 --network allow --allow-host a.example --allow-host b.example -q --json -- "
+                     "-c echo 'x y'",
+                     repo, want_out, dir) < 0)
+                abort();
+        ck_assert_str_eq(line, want);
+        free(want);
+        free(line);
+        strv_done(&args);
+        char *clone = plan_clone_dir(t->output_dir);
+        ck_assert_str_eq(clone + strlen(clone) - 8, "/t1.repo");
+        free(clone);
+        plan_done(&plan);
+        free(want_out);
+        free(path);
+        free(repo);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(repo_from_takes_an_optional_revision)
+{
+        char *dir = tmpdir_new();
+        char *src = path_in(dir, "src");
+        mkdir_p(src, 0755);
+        char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src@v1.2\",\"output_dir\":\"a\"}\n"
+                                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"b\"}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(plan.v[0].repo_from, src);
+        ck_assert_str_eq(plan.v[0].repo_rev, "v1.2");
+        ck_assert_ptr_null(plan.v[1].repo_rev);
+        ck_assert_uint_eq(plan.v[1].slots, 1);
+        plan_done(&plan);
+        free(path);
+        free(src);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
+{
+        char *dir = tmpdir_new();
+        char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a\"}\n"
+                                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a.attempt-2\"}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "plan.jsonl:2: field 'output_dir':"), "%s", err.msg);
+        ck_assert_ptr_null(plan.v);
+        ck_assert_uint_eq(plan.n, 0);
+        free(path);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+/* An output folder inside another's (its session's home, say) is refused
+ * even when a sibling sorts between them ('-' sorts before '/'). */
+START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_them)
+{
+        char *dir = tmpdir_new();
+        char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a\"}\n"
+                                  "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a-2\"}\n"
+                                  "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a/home/x\"}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "plan.jsonl:3: field 'output_dir':") && strstr(err.msg, "inside line 1's"), "%s",
+                      err.msg);
+        free(path);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(the_summary_counts_outcomes_causes_and_percentiles_per_harness)
+{
+        struct report *r = report_new();
+        char line[512];
+        for (int i = 1; i <= 20; i++) {
+                snprintf(line, sizeof line,
+                         "{\"id\":\"c%d\",\"harness\":\"codex\",\"outcome\":\"completed\",\"duration_ms\":%d,"
+                         "\"usage\":{\"cpu_user_ms\":10,\"cpu_system_ms\":5,\"peak_memory_bytes\":%d}}",
+                         i, i * 100, i * 1048576);
+                ck_assert_int_eq(report_add_line(r, line, NULL), 0);
+        }
+        ck_assert_int_eq(report_add_line(r, "{\"harness\":\"codex\",\"outcome\":\"failed\",\"cause\":\"timeout\","
+                                            "\"duration_ms\":5000}", NULL), 0);
+        ck_assert_int_eq(report_add_line(r, "{\"harness\":\"codex\",\"outcome\":\"failed\",\"exit_code\":1}", NULL), 0);
+        ck_assert_int_eq(report_add_line(r, "{\"harness\":\"grok\",\"outcome\":\"void\",\"cause\":\"launcher_lost\"}", NULL), 0);
+        ck_assert_int_eq(report_add_line(r, "{\"harness\":\"grok\",\"outcome\":null}", NULL), 0);
+        ck_assert_int_eq(report_add_line(r, "[]", NULL), -EINVAL);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        report_print(r, REPORT_CSV, f);
+        fclose(f);
+        /* 21 durations (100..2000 and 5000): p50 is the 11th, p95 the 20th; cpu 20 × 15 ms. */
+        assert_line(buf, "codex,22,20,2,0,0,1100,2000,300,20971520,failed/timeout=1 failed/nonzero_exit=1");
+        assert_line(buf, "grok,2,0,0,1,1,,,,,void/launcher_lost=1");
+        free(buf);
+        f = open_memstream(&buf, &len);
+        report_print(r, REPORT_TEXT, f);
+        fclose(f);
+        ck_assert_msg(strstr(buf, "codex failed/timeout 1") && strstr(buf, "grok void/launcher_lost 1"), "%s", buf);
+        free(buf);
+        report_free(r);
+}
+END_TEST
+
+TB_SUITE("plan", 0)
+{
+        tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
+        tcase_add_test(tc, repo_from_takes_an_optional_revision);
+        tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
+        tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
+        tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);
+}

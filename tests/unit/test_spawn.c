@@ -1,0 +1,186 @@
+/* The one way to start a child (base/spawn.h): captures, statuses, fds,
+ * signals, process groups, exec by fd, a function in the child. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/spawn.h"
+#include "tb_test.h"
+
+START_TEST(stdout_and_stderr_are_captured_apart_with_the_exit_status)
+{
+        char *argv[] = { "/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+        struct spawn s = { .argv = argv, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_CAPTURE, .std_err = SPAWN_CAPTURE };
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(spawn_run(&s, &err), 0);
+        ck_assert_str_eq(s.out.buf, "out\n");
+        ck_assert_str_eq(s.err.buf, "err\n");
+        ck_assert_int_eq(s.status, 3);
+        ck_assert(!s.out.truncated);
+        spawn_done(&s);
+}
+END_TEST
+
+START_TEST(stderr_can_go_where_stdout_goes)
+{
+        char *argv[] = { "/bin/sh", "-c", "echo one; echo two >&2", NULL };
+        struct spawn s = { .argv = argv, .std_out = SPAWN_CAPTURE, .std_err = SPAWN_TO_STDOUT };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_str_eq(s.out.buf, "one\ntwo\n");
+        ck_assert_ptr_null(s.err.buf == NULL || *s.err.buf == '\0' ? NULL : s.err.buf);
+        spawn_done(&s);
+}
+END_TEST
+
+START_TEST(a_child_killed_by_a_signal_has_status_128_plus_the_signal)
+{
+        char *argv[] = { "/bin/sh", "-c", "kill -TERM $$", NULL };
+        struct spawn s = { .argv = argv };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_int_eq(s.status, 128 + SIGTERM);
+        spawn_done(&s);
+}
+END_TEST
+
+START_TEST(a_capture_keeps_its_bound_and_reads_the_rest_so_the_child_ends)
+{
+        char *argv[] = { "/bin/sh", "-c", "head -c 1000000 /dev/zero; echo done >&2", NULL };
+        struct spawn s = { .argv = argv, .std_out = SPAWN_CAPTURE, .std_err = SPAWN_CAPTURE, .capture_max = 100 };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_uint_eq(s.out.len, 100);
+        ck_assert(s.out.truncated);
+        ck_assert_str_eq(s.err.buf, "done\n");
+        ck_assert_int_eq(s.status, 0);
+        spawn_done(&s);
+}
+END_TEST
+
+START_TEST(a_program_that_cannot_be_run_is_an_error_of_spawn_start)
+{
+        char *argv[] = { "/nonexistent/program", NULL };
+        struct spawn s = { .argv = argv, .std_out = SPAWN_CAPTURE };
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(spawn_run(&s, &err), -ENOENT);
+        ck_assert_msg(strstr(err.msg, "cannot run '/nonexistent/program'"), "%s", err.msg);
+        spawn_done(&s);
+        char *name[] = { "no-such-program-anywhere", NULL };
+        struct spawn p = { .argv = name };
+        ck_assert_int_eq(spawn_run(&p, NULL), -ENOENT);
+        spawn_done(&p);
+}
+END_TEST
+
+static int blocks_sigterm_only(void *ctx)
+{
+        (void)ctx;
+        sigset_t now;
+        sigprocmask(SIG_SETMASK, NULL, &now);
+        struct sigaction sa;
+        sigaction(SIGINT, NULL, &sa);
+        return sigismember(&now, SIGTERM) && !sigismember(&now, SIGINT) && sa.sa_handler == SIG_DFL ? 0 : 1;
+}
+
+/* A background shell starts trialbox with SIGINT and SIGQUIT ignored; a
+ * caller may block signals it reads from a signalfd: neither reaches a child. */
+START_TEST(a_child_gets_default_dispositions_and_an_empty_mask)
+{
+        signal(SIGINT, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        sigset_t block;
+        sigemptyset(&block);
+        sigaddset(&block, SIGTERM);
+        sigprocmask(SIG_BLOCK, &block, NULL);
+        char *argv[] = { "/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status", NULL };
+        struct spawn s = { .argv = argv, .std_out = SPAWN_CAPTURE };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        /* sh itself ignores nothing it was not given ignored (it is not interactive). */
+        ck_assert_msg(has_line(s.out.buf, "SigIgn:\t0000000000000000"), "%s", s.out.buf);
+        ck_assert_msg(has_line(s.out.buf, "SigBlk:\t0000000000000000"), "%s", s.out.buf);
+        spawn_done(&s);
+        /* Unless the caller gives a mask (seen in the child itself: a shell may change its own). */
+        struct spawn m = { .child_fn = blocks_sigterm_only, .sigmask = &block };
+        ck_assert_int_eq(spawn_run(&m, NULL), 0);
+        ck_assert_int_eq(m.status, 0);
+        spawn_done(&m);
+}
+END_TEST
+
+START_TEST(extra_fds_and_stdin_are_placed_and_the_cwd_set)
+{
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(write(p[1], "in\n", 3), 3);
+        close(p[1]);
+        int extra[2];
+        ck_assert_int_eq(pipe2(extra, O_CLOEXEC), 0);
+        char *argv[] = { "/bin/sh", "-c", "read x; echo \"$x $(pwd)\"; echo five >&5", NULL };
+        const int fds[] = { extra[1] }, targets[] = { 5 };
+        struct spawn s = { .argv = argv, .std_in = SPAWN_FD, .std_in_fd = p[0], .std_out = SPAWN_CAPTURE,
+                           .fds = fds, .fd_targets = targets, .n_fds = 1, .cwd = "/" };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_str_eq(s.out.buf, "in /\n");
+        close(extra[1]);
+        char buf[16] = { 0 };
+        ck_assert_int_eq(read(extra[0], buf, sizeof buf - 1), 5);
+        ck_assert_str_eq(buf, "five\n");
+        close(extra[0]);
+        close(p[0]);
+        spawn_done(&s);
+}
+END_TEST
+
+static int in_own_group(void *ctx)
+{
+        (void)ctx;
+        return getpgrp() == getpid() ? 7 : 8;
+}
+
+START_TEST(a_function_runs_in_the_child_and_its_return_is_the_status)
+{
+        struct spawn s = { .child_fn = in_own_group, .flags = SPAWN_NEW_PGROUP };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_int_eq(s.status, 7);
+        spawn_done(&s);
+        struct spawn t = { .child_fn = in_own_group };
+        ck_assert_int_eq(spawn_run(&t, NULL), 0);
+        ck_assert_int_eq(t.status, 8);
+        spawn_done(&t);
+}
+END_TEST
+
+START_TEST(a_program_can_be_run_by_its_fd)
+{
+        _cleanup_close_ int fd = open("/bin/sh", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char *argv[] = { "sh", "-c", "echo by fd", NULL };
+        struct spawn s = { .argv = argv, .flags = SPAWN_EXEC_FD, .exec_fd = fd, .std_out = SPAWN_CAPTURE };
+        ck_assert_int_eq(spawn_run(&s, NULL), 0);
+        ck_assert_str_eq(s.out.buf, "by fd\n");
+        spawn_done(&s);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+        Suite *s = suite_create("spawn");
+        TCase *tc = tcase_create("spawn");
+        tcase_add_test(tc, stdout_and_stderr_are_captured_apart_with_the_exit_status);
+        tcase_add_test(tc, stderr_can_go_where_stdout_goes);
+        tcase_add_test(tc, a_child_killed_by_a_signal_has_status_128_plus_the_signal);
+        tcase_add_test(tc, a_capture_keeps_its_bound_and_reads_the_rest_so_the_child_ends);
+        tcase_add_test(tc, a_program_that_cannot_be_run_is_an_error_of_spawn_start);
+        tcase_add_test(tc, a_child_gets_default_dispositions_and_an_empty_mask);
+        tcase_add_test(tc, extra_fds_and_stdin_are_placed_and_the_cwd_set);
+        tcase_add_test(tc, a_function_runs_in_the_child_and_its_return_is_the_status);
+        tcase_add_test(tc, a_program_can_be_run_by_its_fd);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return run_suite(suite()); }

@@ -1,0 +1,153 @@
+/* The core's shared helpers: the one escaping function, the secure reader,
+ * the growth macro, the environment read once. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/env.h"
+#include "tb_test.h"
+#include "base/util.h"
+
+START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
+{
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+                { "plain 'path'/x y", "plain 'path'/x y" },
+                { "a\nb\tc\r", "a\\x0ab\\x09c\\x0d" },
+                { "\033[2J\033]0;title\007", "\\x1b[2J\\x1b]0;title\\x07" },
+                { "del\x7f", "del\\x7f" },
+                { "c1 csi \xc2\x9b" "31m", "c1 csi \\xc2\\x9b31m" },
+                { "lone \x9b byte", "lone \\x9b byte" },
+                { "cut \xe2\x82", "cut \\xe2\\x82" },
+                { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82" },
+                { "overlong \xc0\xaf", "overlong \\xc0\\xaf" },
+                { "", "" },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                _cleanup_free_ char *got = str_escape(cases[i].in);
+                ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: '%s', not '%s'", i, got, cases[i].want);
+        }
+}
+END_TEST
+
+START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
+        _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
+        int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_eq(write(fd, "a\0b\n", 4), 4);
+        close(fd);
+        ck_assert_int_eq(symlink(file, link), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+        char *buf = NULL;
+        size_t len = 0;
+        struct stat st;
+        ck_assert_int_eq(read_file_secure(file, 4, &buf, &len, &st), 0);
+        ck_assert_uint_eq(len, 4);
+        ck_assert(memcmp(buf, "a\0b\n", 5) == 0);
+        ck_assert(S_ISREG(st.st_mode));
+        erase_and_free(buf);
+        ck_assert_int_eq(read_file_secure(file, 3, &buf, &len, NULL), -EFBIG);
+        ck_assert_int_eq(read_file_secure(link, 100, &buf, &len, NULL), -ELOOP);
+        ck_assert_int_eq(read_file_secure(fifo, 100, &buf, &len, NULL), -EINVAL);
+        ck_assert_int_eq(read_file_secure(dir, 100, &buf, &len, NULL), -EISDIR);
+        _cleanup_free_ char *none = xasprintf("%s/none", dir);
+        ck_assert_int_eq(read_file_secure(none, 100, &buf, &len, NULL), -ENOENT);
+        erase_and_free(NULL);
+        tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        write_in(dir, "f", "one\ntwo\n", 0640);
+        _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
+        _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
+        ck_assert_int_eq(symlink(file, link), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+
+        size_t len = 0;
+        struct stat st;
+        _cleanup_free_ char *text = read_file_at(dfd, "f", 8, &len, &st);
+        ck_assert_str_eq(text, "one\ntwo\n");
+        ck_assert_uint_eq(len, 8);
+        ck_assert_uint_eq(st.st_mode & 07777, 0640);
+        errno = 0;
+        ck_assert_ptr_null(read_file_at(dfd, "f", 7, NULL, NULL));
+        ck_assert_int_eq(errno, EFBIG);
+        ck_assert_ptr_null(read_file_at(dfd, "l", 100, NULL, NULL));
+        ck_assert_int_eq(errno, ELOOP);
+        ck_assert_ptr_null(read_file_at(dfd, "p", 100, NULL, NULL));
+        ck_assert_int_eq(errno, EINVAL);
+        tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
+{
+        int *v = NULL;
+        size_t cap = 0;
+        for (int i = 0; i < 1000; i++) {
+                GREEDY_REALLOC(v, cap, (size_t)i + 1);
+                ck_assert_uint_ge(cap, (size_t)i + 1);
+                v[i] = i;
+        }
+        for (int i = 0; i < 1000; i++)
+                ck_assert_int_eq(v[i], i);
+        size_t before = cap;
+        GREEDY_REALLOC(v, cap, 10);
+        ck_assert_uint_eq(cap, before);
+        free(v);
+}
+END_TEST
+
+/* One home, however HOME is set: `check` and `run` look for logins in the same one. */
+START_TEST(the_environment_has_one_home_home_when_absolute_else_the_password_databases)
+{
+        struct passwd *pw = getpwuid(getuid());
+        ck_assert_ptr_nonnull(pw);
+        _cleanup_free_ char *pw_home = xstrdup(pw->pw_dir);
+        _cleanup_free_ char *old = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+        static const char *const homes[] = { "/some/home", NULL, "", "relative/home" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(homes); i++) {
+                if (homes[i])
+                        setenv("HOME", homes[i], 1);
+                else
+                        unsetenv("HOME");
+                struct tb_env env;
+                tb_env_init(&env);
+                ck_assert_str_eq(env.home, i == 0 ? "/some/home" : pw_home);
+                tb_env_done(&env);
+        }
+        if (old)
+                setenv("HOME", old, 1);
+        setenv("PATH", "", 1);
+        setenv("TB_TEST_VAR", "x=y", 1);
+        struct tb_env env;
+        tb_env_init(&env);
+        ck_assert_str_eq(env.path, TB_DEFAULT_PATH);
+        ck_assert_str_eq(tb_env_get(&env, "TB_TEST_VAR"), "x=y");
+        ck_assert_ptr_null(tb_env_get(&env, "TB_TEST"));
+        tb_env_done(&env);
+}
+END_TEST
+
+TB_SUITE("util", 0)
+{
+        tcase_add_test(tc, str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text);
+        tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
+        tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
+        tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
+        tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
+}
