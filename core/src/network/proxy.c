@@ -464,7 +464,8 @@ static void down_pending(struct conn *c, const char *own, size_t own_len, size_t
         struct flow *f = &c->down;
         f->pending = xmalloc(own_len + rest_len + 1);
         memcpy(f->pending, own, own_len);
-        memcpy(f->pending + own_len, rest, rest_len);
+        if (rest_len > 0)
+                memcpy(f->pending + own_len, rest, rest_len);
         f->pending_len = own_len + rest_len;
         f->pending_own = own_len;
         f->pending_off = 0;

@@ -247,12 +247,12 @@ static bool is_header(const char *line, size_t n, const char *name)
 
 int proxy_response_rewrite(const char *buf, size_t len, struct strbuf *out, bool *interim)
 {
-        size_t scan = len > PROXY_HEAD_MAX ? (size_t)PROXY_HEAD_MAX : len;
-        if (scan >= 8 && memcmp(buf, "HTTP/1.", 7) != 0)
+        static const char version[] = "HTTP/1.";
+        if (memcmp(buf, version, len < sizeof(version) - 1 ? len : sizeof(version) - 1) != 0)
                 return -EINVAL;
-        if (scan < 8)
-                return memcmp(buf, "HTTP/1.", scan) == 0 ? 0 : -EINVAL;
-        size_t head = head_end(buf, scan);
+        if (len < sizeof(version))
+                return 0; /* "HTTP/1." and no minor version yet */
+        size_t head = head_end(buf, len > PROXY_HEAD_MAX ? (size_t)PROXY_HEAD_MAX : len);
         if (head == 0)
                 return len >= PROXY_HEAD_MAX ? -EINVAL : 0;
         if (memchr(buf, '\0', head))
