@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "plugin/host.h"
+#include "plugin/tokens.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -41,6 +42,8 @@ static int svc_sandboxed(struct tb_host *h) { return h->sandboxed; }
 
 static int svc_setenv(struct tb_host *h, const char *name, const char *value, int secret)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!sandbox_env_name_valid(name) || !value)
                 return -EINVAL;
         if (h->spec)
@@ -50,6 +53,8 @@ static int svc_setenv(struct tb_host *h, const char *name, const char *value, in
 
 static int svc_void_trial(struct tb_host *h, const char *detail)
 {
+        if (h->after_session) /* the session ran: the Trial is not void */
+                return -EPERM;
         if (!h->voided) {
                 h->voided = true;
                 snprintf(h->void_detail, sizeof h->void_detail, "%s", detail ? detail : "the harness refused to start");
@@ -80,6 +85,8 @@ static bool in_session_home(const struct tb_host *h, const char *p)
 
 static int svc_login_in_place(struct tb_host *h, const char *host_path, const char *sandbox_path)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking)
                 return 0;
         if (!in_session_home(h, sandbox_path))
@@ -114,6 +121,8 @@ static int svc_login_in_place(struct tb_host *h, const char *host_path, const ch
 
 static int svc_login_synced(struct tb_host *h, const char *host_path, const char *sandbox_path)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking || h->dry_run)
                 return 0;
         if (!in_session_home(h, sandbox_path))
@@ -127,6 +136,8 @@ static int svc_login_synced(struct tb_host *h, const char *host_path, const char
 
 static int svc_bind(struct tb_host *h, const char *host_path, const char *sandbox_path, int writable)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking)
                 return 0;
         if (!sandbox_path || sandbox_path[0] != '/')
@@ -169,6 +180,8 @@ static const char *svc_credential(struct tb_host *h, const char *key)
 
 static int svc_write_home_file(struct tb_host *h, const char *rel, const char *content)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed)
                 return -EPERM;
         if (!rel || !*rel || rel[0] == '/' || strstr(rel, "..") || !content)
@@ -189,6 +202,8 @@ static int svc_write_home_file(struct tb_host *h, const char *rel, const char *c
 
 static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
 {
+        if (h->after_session)
+                return -EPERM;
         if (h->checking || h->dry_run)
                 return 0;
         if (h->n_locks == TB_ARRAY_SIZE(h->lock_fds))
@@ -206,6 +221,8 @@ static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
 
 static int svc_wipe_except(struct tb_host *h, const char *dir, const char *const keep[])
 {
+        if (h->after_session)
+                return -EPERM;
         if (h->checking || h->dry_run)
                 return 0;
         struct tb_error err = { 0 };
@@ -223,6 +240,8 @@ static void kept_login_said(const struct tb_host *h, const struct kept_login *k,
 
 static int svc_keep_login(struct tb_host *h, const char *path, unsigned format, size_t max_bytes)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!path || path[0] != '/' || (format != TB_LOGIN_ANY && format != TB_LOGIN_JSON_OBJECT))
                 return -EINVAL;
         if (h->checking || h->dry_run)
@@ -405,6 +424,8 @@ bool host_endpoint_valid(const char *endpoint)
 
 static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned how)
 {
+        if (h->after_session)
+                return -EPERM;
         if (how != TB_ENDPOINT_REQUIRED && how != TB_ENDPOINT_OPTIONAL)
                 return -EINVAL;
         char *pattern = endpoint_normal(endpoint);
@@ -444,6 +465,11 @@ static const struct tb_host_services services = {
         .home_dir_from_env = svc_home_dir_from_env,
         .add_endpoint = svc_add_endpoint,
         .keep_login = svc_keep_login,
+        .home_fd = tokens_svc_home_fd,
+        .read_jsonl = tokens_svc_read_jsonl,
+        .json_count = tokens_svc_json_count,
+        .json_string = tokens_svc_json_string,
+        .record_tokens = tokens_svc_record,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -466,6 +492,8 @@ const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n
 
 void host_done(struct tb_host *host)
 {
+        tokens_tally_free(host->tally);
+        host->tally = NULL;
         strv_done(&host->handed);
         for (size_t i = 0; i < host->n_endpoints; i++)
                 free(host->endpoints[i].pattern);
