@@ -216,7 +216,7 @@ int tokens_svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_de
         if (r < 0)
                 return 0;
         if (cut)
-                tally_partial(t, "too many files or folders to look at all");
+                tally_partial(t, "more files than the newest 256, or more than 200000 entries to look at");
         struct jsonl_read rd = { .host = h, .fn = fn, .ctx = ctx, .tok = json_tokener_new_ex(TOKENS_JSON_DEPTH) };
         int ret = rd.tok ? 0 : -ENOMEM;
         for (size_t i = 0; i < n && ret == 0; i++) {
