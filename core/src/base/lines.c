@@ -199,12 +199,8 @@ int lines_read_fd(int fd, const struct lines_limits *lim, lines_fn fn, void *ctx
         }
         /* The last line without a '\n' is one, unless the limit cut it. */
         bool whole = at_end || !st->cut || lim->tail;
-        if (ret == 0 && (r.len > 0 || r.too_long) && !r.skipping_first) {
-                if (whole)
-                        ret = line_end(&r);
-                else if (r.too_long && r.scan.found)
-                        st->long_lines++;
-        }
+        if (ret == 0 && (r.len > 0 || r.too_long) && !r.skipping_first && whole)
+                ret = line_end(&r);
         free(chunk);
         free(r.line);
         return ret;
