@@ -122,8 +122,7 @@ static int rollout_line(struct tb_host *host, const struct tb_json *line, unsign
 
 static int codex_tokens(const struct tb_host_services *svc, struct tb_host *host)
 {
-        static const char *const needles[] = { "\"token_count\"", "\"turn_context\"", "\"token_usage_record\"",
-                                               NULL };
+        static const char *const needles[] = { "\"token_count\"", "\"turn_context\"", "\"token_usage_record\"", NULL };
         struct rollout ro = { .svc = svc, .file = 0 };
         /* The plugin's CODEX_HOME in the fresh home; a rollout's newest lines
          * hold its totals. */

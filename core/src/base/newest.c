@@ -73,8 +73,8 @@ static int find_pre(struct tree_dir *d, void *ctx)
                 }
                 struct stat st;
                 if (e->type != DT_REG || !name_matches(e->name, lim->suffix) ||
-                    fstatat(d->fd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-                    st.st_nlink != 1 || st.st_uid != lim->owner)
+                    fstatat(d->fd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+                    st.st_uid != lim->owner)
                         continue;
                 char *path = tree_dir_path(d, e->name, 0);
                 if (strlen(path) >= PATH_MAX) {

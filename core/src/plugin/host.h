@@ -63,7 +63,7 @@ struct tb_host {
          * before the session (the Trial's; NULL or -1: none), and while the
          * `tokens` hook runs, after the session, what it records. */
         const int *home_fd;
-        bool after_session;        /* in the tokens hook: nothing may change the Trial any more */
+        bool after_session; /* in the tokens hook: nothing may change the Trial any more */
         struct tokens_tally *tally;
 };
 

@@ -154,8 +154,7 @@ static int read_one(struct tb_host *h, int dirfd, const struct newest_file *f, c
         struct tokens_tally *t = h->tally;
         _cleanup_close_ int fd = open_beneath(dirfd, f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-            st.st_uid != session_owner(h)) {
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != session_owner(h)) {
                 /* Not what it was when found (nothing of the session runs any more). */
                 tally_partial(t, "a file could not be opened");
                 return 0;
@@ -345,7 +344,9 @@ int tokens_svc_record(struct tb_host *h, const char *key, const struct tb_tokens
         if (klen == 0 || klen > TOKENS_KEY_MAX || !in ||
             in->size < offsetof(struct tb_tokens, model) + sizeof in->model)
                 return -EINVAL;
-        uint64_t v[T_N] = { in->input, in->cached_input, in->cache_write_input, in->output, in->reasoning, in->requests };
+        uint64_t v[T_N] = {
+                in->input, in->cached_input, in->cache_write_input, in->output, in->reasoning, in->requests
+        };
         for (int i = 0; i < T_N; i++)
                 if (v[i] > TB_TOKENS_COUNT_MAX) {
                         tally_partial(t, "a count over 2^53 was refused");

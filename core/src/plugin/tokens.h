@@ -18,16 +18,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TOKENS_MAX_FILES 256                    /* files read per read_jsonl, the newest */
-#define TOKENS_MAX_FILE_BYTES (128ull << 20)    /* of each file */
-#define TOKENS_MAX_TOTAL_BYTES (512ull << 20)   /* of all files, per Trial */
-#define TOKENS_MAX_LINE (4u << 20)              /* bytes of one line */
-#define TOKENS_MAX_DEPTH 8                      /* folders below read_jsonl's folder */
-#define TOKENS_MAX_ENTRIES 200000               /* folder entries looked at per read_jsonl */
-#define TOKENS_JSON_DEPTH 128                   /* nesting of one line */
-#define TOKENS_MAX_KEYS 65536                   /* units record_tokens keeps */
-#define TOKENS_KEY_MAX 255                      /* bytes of a key */
-#define TOKENS_MODELS_SEEN 64                   /* model names told apart */
+#define TOKENS_MAX_FILES 256                  /* files read per read_jsonl, the newest */
+#define TOKENS_MAX_FILE_BYTES (128ull << 20)  /* of each file */
+#define TOKENS_MAX_TOTAL_BYTES (512ull << 20) /* of all files, per Trial */
+#define TOKENS_MAX_LINE (4u << 20)            /* bytes of one line */
+#define TOKENS_MAX_DEPTH 8                    /* folders below read_jsonl's folder */
+#define TOKENS_MAX_ENTRIES 200000             /* folder entries looked at per read_jsonl */
+#define TOKENS_JSON_DEPTH 128                 /* nesting of one line */
+#define TOKENS_MAX_KEYS 65536                 /* units record_tokens keeps */
+#define TOKENS_KEY_MAX 255                    /* bytes of a key */
+#define TOKENS_MODELS_SEEN 64                 /* model names told apart */
 
 struct tokens_tally;
 struct trial_tokens;
