@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "logins/credentials.h"
+#include "model/outcome.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "sandbox/session_user.h"
@@ -442,6 +443,32 @@ static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned ho
         return 0;
 }
 
+/* ---- what a Trial cost (plugin/tokens.h): on the tally of the tokens hook
+ * that runs, NULL (-EPERM) anywhere else ---- */
+
+static int svc_home_fd(struct tb_host *h) { return tokens_home_fd(h->tally); }
+
+static int svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_depth, const char *suffix,
+                          const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx)
+{
+        return tokens_read_jsonl(h->tally, h, folder, max_depth, suffix, needles, flags, fn, ctx);
+}
+
+static int svc_json_count(struct tb_host *h, const struct tb_json *line, const char *path, uint64_t *out)
+{
+        return tokens_json_count(h->tally, line, path, out);
+}
+
+static const char *svc_json_string(struct tb_host *h, const struct tb_json *line, const char *path)
+{
+        return tokens_json_string(h->tally, line, path);
+}
+
+static int svc_record_tokens(struct tb_host *h, const char *key, const struct tb_tokens *t)
+{
+        return tokens_record(h->tally, key, t);
+}
+
 static const struct tb_host_services services = {
         .size = sizeof(struct tb_host_services),
         .abi_version = TB_PLUGIN_ABI_VERSION,
@@ -465,11 +492,11 @@ static const struct tb_host_services services = {
         .home_dir_from_env = svc_home_dir_from_env,
         .add_endpoint = svc_add_endpoint,
         .keep_login = svc_keep_login,
-        .home_fd = tokens_svc_home_fd,
-        .read_jsonl = tokens_svc_read_jsonl,
-        .json_count = tokens_svc_json_count,
-        .json_string = tokens_svc_json_string,
-        .record_tokens = tokens_svc_record,
+        .home_fd = svc_home_fd,
+        .read_jsonl = svc_read_jsonl,
+        .json_count = svc_json_count,
+        .json_string = svc_json_string,
+        .record_tokens = svc_record_tokens,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -482,6 +509,38 @@ int host_call(struct tb_host *host, tb_hook_fn hook)
         if (host->voided)
                 return -ECANCELED;
         return r > 0 ? 0 : r;
+}
+
+static void log_tokens(const struct tb_host *h, const struct trial_tokens *o)
+{
+        if (!o->known) {
+                log_full(TB_LOG_INFO, h->harness, "tokens: the harness wrote no usage that could be read");
+                return;
+        }
+        log_full(TB_LOG_INFO, h->harness,
+                 "tokens: %lld input (%lld cached), %lld output (%lld reasoning), %lld requests, from %s", o->input,
+                 o->cached_input, o->output, o->reasoning, o->requests, o->source);
+}
+
+void host_read_tokens(struct tb_host *h, tb_hook_fn hook, struct trial_tokens *out)
+{
+        *out = (struct trial_tokens){ 0 };
+        if (!hook || h->checking || h->dry_run || !h->sandboxed || !h->home_fd || *h->home_fd < 0)
+                return;
+        const struct session_user *u = h->session_user;
+        h->tally = tokens_tally_new(*h->home_fd, u && u->drop ? u->uid : geteuid());
+        h->after_session = true;
+        int r = hook(&services, h);
+        h->after_session = false;
+        if (r < 0)
+                log_warn("%s: reading what the session cost failed: %s", h->harness, strerror(-r));
+        const char *why;
+        tokens_tally_result(h->tally, out, &why);
+        if (out->partial)
+                log_warn("%s: the tokens recorded are a part only (%s)", h->harness, why);
+        log_tokens(h, out);
+        tokens_tally_free(h->tally);
+        h->tally = NULL;
 }
 
 const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n)

@@ -60,8 +60,8 @@ struct tb_host {
         const struct session_user *session_user;
 
         /* What a Trial cost (plugin/tokens.h): the fresh home's fd, opened
-         * before the session (the Trial's; NULL or -1: none), and while the
-         * `tokens` hook runs, after the session, what it records. */
+         * before the session (the Trial's; NULL or -1: none), and, only while
+         * the `tokens` hook runs after the session, what it reads and records. */
         const int *home_fd;
         bool after_session; /* in the tokens hook: nothing may change the Trial any more */
         struct tokens_tally *tally;

@@ -14,11 +14,8 @@
 #include "base/cleanup.h"
 #include "base/fileio.h"
 #include "base/lines.h"
-#include "base/log.h"
 #include "base/newest.h"
 #include "model/outcome.h"
-#include "plugin/host.h"
-#include "sandbox/session_user.h"
 
 /* The counts of one unit, in the order of struct tb_tokens. */
 enum { T_INPUT, T_CACHED, T_CACHE_WRITE, T_OUTPUT, T_REASONING, T_REQUESTS, T_N };
@@ -34,14 +31,18 @@ struct tokens_tally {
         char models[TOKENS_MODELS_SEEN][TOKENS_MODEL_MAX + 1];
         size_t n_models;
         char source[TOKENS_SOURCE_MAX];
+        int home_fd;         /* the Trial's home, the caller's */
+        uid_t owner;         /* the session's user: only its files are read */
         uint64_t bytes_left; /* of TOKENS_MAX_TOTAL_BYTES */
         bool partial;
         char why[160]; /* the first reason it is partial */
 };
 
-static struct tokens_tally *tally_new(void)
+struct tokens_tally *tokens_tally_new(int home_fd, uid_t owner)
 {
         struct tokens_tally *t = xcalloc(1, sizeof *t);
+        t->home_fd = home_fd;
+        t->owner = owner;
         t->bytes_left = TOKENS_MAX_TOTAL_BYTES;
         return t;
 }
@@ -63,14 +64,11 @@ static void tally_partial(struct tokens_tally *t, const char *why)
         t->partial = true;
 }
 
-/* The services of 1.4 work only in the tokens hook, after the session. */
-static struct tokens_tally *tally_of(struct tb_host *h) { return h && h->after_session ? h->tally : NULL; }
-
-int tokens_svc_home_fd(struct tb_host *h)
+int tokens_home_fd(const struct tokens_tally *t)
 {
-        if (!tally_of(h))
+        if (!t)
                 return -EPERM;
-        return h->home_fd && *h->home_fd >= 0 ? *h->home_fd : -EBADF;
+        return t->home_fd >= 0 ? t->home_fd : -EBADF;
 }
 
 /* ---- reading ---- */
@@ -140,21 +138,15 @@ static void add_source(struct tokens_tally *t, const char *folder)
                 snprintf(t->source + n, sizeof t->source - n, "%s%s", n ? ", " : "", one);
 }
 
-static uid_t session_owner(const struct tb_host *h)
-{
-        return h->session_user && h->session_user->drop ? h->session_user->uid : geteuid();
-}
-
 /* Read one file found under `dirfd` as lines_read_fd does, within what is
  * left of the Trial's budget: 0, or what `fn` stopped with. A file that
  * cannot be read is left out, and the tokens are partial. */
-static int read_one(struct tb_host *h, int dirfd, const struct newest_file *f, const char *const needles[],
+static int read_one(struct tokens_tally *t, int dirfd, const struct newest_file *f, const char *const needles[],
                     unsigned flags, struct jsonl_read *r)
 {
-        struct tokens_tally *t = h->tally;
         _cleanup_close_ int fd = open_beneath(dirfd, f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != session_owner(h)) {
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != t->owner) {
                 /* Not what it was when found (nothing of the session runs any more). */
                 tally_partial(t, "a file could not be opened");
                 return 0;
@@ -185,16 +177,15 @@ static int read_one(struct tb_host *h, int dirfd, const struct newest_file *f, c
         return 0;
 }
 
-int tokens_svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_depth, const char *suffix,
-                          const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx)
+int tokens_read_jsonl(struct tokens_tally *t, struct tb_host *h, const char *folder, unsigned max_depth,
+                      const char *suffix, const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx)
 {
-        struct tokens_tally *t = tally_of(h);
         if (!t)
                 return -EPERM;
         if (!folder_valid(folder) || max_depth > TOKENS_MAX_DEPTH || (suffix && strchr(suffix, '/')) ||
             !needles_valid(needles) || !fn)
                 return -EINVAL;
-        int home = tokens_svc_home_fd(h);
+        int home = tokens_home_fd(t);
         if (home < 0)
                 return home;
         add_source(t, folder);
@@ -206,7 +197,7 @@ int tokens_svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_de
                 .max_depth = max_depth,
                 .max_files = TOKENS_MAX_FILES,
                 .max_entries = TOKENS_MAX_ENTRIES,
-                .owner = session_owner(h),
+                .owner = t->owner,
         };
         struct newest_file *files;
         size_t n;
@@ -220,7 +211,7 @@ int tokens_svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_de
         int ret = rd.tok ? 0 : -ENOMEM;
         for (size_t i = 0; i < n && ret == 0; i++) {
                 rd.file = (unsigned)i;
-                ret = read_one(h, dirfd, &files[i], needles, flags, &rd);
+                ret = read_one(t, dirfd, &files[i], needles, flags, &rd);
         }
         if (rd.tok)
                 json_tokener_free(rd.tok);
@@ -251,9 +242,9 @@ static json_object *member_at(const struct tb_json *line, const char *path)
         }
 }
 
-int tokens_svc_json_count(struct tb_host *h, const struct tb_json *line, const char *path, uint64_t *out)
+int tokens_json_count(struct tokens_tally *t, const struct tb_json *line, const char *path, uint64_t *out)
 {
-        if (!tally_of(h))
+        if (!t)
                 return -EPERM;
         if (!out)
                 return -EINVAL;
@@ -265,16 +256,16 @@ int tokens_svc_json_count(struct tb_host *h, const struct tb_json *line, const c
         /* json-c saturates what does not fit an int64: INT64_MAX is refused too. */
         int64_t n = json_object_get_int64(v);
         if (n < 0 || (uint64_t)n > TB_TOKENS_COUNT_MAX) {
-                tally_partial(h->tally, "a count below 0 or over 2^53 was refused");
+                tally_partial(t, "a count below 0 or over 2^53 was refused");
                 return -ERANGE;
         }
         *out = (uint64_t)n;
         return 0;
 }
 
-const char *tokens_svc_json_string(struct tb_host *h, const struct tb_json *line, const char *path)
+const char *tokens_json_string(const struct tokens_tally *t, const struct tb_json *line, const char *path)
 {
-        if (!tally_of(h))
+        if (!t)
                 return NULL;
         json_object *v = member_at(line, path);
         return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
@@ -335,9 +326,8 @@ static void tally_grow(struct tokens_tally *t)
         t->cap = cap;
 }
 
-int tokens_svc_record(struct tb_host *h, const char *key, const struct tb_tokens *in)
+int tokens_record(struct tokens_tally *t, const char *key, const struct tb_tokens *in)
 {
-        struct tokens_tally *t = tally_of(h);
         if (!t)
                 return -EPERM;
         size_t klen = key ? strnlen(key, TOKENS_KEY_MAX + 1) : 0;
@@ -377,9 +367,10 @@ int tokens_svc_record(struct tb_host *h, const char *key, const struct tb_tokens
 
 static int compare_names(const void *a, const void *b) { return strcmp(a, b); }
 
-/* The sum over the units into `out`, saturated. */
-static void tally_result(struct tokens_tally *t, struct trial_tokens *out)
+void tokens_tally_result(struct tokens_tally *t, struct trial_tokens *out, const char **why)
 {
+        if (why)
+                *why = t->why;
         *out = (struct trial_tokens){ .known = t->n > 0, .partial = t->partial };
         if (!out->known)
                 return;
@@ -405,33 +396,4 @@ static void tally_result(struct tokens_tally *t, struct trial_tokens *out)
                         out->models_more++;
         }
         snprintf(out->source, sizeof out->source, "%s", t->source);
-}
-
-static void log_tokens(const struct tb_host *h, const struct trial_tokens *o)
-{
-        if (!o->known) {
-                log_full(TB_LOG_INFO, h->harness, "tokens: the harness wrote no usage that could be read");
-                return;
-        }
-        log_full(TB_LOG_INFO, h->harness,
-                 "tokens: %lld input (%lld cached), %lld output (%lld reasoning), %lld requests, from %s", o->input,
-                 o->cached_input, o->output, o->reasoning, o->requests, o->source);
-}
-
-void host_read_tokens(struct tb_host *h, tb_hook_fn hook, struct trial_tokens *out)
-{
-        *out = (struct trial_tokens){ 0 };
-        if (!hook || h->checking || h->dry_run || !h->sandboxed || !h->home_fd || *h->home_fd < 0)
-                return;
-        tokens_tally_free(h->tally);
-        h->tally = tally_new();
-        h->after_session = true;
-        int r = hook(host_services(), h);
-        h->after_session = false;
-        if (r < 0)
-                log_warn("%s: reading what the session cost failed: %s", h->harness, strerror(-r));
-        tally_result(h->tally, out);
-        if (out->partial)
-                log_warn("%s: the tokens recorded are a part only (%s)", h->harness, h->tally->why);
-        log_tokens(h, out);
 }

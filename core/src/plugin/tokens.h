@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define TOKENS_MAX_FILES 256                  /* files read per read_jsonl, the newest */
 #define TOKENS_MAX_FILE_BYTES (128ull << 20)  /* of each file */
@@ -32,18 +33,29 @@
 struct tokens_tally;
 struct trial_tokens;
 
-/* The services of ABI 1.4, for host.c's table (plugin.h documents them). */
-int tokens_svc_home_fd(struct tb_host *h);
-int tokens_svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_depth, const char *suffix,
-                          const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx);
-int tokens_svc_json_count(struct tb_host *h, const struct tb_json *line, const char *path, uint64_t *out);
-const char *tokens_svc_json_string(struct tb_host *h, const struct tb_json *line, const char *path);
-int tokens_svc_record(struct tb_host *h, const char *key, const struct tb_tokens *t);
+/* What one `tokens` hook reads and records: the Trial's home at `home_fd`
+ * (borrowed; -1: none), whose files count only when `owner` owns them (the
+ * session's user). Free it with tokens_tally_free. */
+struct tokens_tally *tokens_tally_new(int home_fd, uid_t owner);
+void tokens_tally_free(struct tokens_tally *t);
+
+/* The services of ABI 1.4 (plugin.h documents them), on the tally of the
+ * hook that runs; NULL (no hook runs) gives -EPERM (json_string: NULL).
+ * `host` is handed back to `fn` as is. */
+int tokens_home_fd(const struct tokens_tally *t);
+int tokens_read_jsonl(struct tokens_tally *t, struct tb_host *host, const char *folder, unsigned max_depth,
+                      const char *suffix, const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx);
+int tokens_json_count(struct tokens_tally *t, const struct tb_json *line, const char *path, uint64_t *out);
+const char *tokens_json_string(const struct tokens_tally *t, const struct tb_json *line, const char *path);
+int tokens_record(struct tokens_tally *t, const char *key, const struct tb_tokens *in);
+
+/* The sum over what was recorded into `out` (out->known false: nothing),
+ * saturated; *why (may be NULL; the tally's) the first reason it is
+ * partial, "" when it is not. */
+void tokens_tally_result(struct tokens_tally *t, struct trial_tokens *out, const char **why);
 
 /* Is `name` a model name the record lists (1 to TOKENS_MODEL_MAX bytes of
  * printable ASCII but '"' and '\\')? */
 bool tokens_model_valid(const char *name);
-
-void tokens_tally_free(struct tokens_tally *t);
 
 #endif
