@@ -172,7 +172,7 @@ static int plan(int fd, const struct lines_limits *lim, struct reader *r, off_t 
 
 int lines_read_fd(int fd, const struct lines_limits *lim, lines_fn fn, void *ctx, struct lines_stats *st)
 {
-        struct lines_stats none;
+        struct lines_stats none = { 0 };
         st = st ? st : &none;
         *st = (struct lines_stats){ 0 };
         if (!limits_valid(lim) || !fn)

@@ -138,6 +138,8 @@ static void add_source(struct tokens_tally *t, const char *folder)
                 snprintf(t->source + n, sizeof t->source - n, "%s%s", n ? ", " : "", one);
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 /* Read one file found under `dirfd` as lines_read_fd does, within what is
  * left of the Trial's budget: 0, or what `fn` stopped with. A file that
  * cannot be read is left out, and the tokens are partial. */
@@ -151,11 +153,11 @@ static int read_one(struct tokens_tally *t, int dirfd, const struct newest_file 
                 tally_partial(t, "a file could not be opened");
                 return 0;
         }
-        uint64_t max = TOKENS_MAX_FILE_BYTES < t->bytes_left ? TOKENS_MAX_FILE_BYTES : t->bytes_left;
-        if (max == 0) {
+        if (t->bytes_left == 0) {
                 tally_partial(t, "more than 512 MiB of files");
                 return 0;
         }
+        uint64_t max = min_u64(TOKENS_MAX_FILE_BYTES, t->bytes_left);
         const struct lines_limits lim = {
                 .max_bytes = max,
                 .max_line = TOKENS_MAX_LINE,
@@ -164,8 +166,7 @@ static int read_one(struct tokens_tally *t, int dirfd, const struct newest_file 
         };
         struct lines_stats ls;
         int ret = lines_read_fd(fd, &lim, jsonl_line, r, &ls);
-        uint64_t used = (uint64_t)st.st_size < max ? (uint64_t)st.st_size : max;
-        t->bytes_left -= used;
+        t->bytes_left -= min_u64((uint64_t)st.st_size, max);
         if (ls.cut)
                 tally_partial(t, max < TOKENS_MAX_FILE_BYTES ? "more than 512 MiB of files" : "a file over 128 MiB");
         if (ls.long_lines)
