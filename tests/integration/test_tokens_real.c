@@ -6,24 +6,19 @@
  * Built once per CLI (MODEL_CLI: "codex" or "claude"); exits 77 when that
  * CLI is not installed, and only then.
  *
- * The network: the Trials run with --network host, the server on the
- * host's loopback. Every HTTP(S) request for anything but loopback goes to
- * a closed loopback port (HTTP(S)_PROXY, ALL_PROXY through
- * TRIALBOX_ENV_ALLOW, NO_PROXY for loopback), and each CLI is told to make
- * none (Codex: an API-key login and its plugins and analytics off; Claude
- * Code: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1): nothing leaves the
- * host. The CLIs retry for minutes when a server is unreachable: every run
- * has --timeout. */
+ * The network: the default for both (allow: trialbox's proxy), the
+ * server's port named exactly with --allow-host 127.0.0.1:PORT, and every
+ * endpoint the Harness's plugin declares sent to a closed loopback port
+ * through the test build's name map: nothing leaves the host. The CLIs
+ * retry for minutes when a server is unreachable: every run has
+ * --timeout.
+ */
 #define _GNU_SOURCE
 #include <check.h>
 #include <json-c/json.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "tb_test.h"
 
@@ -43,54 +38,6 @@ static const char server_config[] =
         "  {\"openai\": {\"input_tokens\": 3000, \"cached_tokens\": 2000, \"output_tokens\": 40, \"reasoning_tokens\": 5},"
         "   \"anthropic\": {\"input_tokens\": 7, \"cache_read_input_tokens\": 0, \"cache_creation_input_tokens\": 0,"
         "   \"output_tokens\": 5, \"thinking\": null}}]}";
-
-struct model_server {
-        pid_t pid;
-        int port;
-        char *dir, *record;
-};
-
-static void model_server_start(struct model_server *m)
-{
-        m->dir = tmpdir_new();
-        m->record = path_in(m->dir, "record.jsonl");
-        _cleanup_free_ char *config = path_in(m->dir, "config.json");
-        write_text(config, server_config, 0644);
-        _cleanup_free_ char *out = path_in(m->dir, "server.out"), *err = path_in(m->dir, "server.err");
-        char *argv[] = { "/usr/bin/env", "python3", FAKE("model-server.py"), "0", "--config", config, "--record",
-                         m->record, NULL };
-        m->pid = spawn_argv(NULL, argv, out, err);
-        m->port = 0;
-        for (int i = 0; i < 500 && !m->port; i++) {
-                _cleanup_free_ char *text = read_text(out);
-                if (!text || sscanf(text, "PORT=%d", &m->port) != 1)
-                        usleep(20000);
-        }
-        _cleanup_free_ char *why = read_text(err);
-        ck_assert_msg(m->port > 0, "the stand-in model server did not start: %s", why ? why : "");
-}
-
-static void model_server_stop(struct model_server *m)
-{
-        kill(m->pid, SIGKILL);
-        wait_status(m->pid);
-        tmpdir_remove(m->dir);
-        free(m->dir);
-        free(m->record);
-}
-
-/* A loopback port nothing listens on: where every request for anything
- * but loopback goes. */
-static int closed_port(void)
-{
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t len = sizeof a;
-        ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-        ck_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-        close(fd);
-        return ntohs(a.sin_port);
-}
 
 struct sums {
         long long input, cached_input, cache_write_input, output, reasoning, requests;
@@ -157,6 +104,8 @@ static void assert_tokens_are_the_servers(const struct fixture *f, const struct 
         _cleanup_free_ char *text = read_text(path);
         json_object *o = json_tokener_parse(text);
         ck_assert_ptr_nonnull(o);
+        /* The model was reached through trialbox's proxy, by the default network. */
+        ck_assert_str_eq(json_object_get_string(json_get(json_get(o, "network"), "mode")), "allow");
         json_object *t = json_get(o, "tokens");
         ck_assert_msg(t != NULL, "tokens is null in %s", text);
         static const char *const names[] = { "input", "cached_input", "cache_write_input", "output", "reasoning",
@@ -177,50 +126,44 @@ static void assert_tokens_are_the_servers(const struct fixture *f, const struct 
         json_object_put(o);
 }
 
-/* The environment of every run: the CLI's own settings through
- * TRIALBOX_ENV_ALLOW, and any request for anything but loopback sent to a
- * closed port. Static storage. */
-static char **run_env(const char *home_var, const char *more)
+/* The environment of every run: the Harness's own endpoints sent nowhere,
+ * the CLI's own settings through TRIALBOX_ENV_ALLOW, and `more` (up to 2,
+ * NULL-terminated). Static storage. */
+static char **run_env(const char *endpoints, const char *home_var, const char *more, const char *more2)
 {
-        static char proxy[4][64], allow[256];
-        int port = closed_port();
-        const char *names[] = { "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy" };
-        for (int i = 0; i < 4; i++)
-                snprintf(proxy[i], sizeof proxy[i], "%s=http://127.0.0.1:%d", names[i], port);
-        snprintf(allow, sizeof allow,
-                 "TRIALBOX_ENV_ALLOW=HTTPS_PROXY:HTTP_PROXY:ALL_PROXY:https_proxy:NO_PROXY:no_proxy%s%s",
-                 more ? ":" : "", more ? more : "");
-        static char *env[16];
+        static char *env[8];
         size_t n = 0;
-        for (int i = 0; i < 4; i++)
-                env[n++] = proxy[i];
-        env[n++] = "NO_PROXY=127.0.0.1,localhost";
-        env[n++] = "no_proxy=127.0.0.1,localhost";
-        env[n++] = allow;
+        env[n++] = endpoints_nowhere(endpoints);
+        env[n++] = "TRIALBOX_ENV_ALLOW=ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC";
         env[n++] = (char *)home_var;
+        if (more)
+                env[n++] = (char *)more;
+        if (more2)
+                env[n++] = (char *)more2;
         env[n] = NULL;
         return env;
 }
 
 /* Codex: the plugin syncs $CODEX_HOME/auth.json into the fresh home (an
- * API-key login: no ChatGPT account, so Codex asks chatgpt.com nothing);
+ * API-key login: no ChatGPT account, so Codex asks chatgpt.com for nothing);
  * the provider comes as `-c` session arguments, passed unchanged. */
 static void run_codex(struct proc_result *r, struct fixture *f, const struct model_server *m, bool several)
 {
         _cleanup_free_ char *home = path_in(f->dir, "codex-home");
         write_in(home, "auth.json", "{\"OPENAI_API_KEY\": \"tbtest-key\"}", 0600);
         _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", home);
+        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
         _cleanup_free_ char *provider = xasprintf(
                 "model_providers.standin={name=\"Stand-in\",base_url=\"http://127.0.0.1:%d/v1\",wire_api=\"responses\"}",
                 m->port);
+        char **env = run_env(CODEX_ENDPOINTS, env_home, NULL, NULL);
 #define CODEX_ARGS "exec", "--skip-git-repo-check", "-c", "model_provider=standin", "-c", provider, "-c", \
                    "model=stand-in-model", "-c", "features.plugins=false", "-c", "analytics.enabled=false"
         if (!several)
-                tb_run(r, "codex", f, run_env(env_home, NULL),
-                       EXTRA("--network", "host", "--timeout", "90s", "--", CODEX_ARGS, "say hi"));
+                tb_run(r, "codex", f, env, EXTRA("--allow-host", allow, "--timeout", "90s", "--", CODEX_ARGS, "say hi"));
         else /* a session, its continuation (the same rollout), another session */
-                tb_run(r, "codex", f, run_env(env_home, NULL),
-                       EXTRA("--network", "host", "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
+                tb_run(r, "codex", f, env,
+                       EXTRA("--allow-host", allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
                              "codex", CODEX_ARGS, "say hi", ":::", CODEX_ARGS, "resume", "--last", "again", ":::",
                              CODEX_ARGS, "a new session"));
 #undef CODEX_ARGS
@@ -234,18 +177,13 @@ static void run_claude(struct proc_result *r, struct fixture *f, const struct mo
         write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-oauth\"}}", 0600);
         _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
         _cleanup_free_ char *url = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", m->port);
-        char **env = run_env(env_cfg, "ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC");
-        size_t n = 0;
-        while (env[n])
-                n++;
-        env[n++] = url;
-        env[n++] = "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1";
-        env[n] = NULL;
+        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
+        char **env = run_env(CLAUDE_ENDPOINTS, env_cfg, url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
         if (!several)
-                tb_run(r, "claude", f, env, EXTRA("--network", "host", "--timeout", "90s", "--", "-p", "say hi"));
+                tb_run(r, "claude", f, env, EXTRA("--allow-host", allow, "--timeout", "90s", "--", "-p", "say hi"));
         else /* a session, its continuation (the same transcript), another session */
                 tb_run(r, "claude", f, env,
-                       EXTRA("--network", "host", "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
+                       EXTRA("--allow-host", allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
                              "claude", "-p", "say hi", ":::", "-p", "-c", "again", ":::", "-p", "a new session"));
 }
 
@@ -254,7 +192,7 @@ START_TEST(the_outcomes_tokens_are_what_the_model_server_sent)
         struct model_server m;
         struct fixture f;
         struct proc_result r;
-        model_server_start(&m);
+        model_server_start(&m, server_config);
         fixture_new(&f);
         if (is_codex())
                 run_codex(&r, &f, &m, false);
@@ -277,7 +215,7 @@ START_TEST(sessions_and_their_continuations_in_one_trial_are_summed_response_for
         struct model_server m;
         struct fixture f;
         struct proc_result r;
-        model_server_start(&m);
+        model_server_start(&m, server_config);
         fixture_new(&f);
         if (is_codex())
                 run_codex(&r, &f, &m, true);
