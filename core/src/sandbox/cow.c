@@ -8,11 +8,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/io.h"
 #include "base/macro.h"
 #include "base/spawn.h"
 
@@ -198,34 +196,31 @@ int cow_overlay_enter(const struct sandbox_cow *cow, const char **step)
         return r;
 }
 
+/* The probe's child: the overlay tried, "ERRNO STEP" on its stdout. */
+static int probe_child(void *ctx)
+{
+        enum step s = STEP_OPEN;
+        int r = overlay_enter(ctx, &s);
+        printf("%d %d\n", -r, (int)s);
+        fflush(stdout);
+        return 0;
+}
+
 int cow_overlay_probe(const struct sandbox_cow *cow, struct tb_error *err)
 {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return tb_fail(err, -errno, "cannot try an overlay: pipe: %s", strerror(errno));
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = errno;
-                close(p[0]);
-                close(p[1]);
-                return tb_fail(err, -e, "cannot try an overlay: fork: %s", strerror(e));
+        struct spawn sp = { .child_fn = probe_child, .ctx = (void *)cow, .std_in = SPAWN_DEV_NULL,
+                            .std_out = SPAWN_CAPTURE, .std_err = SPAWN_DEV_NULL, .capture_max = 64 };
+        int e = EIO, s = STEP_OPEN;
+        int r = spawn_run(&sp, err);
+        if (r == 0 && (sscanf(sp.out.buf, "%d %d", &e, &s) != 2 || s < 0 || s >= STEP_N)) {
+                e = EIO;
+                s = STEP_OPEN;
         }
-        if (pid == 0) {
-                close(p[0]);
-                enum step s = STEP_OPEN;
-                int res[2] = { overlay_enter(cow, &s), (int)s };
-                _exit(write(p[1], res, sizeof res) == (ssize_t)sizeof res ? 0 : 1);
-        }
-        close(p[1]);
-        int res[2] = { -EIO, STEP_OPEN };
-        ssize_t n = read_retry(p[0], res, sizeof res);
-        close(p[0]);
-        wait_child(pid, NULL, 0);
-        if (n != (ssize_t)sizeof res)
-                res[0] = -EIO;
-        if (res[0] >= 0)
+        spawn_done(&sp);
+        if (r < 0)
+                return r;
+        if (e == 0)
                 return 0;
-        int s = res[1] >= 0 && res[1] < STEP_N ? res[1] : STEP_OPEN;
-        return tb_fail(err, res[0], "an overlay on '%s' cannot be mounted here: %s: %s", cow->path, step_names[s],
-                       strerror(-res[0]));
+        return tb_fail(err, -e, "an overlay on '%s' cannot be mounted here: %s: %s", cow->path, step_names[s],
+                       strerror(e));
 }
