@@ -133,7 +133,7 @@ START_TEST(grade_json_has_every_field_null_where_unknown)
         json_object *j = grade_to_json(&g);
         const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
         assert_contains(text, "{\"status\":\"passed\",\"cause\":null,\"score\":0.5,\"detail\":\"fine\",\"exit_code\":0,"
-                              "\"signal\":null,\"duration_ms\":12,\"usage\":null,\"layer\":\"overlayfs\",\"harness\":"
+                              "\"signal\":null,\"duration_ms\":12,\"usage\":null,\"tokens\":null,\"layer\":\"overlayfs\",\"harness\":"
                               "\"shell\",\"graded_at\":\"");
         json_object_put(j);
         enum grade_status st;

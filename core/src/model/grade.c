@@ -184,9 +184,11 @@ void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state
         g->exit_code = (int)int_field(grader, "exit_code", -1);
         g->signal = (int)int_field(grader, "signal", 0);
         g->duration_ms = int_field(grader, "duration_ms", -1);
-        json_object *usage = NULL;
-        if (grader && json_object_object_get_ex(grader, "usage", &usage) && json_object_is_type(usage, json_type_object))
-                g->usage = json_object_get(usage);
+        json_object *f = NULL;
+        if (grader && json_object_object_get_ex(grader, "usage", &f) && json_object_is_type(f, json_type_object))
+                g->usage = json_object_get(f);
+        if (grader && json_object_object_get_ex(grader, "tokens", &f) && json_object_is_type(f, json_type_object))
+                g->tokens = json_object_get(f);
         if (!kind || (strcmp(kind, "completed") != 0 && strcmp(kind, "failed") != 0)) {
                 if (kind && strcmp(kind, "void") == 0)
                         grade_set_void(g, void_cause(str_field(grader, "cause")), str_field(grader, "detail") ? str_field(grader, "detail") : "void");
@@ -233,6 +235,7 @@ json_object *grade_to_json(const struct grade *g)
         json_object_object_add(j, "signal", g->signal > 0 ? json_object_new_int(g->signal) : NULL);
         json_object_object_add(j, "duration_ms", g->duration_ms >= 0 ? json_object_new_int64(g->duration_ms) : NULL);
         json_object_object_add(j, "usage", g->usage ? json_object_get(g->usage) : NULL);
+        json_object_object_add(j, "tokens", g->tokens ? json_object_get(g->tokens) : NULL);
         json_object_object_add(j, "layer", g->layer ? json_object_new_string(g->layer) : NULL);
         json_object_object_add(j, "harness", g->harness ? json_object_new_string(g->harness) : NULL);
         json_object_object_add(j, "graded_at", json_object_new_string(outcome_format_time(outcome_realtime_ms(), at,
@@ -256,5 +259,6 @@ int grade_write_at(const struct grade *g, int dirfd, const char *name, struct tb
 void grade_done(struct grade *g)
 {
         json_object_put(g->usage);
-        g->usage = NULL;
+        json_object_put(g->tokens);
+        g->usage = g->tokens = NULL;
 }

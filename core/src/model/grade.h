@@ -7,7 +7,8 @@
  *             "signal", "verdict_file", "interrupted", "repository_gone",
  *             "sandbox_unavailable", "session_unavailable", "launcher_lost"),
  *    "score": a number or null, "detail": one sentence,
- *    "exit_code", "signal", "duration_ms", "usage" (the grader's Outcome's),
+ *    "exit_code", "signal", "duration_ms", "usage", "tokens" (the grader's
+ *    Outcome's: what a model grader cost),
  *    "layer": "bwrap-overlay" | "overlayfs" | "copy" | null (none was made),
  *    "harness": the grader's Harness, "graded_at": RFC 3339 UTC,
  *    "trialbox_version"}
@@ -70,6 +71,7 @@ struct grade {
         int signal;    /* 0: none */
         long long duration_ms; /* -1: unknown */
         json_object *usage;    /* a reference of the grader's Outcome's `usage`, or NULL */
+        json_object *tokens;   /* and of its `tokens` (a model grader's cost), or NULL */
         const char *layer;     /* NULL: no layer was made */
         const char *harness;
 };
@@ -77,7 +79,8 @@ struct grade {
 /* Fill `g` from the grader's Outcome `grader` (its outcome.json, parsed;
  * NULL when it wrote none) and its verdict file (`state`, with `v` when
  * VERDICT_OK, `why` when VERDICT_MALFORMED). No system calls: the table of
- * cases is a unit test. `g->usage` takes a reference; grade_done drops it.
+ * cases is a unit test. `g->usage` and `g->tokens` take a reference;
+ * grade_done drops them.
  *  - no final Outcome: void/launcher_lost; void: void, the grader's cause;
  *  - failed by its timeout or out of memory: error/timeout, out_of_memory;
  *  - ended by SIGINT, SIGTERM, SIGHUP or SIGKILL (a signal is recorded only
