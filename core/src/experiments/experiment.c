@@ -182,7 +182,7 @@ static int check_string_kind(const struct xctx *x, const char *where, enum xtype
                         return xfail(x, where, "'%s' is not a Harness name (lowercase letters, digits, '-', '_')", s);
                 return 0;
         case X_NETWORK:
-                if (strcmp(s, "none") && strcmp(s, "allow") && strcmp(s, "host"))
+                if (strcmp(s, "none") != 0 && strcmp(s, "allow") != 0 && strcmp(s, "host") != 0)
                         return xfail(x, where, "'%s' is not one of none, allow, host", s);
                 return 0;
         case X_LAYER:
@@ -371,10 +371,11 @@ static int load_parts(struct experiment *e, const char *kind, size_t max, struct
         if (!json_object_object_get_ex(e->root, kind, &a) || !json_object_is_type(a, json_type_array) ||
             json_object_array_length(a) == 0)
                 return xfail(&e->x, kind, "must be a non-empty array of %s", strcmp(kind, "arms") == 0 ? "arms" : "tasks");
-        *n = json_object_array_length(a);
-        if (*n > max)
+        size_t count = json_object_array_length(a);
+        if (count > max)
                 return xfail(&e->x, kind, "has more than %zu entries", max);
-        *out = xcalloc(*n, sizeof **out);
+        *out = xcalloc(count, sizeof **out);
+        *n = count;
         for (size_t i = 0; i < *n; i++) {
                 int r = load_part(e, kind, i, json_object_array_get_idx(a, i), &(*out)[i]);
                 if (r < 0)
@@ -614,7 +615,9 @@ static json_object *merged_labels(const struct experiment *e, const struct part 
                         continue;
                 if (!out)
                         out = json_object_new_object();
-                json_object_object_foreach(sets[s], name, v) json_object_object_add(out, name, json_object_get(v));
+                json_object_object_foreach(sets[s], name, v) {
+                        json_object_object_add(out, name, json_object_get(v));
+                }
         }
         return out;
 }
