@@ -201,6 +201,22 @@ START_TEST(every_mistake_is_named_by_the_file_and_the_field)
                 strv_done(&notes);
                 xp_free(&x);
         }
+        /* Over a bound: said, and nothing half-made is freed. */
+        struct strbuf big = { 0 };
+        strbuf_add(&big, "{\"tasks\": [" TASK "], \"arms\": [");
+        for (int i = 0; i <= EXPERIMENT_MAX_ARMS; i++)
+                strbuf_addf(&big, "%s{\"name\": \"a%d\", \"harness\": \"shell\"}", i ? ", " : "", i);
+        strbuf_add(&big, "]}");
+        struct xp x;
+        xp_new(&x, big.s);
+        struct strbuf out = { 0 };
+        struct strv notes = { 0 };
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(experiment_expand(x.file, NULL, &out, &notes, &err), -EINVAL);
+        assert_contains(err.msg, ": arms: has more than 64 entries");
+        free(out.s);
+        free(big.s);
+        xp_free(&x);
 #undef ARM
 #undef TASK
 }
