@@ -114,8 +114,8 @@ static int clone_file(struct clone *c, int from, const char *name, int to)
                 return errno == ENOENT || errno == ELOOP ? 0 : -errno;
         if (!S_ISREG(st.st_mode))
                 return 0; /* replaced since it was listed */
-        _cleanup_close_ int out =
-                openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, copy_mode(st.st_mode) & 0700);
+        _cleanup_close_ int out = openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                         copy_mode(st.st_mode) & 0700);
         if (out < 0)
                 return -errno;
         int r = copy_bytes(c, in, out, st.st_size);
@@ -210,8 +210,7 @@ static int clone_pre(struct tree_dir *d, void *ctx)
                 if (mkdirat(c->to[d->depth - 1], name, 0700) < 0)
                         return -errno;
                 c->st.dirs++;
-                c->to[d->depth] =
-                        openat(c->to[d->depth - 1], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                c->to[d->depth] = openat(c->to[d->depth - 1], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (c->to[d->depth] < 0)
                         return -errno;
         }
@@ -237,8 +236,8 @@ static int clone_post(struct tree_dir *d, const char *name, void *ctx)
 
 int tree_clone_at(int from_dirfd, const char *from, int to_dirfd, const char *to, struct tree_clone_stats *st)
 {
-        _cleanup_close_ int src =
-                openat(from_dirfd, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        _cleanup_close_ int src = openat(from_dirfd, from,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat root;
         if (src < 0 || fstat(src, &root) < 0)
                 return -errno;

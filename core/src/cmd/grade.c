@@ -60,8 +60,10 @@ static int take_env(const struct cli_command *cmd, const struct cli_option *o, c
         memcpy(name, value, n);
         name[n] = '\0';
         if (!sandbox_env_name_valid(name) || strncmp(name, "TRIALBOX_", 9) == 0)
-                return cli_usage_error(cmd->name, "--env: '%s' is not a variable a grader may set (letters, digits "
-                                                  "and '_', not TRIALBOX_...)", name);
+                return cli_usage_error(cmd->name,
+                                       "--env: '%s' is not a variable a grader may set (letters, digits "
+                                       "and '_', not TRIALBOX_...)",
+                                       name);
         if (a->n_env == GRADE_MAX_ENV)
                 return cli_usage_error(cmd->name, "--env is given more than %d times", GRADE_MAX_ENV);
         a->env[a->n_env++] = (char *)value;
@@ -69,12 +71,16 @@ static int take_env(const struct cli_command *cmd, const struct cli_option *o, c
 }
 
 #define OPT(field) offsetof(struct grade_args, g.run.field)
-#define STRING_ONCE(long_name, meta, off, text)                                                                   \
-        { .kind = CLI_STRING, .name = (long_name), .metavar = (meta), .flags = CLI_ONCE | CLI_NONEMPTY,          \
-          .offset = (off), .help = (text) }
-#define LIMIT(long_name, meta, text)                                                                              \
-        { .kind = CLI_CALL, .name = (long_name), .metavar = (meta), .flags = CLI_ONCE, .call = take_limit,      \
-          .help = (text) }
+#define STRING_ONCE(long_name, meta, off, text)                                                               \
+        {                                                                                                     \
+                .kind = CLI_STRING, .name = (long_name), .metavar = (meta), .flags = CLI_ONCE | CLI_NONEMPTY, \
+                .offset = (off), .help = (text)                                                               \
+        }
+#define LIMIT(long_name, meta, text)                                                                             \
+        {                                                                                                        \
+                .kind = CLI_CALL, .name = (long_name), .metavar = (meta), .flags = CLI_ONCE, .call = take_limit, \
+                .help = (text)                                                                                   \
+        }
 
 static const struct cli_option grade_options[] = {
         { .kind = CLI_HEADING, .help = "options:" },
@@ -88,28 +94,48 @@ static const struct cli_option grade_options[] = {
         STRING_ONCE("harness-bin", "PATH", OPT(harness_bin), "the grader's binary (default: the plugin's, on PATH)"),
         STRING_ONCE("credentials", "FILE", OPT(credentials),
                     "the Credentials file (default ~/.config/trialbox/credentials.json)"),
-        { .kind = CLI_CALL, .name = "env", .metavar = "NAME=VALUE", .call = take_env,
+        { .kind = CLI_CALL,
+          .name = "env",
+          .metavar = "NAME=VALUE",
+          .call = take_env,
           .help = "set a variable in the grader's session (repeatable)" },
-        { .kind = CLI_STRING, .name = "network", .metavar = "MODE", .flags = CLI_ONCE | CLI_NONEMPTY,
+        { .kind = CLI_STRING,
+          .name = "network",
+          .metavar = "MODE",
+          .flags = CLI_ONCE | CLI_NONEMPTY,
           .offset = offsetof(struct grade_args, network),
           .help = "none (default): loopback only; allow: the Harness's endpoints\n"
                   "and --allow-host; host: the host's network" },
-        { .kind = CLI_CALL, .name = "allow-host", .metavar = "PATTERN", .call = take_allow_host,
+        { .kind = CLI_CALL,
+          .name = "allow-host",
+          .metavar = "PATTERN",
+          .call = take_allow_host,
           .help = "also allow host[:port], *.domain[:port], an IP or [IPv6]\n"
                   "(repeatable; implies --network allow)" },
         STRING_ONCE("layer", "LAYER", offsetof(struct grade_args, layer),
                     "how the repository is made writable and thrown away: auto\n"
                     "(default: the first that works of bwrap-overlay, overlayfs,\n"
                     "copy), bwrap-overlay, overlayfs or copy"),
-        STRING_ONCE("user", "NAME|UID", OPT(user), "as root: run the grader as this user (default: the\n"
-                                                   "repository's owner)"),
-        { .kind = CLI_FLAG, .name = "root-session", .offset = OPT(root_session),
+        STRING_ONCE("user", "NAME|UID", OPT(user),
+                    "as root: run the grader as this user (default: the\n"
+                    "repository's owner)"),
+        { .kind = CLI_FLAG,
+          .name = "root-session",
+          .offset = OPT(root_session),
           .help = "as root: accept a root grader (throwaway machines only)" },
-        { .kind = CLI_FLAG, .name = "json", .offset = offsetof(struct grade_args, g.json),
+        { .kind = CLI_FLAG,
+          .name = "json",
+          .offset = offsetof(struct grade_args, g.json),
           .help = "print grade.json as one JSON line on stdout at the end" },
-        { .kind = CLI_COUNT, .name = "verbose", .short_name = 'v', .offset = offsetof(struct grade_args, v),
+        { .kind = CLI_COUNT,
+          .name = "verbose",
+          .short_name = 'v',
+          .offset = offsetof(struct grade_args, v),
           .help = "say what is done (twice: more)" },
-        { .kind = CLI_COUNT, .name = "quiet", .short_name = 'q', .offset = offsetof(struct grade_args, q),
+        { .kind = CLI_COUNT,
+          .name = "quiet",
+          .short_name = 'q',
+          .offset = offsetof(struct grade_args, q),
           .help = "errors only" },
         { .kind = CLI_HELP, .name = "help", .short_name = 'h' },
         { .kind = CLI_HEADING, .help = "limits (the grader's own; its layer holds at most --memory):" },

@@ -24,7 +24,11 @@ struct plan_args {
 };
 
 static const struct cli_option plan_options[] = {
-        { .kind = CLI_STRING, .name = "output", .short_name = 'o', .metavar = "FILE", .flags = CLI_ONCE | CLI_NONEMPTY,
+        { .kind = CLI_STRING,
+          .name = "output",
+          .short_name = 'o',
+          .metavar = "FILE",
+          .flags = CLI_ONCE | CLI_NONEMPTY,
           .offset = offsetof(struct plan_args, output),
           .help = "write the plan to FILE (atomically), its paths relative to\n"
                   "FILE's folder; default: stdout, its paths absolute" },

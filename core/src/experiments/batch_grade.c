@@ -128,9 +128,16 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         strv_add(&argv, "trialbox");
         plan_grade_args(p->grade, p->output_dir, p->repo ? p->repo : clone, &argv);
         batch_child_env(&envp);
-        struct spawn s = { .argv = argv.v, .envp = envp.v, .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP,
-                           .exec_fd = b->self_fd, .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL,
-                           .std_out = SPAWN_FD, .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd };
+        struct spawn s = { .argv = argv.v,
+                           .envp = envp.v,
+                           .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP,
+                           .exec_fd = b->self_fd,
+                           .sigmask = &b->old_mask,
+                           .std_in = SPAWN_DEV_NULL,
+                           .std_out = SPAWN_FD,
+                           .std_out_fd = log_fd,
+                           .std_err = SPAWN_FD,
+                           .std_err_fd = log_fd };
         int r = spawn_start(&s, err);
         pid_t pid = s.pid;
         spawn_done(&s);
@@ -211,8 +218,8 @@ static json_object *record_lost(const struct btrial *t, int status)
         struct grade g = { .exit_code = -1, .duration_ms = -1, .harness = t->p->grade->harness };
         char detail[512];
         snprintf(detail, sizeof detail, "trialbox grade ended (%s %d) without a grade (its log's last line: %s)",
-                 WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-                 tail);
+                 WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), tail);
         grade_set_void(&g, "launcher_lost", detail);
         _cleanup_close_ int dfd = open(t->p->output_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd >= 0)

@@ -78,21 +78,25 @@ struct xfield {
 };
 
 static const struct xfield arm_fields[] = {
-        { "harness", X_HARNESS }, { "args", X_ARGS },        { "harness_bin", X_BIN },  { "skills", X_FOLDER },
-        { "credentials", X_PATH }, { "user", X_STRING },     { "root_session", X_FLAG }, { "keep_control_files", X_FLAG },
-        { "timeout", X_DURATION }, { "kill_after", X_GRACE }, { "memory", X_SIZE },      { "pids", X_PIDS },
-        { "cpus", X_CPUS },        { "network", X_NETWORK }, { "allow_host", X_STRINGS }, { "env", X_ENV },
+        { "harness", X_HARNESS },    { "args", X_ARGS },
+        { "harness_bin", X_BIN },    { "skills", X_FOLDER },
+        { "credentials", X_PATH },   { "user", X_STRING },
+        { "root_session", X_FLAG },  { "keep_control_files", X_FLAG },
+        { "timeout", X_DURATION },   { "kill_after", X_GRACE },
+        { "memory", X_SIZE },        { "pids", X_PIDS },
+        { "cpus", X_CPUS },          { "network", X_NETWORK },
+        { "allow_host", X_STRINGS }, { "env", X_ENV },
 };
 static const struct xfield task_fields[] = {
-        { "repo", X_FOLDER },      { "repo_from", X_REPO_FROM }, { "prompt", X_PROMPT }, { "timeout", X_DURATION },
-        { "kill_after", X_GRACE }, { "memory", X_SIZE },         { "pids", X_PIDS },     { "cpus", X_CPUS },
-        { "grade", X_GRADE },
+        { "repo", X_FOLDER },      { "repo_from", X_REPO_FROM }, { "prompt", X_PROMPT },
+        { "timeout", X_DURATION }, { "kill_after", X_GRACE },    { "memory", X_SIZE },
+        { "pids", X_PIDS },        { "cpus", X_CPUS },           { "grade", X_GRADE },
 };
 static const struct xfield grade_fields[] = {
-        { "harness", X_HARNESS }, { "args", X_ARGS },       { "harness_bin", X_BIN },   { "credentials", X_PATH },
-        { "user", X_STRING },     { "root_session", X_FLAG }, { "files", X_FOLDER },    { "timeout", X_DURATION },
-        { "kill_after", X_GRACE }, { "memory", X_SIZE },    { "pids", X_PIDS },         { "cpus", X_CPUS },
-        { "network", X_NETWORK }, { "allow_host", X_STRINGS }, { "env", X_ENV },        { "layer", X_LAYER },
+        { "harness", X_HARNESS },  { "args", X_ARGS },          { "harness_bin", X_BIN }, { "credentials", X_PATH },
+        { "user", X_STRING },      { "root_session", X_FLAG },  { "files", X_FOLDER },    { "timeout", X_DURATION },
+        { "kill_after", X_GRACE }, { "memory", X_SIZE },        { "pids", X_PIDS },       { "cpus", X_CPUS },
+        { "network", X_NETWORK },  { "allow_host", X_STRINGS }, { "env", X_ENV },         { "layer", X_LAYER },
 };
 
 static const struct xfield *find(const struct xfield *v, size_t n, const char *name)
@@ -333,8 +337,10 @@ static int load_part(struct experiment *e, const char *kind, size_t i, json_obje
                 return xfail(x, wn, "is missing; give each %s a name", strcmp(kind, "arms") == 0 ? "arm" : "task");
         const char *name = text_of(v, false);
         if (!name || !name_valid(name))
-                return xfail(x, wn, "must be 1 to %d letters, digits, '.', '_' or '-', not starting with '.' or '-' "
-                                    "(it names folders)", EXPERIMENT_NAME_MAX);
+                return xfail(x, wn,
+                             "must be 1 to %d letters, digits, '.', '_' or '-', not starting with '.' or '-' "
+                             "(it names folders)",
+                             EXPERIMENT_NAME_MAX);
         p->name = name;
         bool arm = strcmp(kind, "arms") == 0;
         int r = arm ? check_fields(x, p->where, j, arm_fields, TB_ARRAY_SIZE(arm_fields), &p->uses_prompt)
@@ -354,12 +360,14 @@ static int load_part(struct experiment *e, const char *kind, size_t i, json_obje
                 return xfail(x, w, "is missing; name the arm's Harness");
         }
         if (!arm) {
-                bool repo = json_object_object_get_ex(j, "repo", NULL), from = json_object_object_get_ex(j, "repo_from", NULL);
+                bool repo = json_object_object_get_ex(j, "repo", NULL),
+                     from = json_object_object_get_ex(j, "repo_from", NULL);
                 if (repo == from) {
                         _cleanup_free_ char *w = at(p->where, repo ? "repo_from" : "repo");
-                        return xfail(x, w, repo ? "give either 'repo' or 'repo_from', not both"
-                                                : "is missing; give 'repo_from' (PATH[@REV]: each Trial gets a clone) "
-                                                  "or 'repo'");
+                        return xfail(x, w,
+                                     repo ? "give either 'repo' or 'repo_from', not both"
+                                          : "is missing; give 'repo_from' (PATH[@REV]: each Trial gets a clone) "
+                                            "or 'repo'");
                 }
         }
         return 0;
@@ -370,7 +378,8 @@ static int load_parts(struct experiment *e, const char *kind, size_t max, struct
         json_object *a;
         if (!json_object_object_get_ex(e->root, kind, &a) || !json_object_is_type(a, json_type_array) ||
             json_object_array_length(a) == 0)
-                return xfail(&e->x, kind, "must be a non-empty array of %s", strcmp(kind, "arms") == 0 ? "arms" : "tasks");
+                return xfail(&e->x, kind, "must be a non-empty array of %s",
+                             strcmp(kind, "arms") == 0 ? "arms" : "tasks");
         size_t count = json_object_array_length(a);
         if (count > max)
                 return xfail(&e->x, kind, "has more than %zu entries", max);
@@ -585,11 +594,12 @@ static void copy_fields(const struct experiment *e, const char *plan_dir, json_o
                 if (f->type == X_ARGS) {
                         out = json_object_new_array();
                         for (size_t i = 0; i < json_object_array_length(v); i++) {
-                                _cleanup_free_ char *s = substitute(json_object_get_string(json_object_array_get_idx(v, i)),
-                                                                    prompt ? prompt : "");
+                                _cleanup_free_ char *s = substitute(
+                                        json_object_get_string(json_object_array_get_idx(v, i)), prompt ? prompt : "");
                                 json_object_array_add(out, json_object_new_string(s));
                         }
-                } else if (f->type == X_PATH || f->type == X_FOLDER || (f->type == X_BIN && strchr(json_object_get_string(v), '/'))) {
+                } else if (f->type == X_PATH || f->type == X_FOLDER ||
+                           (f->type == X_BIN && strchr(json_object_get_string(v), '/'))) {
                         _cleanup_free_ char *p = plan_path(e, plan_dir, json_object_get_string(v));
                         out = json_object_new_string(p);
                 } else if (f->type == X_REPO_FROM) {
@@ -622,8 +632,8 @@ static json_object *merged_labels(const struct experiment *e, const struct part 
         return out;
 }
 
-static void add_line(const struct experiment *e, const char *plan_dir, const struct part *task,
-                     const struct part *arm, long n, struct strbuf *out)
+static void add_line(const struct experiment *e, const char *plan_dir, const struct part *task, const struct part *arm,
+                     long n, struct strbuf *out)
 {
         json_object *line = json_object_new_object();
         _cleanup_free_ char *id = xasprintf("%s/%s/%ld", task->name, arm->name, n);
@@ -648,7 +658,8 @@ static void add_line(const struct experiment *e, const char *plan_dir, const str
                 copy_fields(e, plan_dir, grade, g, grade_fields, TB_ARRAY_SIZE(grade_fields), task->prompt);
                 json_object_object_add(line, "grade", grade);
         }
-        strbuf_addf(out, "%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        strbuf_addf(out, "%s\n",
+                    json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(line);
 }
 
@@ -658,7 +669,8 @@ static void note_shared(const struct experiment *e, struct strv *notes)
         size_t per_task = (size_t)e->repetitions * e->n_arms;
         for (size_t t = 0; t < e->n_tasks && per_task > 1; t++)
                 if (json_object_object_get_ex(e->tasks[t].j, "repo", NULL))
-                        strv_addf(notes, "%s: %s.repo: its %zu Trials share one repository, one after the other, each "
+                        strv_addf(notes,
+                                  "%s: %s.repo: its %zu Trials share one repository, one after the other, each "
                                   "seeing what the one before left; 'repo_from' gives each a clone",
                                   e->x.file, e->tasks[t].where, per_task);
 }
@@ -669,7 +681,8 @@ int experiment_expand(const char *path, const char *plan_dir, struct strbuf *out
         struct experiment e = { .x = { .file = path, .err = err } };
         _cleanup_free_ char *real = realpath(path, NULL);
         e.x.dir = real ? path_dirname(real) : NULL;
-        int r = real ? load(&e, path) : tb_fail(err, -errno, "cannot read the Experiment '%s': %s", path, strerror(errno));
+        int r = real ? load(&e, path)
+                     : tb_fail(err, -errno, "cannot read the Experiment '%s': %s", path, strerror(errno));
         if (r == 0) {
                 for (long n = 1; n <= e.repetitions; n++)
                         for (size_t t = 0; t < e.n_tasks; t++)

@@ -32,7 +32,7 @@
 #define EXPERIMENT_MAX_TASKS 10000
 #define EXPERIMENT_MAX_REPETITIONS 1000
 #define EXPERIMENT_MAX_TRIALS 100000
-#define EXPERIMENT_NAME_MAX 64         /* an arm's or a task's name */
+#define EXPERIMENT_NAME_MAX 64            /* an arm's or a task's name */
 #define EXPERIMENT_PROMPT_MAX (256 << 10) /* bytes of a task's prompt */
 
 /* Read the Experiment at `path` and write its plan's lines into `out`;

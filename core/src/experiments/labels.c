@@ -52,8 +52,10 @@ int labels_check(json_object *j, char *where, size_t where_len, char *why, size_
         }
         json_object_object_foreach(j, name, v) {
                 if (!labels_name_valid(name)) {
-                        snprintf(why, why_len, "a label's name must be 1 to %d letters, digits, '_' or '-', "
-                                               "starting with a letter", LABEL_NAME_MAX);
+                        snprintf(why, why_len,
+                                 "a label's name must be 1 to %d letters, digits, '_' or '-', "
+                                 "starting with a letter",
+                                 LABEL_NAME_MAX);
                         return -EINVAL;
                 }
                 const char *problem = value_problem(v);

@@ -15,8 +15,20 @@
 #include "sandbox/cow.h"
 #include "sandbox/spec.h"
 
-enum gtype { G_STRING, G_PATH, G_BIN, G_STRINGS, G_DURATION, G_SIZE, G_PIDS, G_CPUS, G_NETWORK, G_LAYER, G_FLAG,
-             G_ENV };
+enum gtype {
+        G_STRING,
+        G_PATH,
+        G_BIN,
+        G_STRINGS,
+        G_DURATION,
+        G_SIZE,
+        G_PIDS,
+        G_CPUS,
+        G_NETWORK,
+        G_LAYER,
+        G_FLAG,
+        G_ENV
+};
 
 struct gfield {
         const char *name;
@@ -87,8 +99,10 @@ static int take_env(struct plan_grade *g, const struct gfield *f, json_object *v
                 return gfail(e, f->name, "must be an object of strings ({\"NAME\": \"value\"})");
         json_object_object_foreach(v, name, val) {
                 if (!sandbox_env_name_valid(name) || strncmp(name, "TRIALBOX_", 9) == 0)
-                        return gfail(e, f->name, "'%.64s' is not a variable a grader may set (letters, digits and "
-                                                 "'_', not TRIALBOX_...)", name);
+                        return gfail(e, f->name,
+                                     "'%.64s' is not a variable a grader may set (letters, digits and "
+                                     "'_', not TRIALBOX_...)",
+                                     name);
                 if (!json_object_is_type(val, json_type_string) ||
                     strlen(json_object_get_string(val)) != (size_t)json_object_get_string_len(val))
                         return gfail(e, f->name, "the value of '%s' is not a string", name);
@@ -106,10 +120,12 @@ static int take_limit(struct plan_grade *g, const struct gfield *f, json_object 
         const char *s = json_object_get_string(v);
         long long value = 0;
         struct tb_error le = { 0 };
-        int r = f->type == G_DURATION ? limits_parse_duration("value", s, f->offset == offsetof(struct plan_grade, kill_after), &value, &le)
-                : f->type == G_SIZE   ? limits_parse_size("value", s, &value, &le)
-                : f->type == G_PIDS   ? limits_parse_pids("value", s, &value, &le)
-                                      : limits_parse_cpus("value", s, &value, &le);
+        int r = f->type == G_DURATION
+                        ? limits_parse_duration("value", s, f->offset == offsetof(struct plan_grade, kill_after),
+                                                &value, &le)
+                : f->type == G_SIZE ? limits_parse_size("value", s, &value, &le)
+                : f->type == G_PIDS ? limits_parse_pids("value", s, &value, &le)
+                                    : limits_parse_cpus("value", s, &value, &le);
         if (r < 0)
                 return gfail(e, f->name, "%s", le.msg);
         if (f->type == G_CPUS)
@@ -182,8 +198,8 @@ static int check(struct plan_grade *g, const struct gerr *e)
         return 0;
 }
 
-int plan_grade_parse(json_object *j, const char *dir, struct plan_grade **out, char *field, size_t field_len,
-                     char *why, size_t why_len)
+int plan_grade_parse(json_object *j, const char *dir, struct plan_grade **out, char *field, size_t field_len, char *why,
+                     size_t why_len)
 {
         const struct gerr e = { .field = field, .why = why, .field_len = field_len, .why_len = why_len };
         *out = NULL;

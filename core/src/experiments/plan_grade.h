@@ -19,7 +19,7 @@
 struct plan_grade {
         char *harness;
         struct strv args;
-        char *harness_bin, *credentials, *user, *files; /* paths absolute (harness_bin bare without a '/') */
+        char *harness_bin, *credentials, *user, *files;    /* paths absolute (harness_bin bare without a '/') */
         char *timeout, *kill_after, *memory, *pids, *cpus; /* the text as given, checked */
         char *network, *layer;
         bool root_session;
@@ -31,8 +31,8 @@ struct plan_grade {
 /* Parse and check the `grade` object `j`, paths made absolute against
  * `dir`: 0 with *out (malloc'd), or -EINVAL with `field` (the key at fault
  * under grade: "grade.timeout") and `why` what is wrong. */
-int plan_grade_parse(json_object *j, const char *dir, struct plan_grade **out, char *field, size_t field_len,
-                     char *why, size_t why_len);
+int plan_grade_parse(json_object *j, const char *dir, struct plan_grade **out, char *field, size_t field_len, char *why,
+                     size_t why_len);
 void plan_grade_free(struct plan_grade *g);
 
 /* The `trialbox grade` arguments after the program name: "grade",

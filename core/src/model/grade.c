@@ -172,13 +172,13 @@ static int ran_without_verdict(struct grade *g, const char *cause, const char *d
         bool interrupted = g->signal == SIGINT || g->signal == SIGTERM || g->signal == SIGHUP || g->signal == SIGKILL;
         g->status = interrupted ? GRADE_VOID : GRADE_ERROR;
         g->cause = interrupted ? "interrupted" : "signal";
-        snprintf(g->detail, sizeof g->detail, "%s by signal %d", interrupted ? "the grader was interrupted" :
-                 "the grader was killed", g->signal);
+        snprintf(g->detail, sizeof g->detail, "%s by signal %d",
+                 interrupted ? "the grader was interrupted" : "the grader was killed", g->signal);
         return 1;
 }
 
-void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state state,
-                  const struct grade_verdict *v, const char *why)
+void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state state, const struct grade_verdict *v,
+                  const char *why)
 {
         const char *kind = str_field(grader, "outcome");
         g->exit_code = (int)int_field(grader, "exit_code", -1);
@@ -191,17 +191,20 @@ void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state
                 g->tokens = json_object_get(f);
         if (!kind || (strcmp(kind, "completed") != 0 && strcmp(kind, "failed") != 0)) {
                 if (kind && strcmp(kind, "void") == 0)
-                        grade_set_void(g, void_cause(str_field(grader, "cause")), str_field(grader, "detail") ? str_field(grader, "detail") : "void");
+                        grade_set_void(g, void_cause(str_field(grader, "cause")),
+                                       str_field(grader, "detail") ? str_field(grader, "detail") : "void");
                 else
                         grade_set_void(g, "launcher_lost", "the grader left no final Outcome");
                 return;
         }
-        if (strcmp(kind, "failed") == 0 && ran_without_verdict(g, str_field(grader, "cause"), str_field(grader, "detail")))
+        if (strcmp(kind, "failed") == 0 &&
+            ran_without_verdict(g, str_field(grader, "cause"), str_field(grader, "detail")))
                 return;
         if (state == VERDICT_MALFORMED) {
                 g->status = GRADE_ERROR;
                 g->cause = "verdict_file";
-                snprintf(g->detail, sizeof g->detail, "the grader's verdict file is not a verdict: %s", why ? why : "?");
+                snprintf(g->detail, sizeof g->detail, "the grader's verdict file is not a verdict: %s",
+                         why ? why : "?");
                 return;
         }
         bool have = state == VERDICT_OK;
@@ -216,7 +219,8 @@ void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state
         if (have && v->has_detail)
                 snprintf(g->detail, sizeof g->detail, "%s", v->detail);
         else if (have && v->has_passed)
-                snprintf(g->detail, sizeof g->detail, "the grader's verdict file says %s", v->passed ? "passed" : "failed");
+                snprintf(g->detail, sizeof g->detail, "the grader's verdict file says %s",
+                         v->passed ? "passed" : "failed");
         else
                 snprintf(g->detail, sizeof g->detail, "the grader exited with status %d", g->exit_code);
 }
@@ -238,8 +242,8 @@ json_object *grade_to_json(const struct grade *g)
         json_object_object_add(j, "tokens", g->tokens ? json_object_get(g->tokens) : NULL);
         json_object_object_add(j, "layer", g->layer ? json_object_new_string(g->layer) : NULL);
         json_object_object_add(j, "harness", g->harness ? json_object_new_string(g->harness) : NULL);
-        json_object_object_add(j, "graded_at", json_object_new_string(outcome_format_time(outcome_realtime_ms(), at,
-                                                                                          sizeof at)));
+        json_object_object_add(j, "graded_at",
+                               json_object_new_string(outcome_format_time(outcome_realtime_ms(), at, sizeof at)));
         json_object_object_add(j, "trialbox_version", json_object_new_string(TB_VERSION));
         return j;
 }
@@ -247,8 +251,8 @@ json_object *grade_to_json(const struct grade *g)
 int grade_write_at(const struct grade *g, int dirfd, const char *name, struct tb_error *err)
 {
         json_object *j = grade_to_json(g);
-        _cleanup_free_ char *line =
-                xasprintf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        _cleanup_free_ char *line = xasprintf(
+                "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(j);
         int r = write_file_atomic_at(dirfd, name, line, strlen(line), 0644, WRITE_SYNC_FILE | WRITE_SYNC_DIR);
         if (r < 0)

@@ -67,8 +67,8 @@ struct grade {
         bool has_score;
         double score;
         char detail[1024];
-        int exit_code; /* -1: none */
-        int signal;    /* 0: none */
+        int exit_code;         /* -1: none */
+        int signal;            /* 0: none */
         long long duration_ms; /* -1: unknown */
         json_object *usage;    /* a reference of the grader's Outcome's `usage`, or NULL */
         json_object *tokens;   /* and of its `tokens` (a model grader's cost), or NULL */
@@ -88,8 +88,8 @@ struct grade {
  *    signal: error/signal;
  *  - a malformed verdict file: error/verdict_file;
  *  - else the file's `passed` when it has one, the exit status (0) when not. */
-void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state state,
-                  const struct grade_verdict *v, const char *why);
+void grade_decide(struct grade *g, json_object *grader, enum grade_verdict_state state, const struct grade_verdict *v,
+                  const char *why);
 
 /* A void grade with `cause` and `detail` (nothing ran). */
 void grade_set_void(struct grade *g, const char *cause, const char *detail);

@@ -21,10 +21,7 @@ static const char *const layer_names[] = {
         [COW_COPY] = "copy",
 };
 
-const char *cow_layer_name(enum cow_layer l)
-{
-        return (size_t)l < TB_ARRAY_SIZE(layer_names) ? layer_names[l] : "?";
-}
+const char *cow_layer_name(enum cow_layer l) { return (size_t)l < TB_ARRAY_SIZE(layer_names) ? layer_names[l] : "?"; }
 
 int cow_layer_parse(const char *s, enum cow_layer *out)
 {
@@ -47,8 +44,11 @@ bool cow_bwrap_has_overlay(const char *path)
         if (!path || stat(path, &st) < 0 || (st.st_mode & S_ISUID))
                 return false;
         char *argv[] = { (char *)path, "--help", NULL };
-        struct spawn s = { .argv = argv, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_CAPTURE,
-                           .std_err = SPAWN_TO_STDOUT, .capture_max = 65536 };
+        struct spawn s = { .argv = argv,
+                           .std_in = SPAWN_DEV_NULL,
+                           .std_out = SPAWN_CAPTURE,
+                           .std_err = SPAWN_TO_STDOUT,
+                           .capture_max = 65536 };
         bool has = spawn_run(&s, NULL) == 0 && cow_bwrap_help_has_overlay(s.out.buf);
         spawn_done(&s);
         return has;
@@ -168,8 +168,9 @@ static int overlay_steps(const struct sandbox_cow *cow, int *lower, int *tfd, en
         /* Every path through an fd: no path of the host's in the options,
          * so none of ',' ':' '\' to escape. */
         *step = STEP_OVERLAY;
-        snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/upper,"
-                                    "workdir=/proc/self/fd/%d/work%s",
+        snprintf(opts, sizeof opts,
+                 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/upper,"
+                 "workdir=/proc/self/fd/%d/work%s",
                  *lower, *tfd, *tfd, root ? "" : ",userxattr");
         if (mount("trialbox-overlay", cow->path, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
                 return -errno;
@@ -208,8 +209,12 @@ static int probe_child(void *ctx)
 
 int cow_overlay_probe(const struct sandbox_cow *cow, struct tb_error *err)
 {
-        struct spawn sp = { .child_fn = probe_child, .ctx = (void *)cow, .std_in = SPAWN_DEV_NULL,
-                            .std_out = SPAWN_CAPTURE, .std_err = SPAWN_DEV_NULL, .capture_max = 64 };
+        struct spawn sp = { .child_fn = probe_child,
+                            .ctx = (void *)cow,
+                            .std_in = SPAWN_DEV_NULL,
+                            .std_out = SPAWN_CAPTURE,
+                            .std_err = SPAWN_DEV_NULL,
+                            .capture_max = 64 };
         int e = EIO, s = STEP_OPEN;
         int r = spawn_run(&sp, err);
         if (r == 0 && (sscanf(sp.out.buf, "%d %d", &e, &s) != 2 || s < 0 || s >= STEP_N)) {

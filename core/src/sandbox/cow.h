@@ -33,7 +33,7 @@
 #include "sandbox/spec.h"
 
 enum cow_layer {
-        COW_AUTO,          /* the best one that works here */
+        COW_AUTO, /* the best one that works here */
         COW_BWRAP_OVERLAY,
         COW_OVERLAYFS,
         COW_COPY,

@@ -27,8 +27,8 @@
 static json_object *read_record(int dirfd, const char *name)
 {
         _cleanup_free_ char *text = NULL;
-        if (dirfd < 0 ||
-            read_full_file_at(dirfd, name, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text, NULL, NULL) < 0)
+        if (dirfd < 0 || read_full_file_at(dirfd, name, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text,
+                                           NULL, NULL) < 0)
                 return NULL;
         json_object *j = json_tokener_parse(text);
         if (j && !json_object_is_type(j, json_type_object)) {
@@ -132,7 +132,8 @@ static int finish(const struct grade_options *opt, int dfd, struct grade *g)
         if (opt->json) {
                 json_object *j = grade_to_json(g);
                 fflush(stdout);
-                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                printf("%s\n",
+                       json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
                 fflush(stdout);
                 json_object_put(j);
         }
@@ -149,8 +150,9 @@ static const char *cannot_start(const struct grade_options *opt, const struct tb
 {
         struct stat st;
         if (env->no_sandbox && *env->no_sandbox && strcmp(env->no_sandbox, "0") != 0) {
-                snprintf(detail, n, "a grader needs the sandbox (its copy-on-write layer) and TRIALBOX_NO_SANDBOX "
-                                    "is set; unset it");
+                snprintf(detail, n,
+                         "a grader needs the sandbox (its copy-on-write layer) and TRIALBOX_NO_SANDBOX "
+                         "is set; unset it");
                 return "sandbox_unavailable";
         }
         int e = stat(opt->run.repo, &st) < 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
@@ -163,8 +165,7 @@ static const char *cannot_start(const struct grade_options *opt, const struct tb
 }
 
 /* Run the grader's Trial in TRIAL_DIR/grade and decide. */
-static void run_grader(struct grade_options *opt, const struct tb_env *env, int dfd, const char *kind,
-                       struct grade *g)
+static void run_grader(struct grade_options *opt, const struct tb_env *env, int dfd, const char *kind, struct grade *g)
 {
         _cleanup_free_ char *out = xasprintf("%s/%s", opt->trial_dir, GRADE_FOLDER);
         _cleanup_close_ int gfd = -1;
@@ -186,8 +187,9 @@ static void run_grader(struct grade_options *opt, const struct tb_env *env, int 
         enum grade_verdict_state state = read_verdict(opt->grader.verdict_fd, &v, why, sizeof why);
         grade_decide(g, rec, state, &v, why);
         if (!rec && status == TB_EXIT_USAGE)
-                grade_set_void(g, "session_unavailable", "the grader could not start: its Trial was refused (its "
-                                                         "error is in the grader's log)");
+                grade_set_void(g, "session_unavailable",
+                               "the grader could not start: its Trial was refused (its "
+                               "error is in the grader's log)");
         json_object_put(rec);
         if (opt->grader.layer_used != COW_AUTO)
                 g->layer = cow_layer_name(opt->grader.layer_used);

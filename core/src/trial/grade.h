@@ -27,11 +27,11 @@
 #define GRADE_EXIT_ERROR 3 /* the grader ran and gave no verdict */
 
 struct grade_options {
-        const char *trial_dir;   /* the graded Trial's output folder */
+        const char *trial_dir;    /* the graded Trial's output folder */
         struct trial_options run; /* the grader's Trial: its Harness, the graded repository, limits, network,
                                      session arguments; output_dir and grader are set by trial_grade() */
         struct trial_grader grader;
-        bool json;               /* grade.json's line on stdout too */
+        bool json; /* grade.json's line on stdout too */
 };
 
 /* Grade the Trial in opt->trial_dir; prints its errors; returns the exit

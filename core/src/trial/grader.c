@@ -100,8 +100,8 @@ static int add_verdict(struct trial_grader *g, const struct grader_host *h, stru
         if (!h->dry_run) {
                 _cleanup_close_ int out = open(h->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (out < 0 || mkdirat(out, GRADER_VERDICT_FOLDER, 0700) < 0 ||
-                    (g->verdict_fd = openat(out, GRADER_VERDICT_FOLDER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                                            O_CLOEXEC)) < 0)
+                    (g->verdict_fd = openat(out, GRADER_VERDICT_FOLDER,
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                         return tb_fail(err, -errno, "cannot make the grader's verdict folder '%s': %s", dir,
                                        strerror(errno));
                 if (h->user && h->user->drop && fchown(g->verdict_fd, h->user->uid, h->user->gid) < 0)

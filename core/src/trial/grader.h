@@ -39,9 +39,9 @@ struct trial_grader {
         char *const *env;          /* "NAME=VALUE" for the grader's session (NULL-terminated, may be NULL) */
         const char *trial_outcome; /* the graded Trial's: TRIALBOX_TRIAL_OUTCOME */
         /* Filled by the Trial. */
-        enum cow_layer layer_used; /* COW_AUTO: no layer was made (void before it) */
-        int verdict_fd;            /* OUTPUT_DIR/verdict, opened when made: -1 until then; the caller closes it */
-        long long layer_ms;        /* the layer's set-up in trialbox (the copy; a probe), ms */
+        enum cow_layer layer_used;    /* COW_AUTO: no layer was made (void before it) */
+        int verdict_fd;               /* OUTPUT_DIR/verdict, opened when made: -1 until then; the caller closes it */
+        long long layer_ms;           /* the layer's set-up in trialbox (the copy; a probe), ms */
         struct tree_clone_stats copy; /* COW_COPY: what was copied */
 };
 #define TRIAL_GRADER_INIT { .verdict_fd = -1 }
@@ -60,8 +60,7 @@ struct grader_host {
  * layer (made, for a copy), the files, the verdict folder (made, given to
  * the session's user), the environment. 0, or a negative errno with `err`
  * (the grader is void: its sandbox is unavailable). */
-int grader_spec(struct trial_grader *g, const struct grader_host *h, struct sandbox_spec *spec,
-                struct tb_error *err);
+int grader_spec(struct trial_grader *g, const struct grader_host *h, struct sandbox_spec *spec, struct tb_error *err);
 
 /* After the session: a copy layer removed, the setuid and setgid bits of
  * what `uid` owns in the output folder cleared. */
