@@ -525,6 +525,40 @@ END_TEST
 
 /* Started as root, a Trial with a `user` gets a clone that user owns, and
  * its session runs as that user in it (no root_session needed). */
+/* `trialbox batch plan.jsonl` in the plan's folder: its results and the
+ * Trials' folders and clones are beside the plan, as with a path. */
+START_TEST(a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it)
+{
+        struct exp e;
+        exp_new(&e);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > file && git add file && " GIT " commit -qm one", src);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo t >> marker", NULL);
+        strbuf_add(&plan, "{\"id\":\"c\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/c\","
+                          "\"args\":[\"-c\",\"echo c > mine\"]}\n");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        if (geteuid() == 0)
+                chmod(e.dir, 0755);
+        char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                         "plan.jsonl", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "t", "outcome", "completed");
+        assert_result(&e, "c", "outcome", "completed");
+        _cleanup_free_ char *clone = path_in(e.dir, "out/c.repo");
+        assert_result(&e, "c", "repo", clone);
+        assert_file_in(clone, "mine", "c\n");
+        assert_file_in(e.repo, "marker", "t\n");
+        proc_result_free(&r);
+        free(src);
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
 {
         if (geteuid() != 0) {
@@ -780,6 +814,7 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, an_outcome_the_batch_did_not_see_its_run_write_is_not_taken);
         tcase_add_test(tc, a_batch_gives_a_trials_output_the_modes_run_gives_it);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
+        tcase_add_test(tc, a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it);
         tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
         tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);

@@ -717,6 +717,51 @@ START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its
 }
 END_TEST
 
+/* `trialbox batch plan.jsonl` run in the plan's folder: every path derived
+ * from the plan (the saved job id, the tasks' logs, the results, the
+ * clones) is beside it, and the next plain batch finds the job and waits
+ * for it instead of running the Trials here. */
+START_TEST(a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it)
+{
+        static const char *const one[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
+        struct bexp e;
+        bexp_new(&e, one);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > file && git add file && " GIT " commit -qm one", src);
+        _cleanup_free_ char *plan = read_text(e.plan);
+        _cleanup_free_ char *more = xasprintf("%s{\"id\":\"c\",\"harness\":\"shell\",\"repo_from\":\"src\","
+                                              "\"output_dir\":\"out/c\",\"args\":[\"-c\",\"echo c > mine\"]}\n",
+                                              plan);
+        write_plan(e.plan, more);
+        char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                         "plan.jsonl", "--slurm", "--no-wait", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        long long job = saved_job(&e); /* in the plan's folder */
+        proc_result_free(&r);
+        char *again[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                          "plan.jsonl", NULL };
+        run_argv(&r, tb_env(NULL), again);
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        assert_contains(r.err, "plan.jsonl.slurm-job");
+        assert_slurm_ids(&e, (const char *const[][3]){ { "t", NULL, NULL }, { "c", NULL, NULL }, { NULL, NULL, NULL } },
+                         job);
+        json_object *j = result_of(&e, "c");
+        ck_assert_msg(j != NULL, "no results line for 'c' in '%s'", e.results);
+        json_object_put(j);
+        assert_file_in(e.dir, "out/c.repo/mine", "c\n");
+        _cleanup_free_ char *logs = path_in(e.dir, "slurm-logs");
+        _cleanup_free_ char *names = listing(logs);
+        _cleanup_free_ char *want = xasprintf("slurm-%lld_0.out", job);
+        assert_contains(names, want);
+        proc_result_free(&r);
+        free(src);
+        bexp_free(&e);
+}
+END_TEST
+
 START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes)
 {
         static const char *const slow[][3] = {
@@ -814,6 +859,7 @@ int main(void)
                 tcase_add_test(bt, no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers);
                 tcase_add_test(bt, a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid);
                 tcase_add_test(bt, sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes);
+                tcase_add_test(bt, a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it);
         }
         int r = run_suite(s);
         if (r == 0 && !up) {

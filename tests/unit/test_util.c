@@ -94,6 +94,23 @@ START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos
 }
 END_TEST
 
+/* A path's folder, whatever the path: a name without a folder is in ".",
+ * never in "/" (a plan named "plan.jsonl" keeps its files beside it). */
+START_TEST(path_dirname_gives_the_folder_of_absolute_relative_and_bare_names)
+{
+        static const char *const cases[][2] = {
+                { "/a/b", "/a" },       { "/a", "/" },    { "/", "/" },          { "/a/b/", "/a" },
+                { "//a", "/" },         { "/a//b", "/a" }, { "plan.jsonl", "." }, { "plan.jsonl/", "." },
+                { "exp/plan.jsonl", "exp" }, { "a/b/c", "a/b" }, { "./p", "." },   { "", "." },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                _cleanup_free_ char *d = path_dirname(cases[i][0]);
+                ck_assert_msg(strcmp(d, cases[i][1]) == 0, "path_dirname('%s') is '%s', not '%s'", cases[i][0], d,
+                              cases[i][1]);
+        }
+}
+END_TEST
+
 START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
 {
         int *v = NULL;
@@ -149,5 +166,6 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
+        tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
 }

@@ -69,7 +69,8 @@ int batch_slurm_launcher(struct batch *b, const struct btrial *t, json_object *l
         return 1;
 }
 
-static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->opt->plan, BATCH_SLURM_JOB_SUFFIX); }
+/* PLAN.slurm-job beside the plan, whatever the folder the plan was named from. */
+static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->plan.file, BATCH_SLURM_JOB_SUFFIX); }
 
 /* The job id saved beside the plan: > 0, 0 when none is saved, -1 when the file is not one. */
 static long long slurm_job_read(const char *path)
@@ -159,9 +160,7 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         if (n < 0)
                 return tb_fail(err, -errno, "cannot find the trialbox binary (/proc/self/exe): %s", strerror(errno));
         self[n] = '\0';
-        _cleanup_free_ char *plan = realpath(b->opt->plan, NULL);
-        if (!plan)
-                return tb_fail(err, -errno, "cannot resolve the plan '%s': %s", b->opt->plan, strerror(errno));
+        const char *plan = b->plan.file;
         _cleanup_free_ char *logs = xasprintf("%s/%s", b->plan.dir, BATCH_SLURM_LOG_DIR);
         if (mkdir(logs, 0755) < 0 && errno != EEXIST)
                 return tb_fail(err, -errno, "cannot create '%s': %s; fix the plan folder's permissions", logs,

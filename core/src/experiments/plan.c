@@ -452,9 +452,11 @@ int plan_load(const char *path, struct plan *plan, struct tb_error *err)
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
-        _cleanup_free_ char *abs = realpath(path, NULL);
+        plan->file = realpath(path, NULL);
+        if (!plan->file)
+                return tb_fail(err, -errno, "cannot resolve the plan '%s': %s", path, strerror(errno));
         plan->path = xstrdup(path);
-        plan->dir = abs ? path_dirname(abs) : xstrdup("/");
+        plan->dir = path_dirname(plan->file);
         _cleanup_free_ char *line = NULL;
         size_t cap = 0, alloc = 0;
         ssize_t len;
@@ -495,6 +497,7 @@ void plan_done(struct plan *plan)
                 trial_done(&plan->v[i]);
         free(plan->v);
         free(plan->path);
+        free(plan->file);
         free(plan->dir);
         strv_done(&plan->notes);
         *plan = (struct plan){ 0 };

@@ -39,7 +39,8 @@ struct plan_trial {
 
 struct plan {
         char *path; /* as given, for messages */
-        char *dir;  /* the plan's folder, absolute: results.jsonl goes here */
+        char *file; /* the plan's real path: what the batch names after it (its results, PLAN.slurm-job) */
+        char *dir;  /* the plan's folder, absolute: its results go here */
         struct plan_trial *v;
         size_t n;
         struct strv notes; /* what the plan check says without refusing (Trials sharing a repository) */
