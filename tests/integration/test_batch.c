@@ -33,7 +33,7 @@ static void exp_new(struct exp *e)
         e->dir = tmpdir_new();
         snprintf(e->plan, sizeof e->plan, "%s/plan.jsonl", e->dir);
         snprintf(e->repo, sizeof e->repo, "%s/repo", e->dir);
-        snprintf(e->results, sizeof e->results, "%s/results.jsonl", e->dir);
+        snprintf(e->results, sizeof e->results, "%s/plan.results.jsonl", e->dir);
         mkdir_p(e->repo, 0755);
         chmod(e->repo, 0777); /* the unprivileged run writes markers into it */
 }
@@ -559,6 +559,76 @@ START_TEST(a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it)
 }
 END_TEST
 
+/* Two plans in one folder: each has its own results, named after it, and
+ * neither overwrites the other's. */
+START_TEST(two_plans_in_one_folder_keep_results_of_their_own)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf a = { 0 };
+        add_trial(&a, "a", "true", NULL);
+        write_plan(e.plan, a.s);
+        free(a.s);
+        _cleanup_free_ char *plan2 = path_in(e.dir, "other.jsonl");
+        write_plan(plan2, "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out2/b\","
+                          "\"args\":[\"-c\",\"true\"]}\n");
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        char *argv[] = { TRIALBOX_BIN, "batch", plan2, NULL };
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        _cleanup_free_ char *mine = path_in(e.dir, "plan.results.jsonl"), *other = path_in(e.dir, "other.results.jsonl");
+        json_object *ja = results_line(mine, "a"), *jb = results_line(other, "b");
+        ck_assert_msg(ja != NULL, "no line for 'a' in '%s'", mine);
+        ck_assert_msg(jb != NULL, "no line for 'b' in '%s'", other);
+        ck_assert_uint_eq(lines_of(mine), 1);
+        ck_assert_uint_eq(lines_of(other), 1);
+        json_object_put(ja);
+        json_object_put(jb);
+        exp_free(&e);
+}
+END_TEST
+
+/* The results an earlier trialbox wrote as results.jsonl become
+ * PLAN.results.jsonl when they are this plan's, and are left alone when
+ * they are another's. */
+START_TEST(results_an_earlier_trialbox_named_results_jsonl_are_taken_when_they_are_this_plans)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        _cleanup_free_ char *old = path_in(e.dir, "results.jsonl"), *now = path_in(e.dir, "plan.results.jsonl");
+        /* Another plan's (another id): not taken. */
+        write_text(old, "{\"id\":\"x\",\"attempts\":0,\"output_dir\":\"/elsewhere\",\"harness\":\"shell\",\"outcome\":null}\n",
+                   0644);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        assert_file_holds(old,
+                          "{\"id\":\"x\",\"attempts\":0,\"output_dir\":\"/elsewhere\",\"harness\":\"shell\",\"outcome\":null}\n");
+        /* This plan's, as an earlier batch left them: renamed, then rewritten. */
+        _cleanup_free_ char *text = read_text(now);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_int_eq(unlink(now), 0);
+        write_text(old, text, 0644);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "results.jsonl' holds this plan's results");
+        ck_assert(!exists(old));
+        assert_result(&e, "t", "outcome", "completed");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
 {
         if (geteuid() != 0) {
@@ -692,7 +762,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
         assert_file_in(e.repo, "marker", "t1\n");
         ck_assert(!exists_in(e.dir, "out/t0") && !exists_in(e.dir, "out/t2"));
-        ck_assert(!exists_in(e.dir, "results.jsonl"));
+        ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
         proc_result_free(&r);
         batch(&r, &e, EXTRA("--index", "3"));
         ck_assert_int_eq(r.status, 2);
@@ -760,7 +830,7 @@ START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
                 ck_assert_msg(r.status == 2, "case %zu: status %d, not 2", i, r.status);
                 ck_assert_msg(strstr(r.err, cases[i].want), "case %zu: '%s' not in: %s", i, cases[i].want, r.err);
                 assert_one_line(r.err);
-                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "results.jsonl"), "case %zu: something ran", i);
+                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "plan.results.jsonl"), "case %zu: something ran", i);
                 proc_result_free(&r);
                 exp_free(&e);
                 checked++;
@@ -815,6 +885,8 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, a_batch_gives_a_trials_output_the_modes_run_gives_it);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
         tcase_add_test(tc, a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it);
+        tcase_add_test(tc, two_plans_in_one_folder_keep_results_of_their_own);
+        tcase_add_test(tc, results_an_earlier_trialbox_named_results_jsonl_are_taken_when_they_are_this_plans);
         tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
         tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);

@@ -446,7 +446,7 @@ static void bexp_new(struct bexp *e, const char *const trials[][3])
         e->dir = tmpdir_new();
         ck_assert_int_eq(chmod(e->dir, 0777), 0);
         e->plan = path_in(e->dir, "plan.jsonl");
-        e->results = path_in(e->dir, "results.jsonl");
+        e->results = path_in(e->dir, "plan.results.jsonl");
         e->job = path_in(e->dir, "plan.jsonl.slurm-job");
         char *repo = path_in(e->dir, "repo");
         ck_assert_int_eq(mkdir(repo, 0777), 0);

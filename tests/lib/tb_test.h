@@ -95,7 +95,7 @@ char *read_all(const char *path, size_t *len, bool follow_links);
  * with {"id": also gets "root_session": true, as root's Trials of root-owned
  * test repositories need (the suite runs again as nobody for the other path). */
 void write_plan(const char *path, const char *text);
-/* The line of a batch's results.jsonl whose "id" is `id`, parsed (json-c;
+/* The line of a batch's PLAN.results.jsonl whose "id" is `id`, parsed (json-c;
  * json_object_put it), or NULL when there is none. */
 struct json_object *results_line(const char *results_path, const char *id);
 /* Member `key` of the JSON object `j` (may be JSON null: NULL). (asserts it is there) */

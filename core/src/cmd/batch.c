@@ -90,9 +90,9 @@ const struct cli_usage cmd_batch_usage = {
                     "[--slurm [--slurm-args ARGS] [--no-wait]] [--json] [-v|-q]",
         .description = "Runs every Trial of PLAN (JSON Lines, one Trial per line) as a 'trialbox run',\n"
                        "up to --jobs at once, void ones again up to --retries times; writes\n"
-                       "results.jsonl beside PLAN and prints the summary. Run the same command again\n"
-                       "to resume. With --slurm, the plan's folders and trialbox must be at the same\n"
-                       "paths on every node.\n",
+                       "PLAN.results.jsonl beside PLAN (plan.jsonl: plan.results.jsonl) and prints the\n"
+                       "summary. Run the same command again to resume. With --slurm, the plan's\n"
+                       "folders and trialbox must be at the same paths on every node.\n",
         .options = batch_options,
         .n_options = TB_ARRAY_SIZE(batch_options),
         .statuses = batch_statuses,

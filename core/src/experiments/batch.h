@@ -15,7 +15,8 @@
  *                           void/launcher_lost)
  *   OUTPUT_DIR.repo         the clone of repo_from for the latest attempt
  *                           (OUTPUT_DIR.attempt-N.repo for attempt N)
- *   PLAN's folder/results.jsonl   one line per Trial (see batch_result_line)
+ *   PLAN.results.jsonl      one line per Trial (see batch_result_line), beside
+ *                           the plan: plan.jsonl's are plan.results.jsonl
  *
  * A Trial is final when OUTPUT_DIR/outcome.json is completed or failed, or
  * void with no retries left (1 + --retries attempts); a final Trial never
@@ -28,11 +29,11 @@
 
 /* Exit statuses of `batch` besides 0 (every Trial completed or failed),
  * TB_EXIT_USAGE (a bad plan or flags) and TB_EXIT_ERROR (the batch itself
- * failed: e.g. results.jsonl cannot be written, or another batch holds the plan). */
+ * failed: e.g. the results cannot be written, or another batch holds the plan). */
 #define TB_BATCH_EXIT_VOID 1 /* some Trial stayed void, did not run, or is unrecorded (its session ran but
                               * trialbox could not write its final Outcome: never run again) */
 /* Interrupted by SIGINT/SIGTERM/SIGHUP: 128 + the signal, after the running
- * Trials ended and results.jsonl was written. */
+ * Trials ended and the results were written. */
 
 #define BATCH_BACKOFF_DEFAULT_MS 1000LL /* before attempt 2; doubled each time */
 #define BATCH_BACKOFF_MAX_MS 60000LL
@@ -57,7 +58,7 @@ struct batch_options {
 /* Slurm: `--slurm` submits one array (one task per plan line, each
  * `trialbox batch PLAN --index I --retries K` on its node), saves its id in
  * PLAN.slurm-job, polls squeue showing the same progress (from the Trials'
- * outcome.json), then gathers results.jsonl and the summary as a local
+ * outcome.json), then gathers the results and the summary as a local
  * batch does. A later `trialbox batch PLAN` (with or without --slurm) while
  * PLAN.slurm-job exists waits for that job if it is still queued, then
  * gathers; it runs nothing on this machine. `--slurm` again with the job gone
@@ -65,6 +66,8 @@ struct batch_options {
  * final ones end at once). A `running` record with Slurm ids is judged by its
  * task in squeue, never by its pid (another node's). */
 #define BATCH_SLURM_JOB_SUFFIX ".slurm-job"
+/* The batch's results: PLAN.results.jsonl, PLAN's ".jsonl" replaced. */
+#define BATCH_RESULTS_SUFFIX ".results.jsonl"
 #define BATCH_SLURM_LOG_DIR "slurm-logs" /* beside the plan: each task's stdout and stderr */
 
 /* Run the batch; prints progress (stderr) and the summary (stdout); returns

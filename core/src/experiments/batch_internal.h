@@ -2,7 +2,7 @@
  *   batch_scheduler.c the scheduler: settles each Trial from its folder, starts
  *                    what fits, waits (epoll: signals, pidfds, the progress timer)
  *   batch_records.c  the records batch reads and writes: outcome.json and
- *                    launcher.json in a Trial's folder, results.jsonl
+ *                    launcher.json in a Trial's folder, PLAN.results.jsonl
  *   batch_progress.c the live progress line and the finished lines
  *   batch_slurm.c    the Slurm driver: one job array for the plan
  * Everything here is experiments/batch.h's batch_run() underneath. */
@@ -77,7 +77,7 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
 void batch_trials_init(struct batch *b);
 /* Settle every Trial from its folder, writing the results known so far. */
 int batch_begin(struct batch *b, struct tb_error *err);
-/* Rewrite results.jsonl, print the summary; the batch's exit status. */
+/* Rewrite PLAN.results.jsonl, print the summary; the batch's exit status. */
 int batch_finish(struct batch *b, struct tb_error *err);
 
 /* ---- batch_records.c ---- */
@@ -118,10 +118,21 @@ json_object *batch_record_lost(const struct btrial *t, json_object *running, con
  * "unrecorded" in `out` (keeping the running record's fields); the new
  * record. */
 json_object *batch_record_unrecorded(const struct btrial *t, json_object *running);
-/* One results.jsonl line for `t` (its record may be NULL), with its newline. */
+/* The results of the plan `plan_file`: PLAN.results.jsonl beside it, its
+ * ".jsonl" replaced ("exp/plan.jsonl" gives "exp/plan.results.jsonl";
+ * "exp/plan" gives "exp/plan.results.jsonl"); malloc'd. */
+char *batch_results_path(const char *plan_file);
+/* The name an earlier trialbox gave every plan's results, in the plan's folder. */
+#define BATCH_RESULTS_OLD_NAME "results.jsonl"
+/* When b->results_path is missing and the plan's folder holds results.jsonl
+ * that are this plan's (its first lines the plan's Trials, in order, with
+ * their ids and output folders: what a batch writes), rename it to
+ * b->results_path. 1: renamed; 0: nothing to do; a negative errno. */
+int batch_results_adopt_old(const struct batch *b);
+/* One results line for `t` (its record may be NULL), with its newline. */
 char *batch_result_line(const struct btrial *t, json_object *record);
 void batch_results_append(struct batch *b, const char *line);
-/* results.jsonl rewritten whole in plan order; every line counted into `rep`. */
+/* The results rewritten whole in plan order; every line counted into `rep`. */
 int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err);
 
 /* ---- batch_progress.c ---- */

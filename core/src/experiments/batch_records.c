@@ -1,5 +1,5 @@
 /* The records a batch reads and writes: a Trial's outcome.json and
- * launcher.json, and results.jsonl (experiments/batch_internal.h). */
+ * launcher.json, and PLAN.results.jsonl (experiments/batch_internal.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -238,7 +238,51 @@ json_object *batch_record_unrecorded(const struct btrial *t, json_object *runnin
         return j;
 }
 
-/* ---- results.jsonl ---- */
+/* ---- PLAN.results.jsonl ---- */
+
+char *batch_results_path(const char *plan_file)
+{
+        size_t n = strlen(plan_file);
+        if (n > 6 && strcmp(plan_file + n - 6, ".jsonl") == 0 && plan_file[n - 7] != '/')
+                n -= 6;
+        return xasprintf("%.*s%s", (int)n, plan_file, BATCH_RESULTS_SUFFIX);
+}
+
+/* Is `path` the results of `plan` as a batch wrote them: its first lines
+ * one per Trial, in plan order, with each Trial's id and output folder? */
+static bool results_of_plan(const char *path, const struct plan *plan)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0, i = 0;
+        while (f && i < plan->n && getline(&line, &cap, f) >= 0) {
+                json_object *j = json_tokener_parse(line);
+                bool same = j && strcmp(string_field(j, "id") ? string_field(j, "id") : "", plan->v[i].id) == 0 &&
+                            strcmp(string_field(j, "output_dir") ? string_field(j, "output_dir") : "",
+                                   plan->v[i].output_dir) == 0;
+                json_object_put(j);
+                if (!same)
+                        return false;
+                i++;
+        }
+        return plan->n > 0 && i == plan->n;
+}
+
+int batch_results_adopt_old(const struct batch *b)
+{
+        struct stat st;
+        if (lstat(b->results_path, &st) == 0 || errno != ENOENT)
+                return 0;
+        _cleanup_free_ char *old = xasprintf("%s/%s", b->plan.dir, BATCH_RESULTS_OLD_NAME);
+        if (lstat(old, &st) < 0 || !S_ISREG(st.st_mode) || !results_of_plan(old, &b->plan))
+                return 0;
+        if (rename(old, b->results_path) < 0)
+                return -errno;
+        log_notice("'%s' holds this plan's results (an earlier trialbox named them so): renamed '%s'", old,
+                   b->results_path);
+        return 1;
+}
+
 
 /* One results line: id, attempts, output_dir, repo (the clone, with
  * repo_from), then the Outcome's own fields as outcome.json has them
@@ -277,7 +321,7 @@ void batch_results_append(struct batch *b, const char *line)
                 log_error("appending to '%s': %s", b->results_path, strerror(errno));
 }
 
-/* Rewrite results.jsonl whole, in plan order, from the Trials' folders
+/* Rewrite PLAN.results.jsonl whole, in plan order, from the Trials' folders
  * (temporary file, fsync, rename), and count every line into `rep`. */
 int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err)
 {

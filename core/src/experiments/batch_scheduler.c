@@ -603,6 +603,17 @@ static int lock_plan(struct batch *b, struct tb_error *err)
         return 0;
 }
 
+/* Results an earlier trialbox wrote as results.jsonl become this plan's
+ * (a Slurm task, --index, writes none). */
+static int adopt_old_results(struct batch *b, struct tb_error *err)
+{
+        int r = b->opt->index >= 0 ? 0 : batch_results_adopt_old(b);
+        if (r < 0)
+                return tb_fail(err, r, "cannot rename '%s/%s' to '%s': %s", b->plan.dir, BATCH_RESULTS_OLD_NAME,
+                               b->results_path, strerror(-r));
+        return 0;
+}
+
 /* The resource `harness` declares exclusive (its plugin's, ABI 1.2), or
  * NULL: asked of each Harness once. A plugin that cannot be loaded declares
  * none (its Trials void in `run`, saying why). */
@@ -712,8 +723,8 @@ int batch_run(const struct batch_options *opt)
                 plan_done(&b.plan);
                 return TB_EXIT_USAGE;
         }
-        b.results_path = xasprintf("%s/results.jsonl", b.plan.dir);
-        if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
+        b.results_path = batch_results_path(b.plan.file);
+        if (lock_plan(&b, &err) == 0 && adopt_old_results(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
                 if (batch_slurm_mode(&b))
                         status = batch_slurm_run(&b, &err);
                 else if (batch_begin(&b, &err) == 0 && loop(&b, &err) == 0)

@@ -71,6 +71,8 @@ int batch_slurm_launcher(struct batch *b, const struct btrial *t, json_object *l
 
 /* PLAN.slurm-job beside the plan, whatever the folder the plan was named from. */
 static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->plan.file, BATCH_SLURM_JOB_SUFFIX); }
+/* The same as the user named the plan, for messages. */
+static char *slurm_job_shown(const struct batch *b) { return xasprintf("%s%s", b->opt->plan, BATCH_SLURM_JOB_SUFFIX); }
 
 /* The job id saved beside the plan: > 0, 0 when none is saved, -1 when the file is not one. */
 static long long slurm_job_read(const char *path)
@@ -196,7 +198,8 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
                 return tb_fail(err, r, "job %lld was submitted but its id cannot be saved in '%s': %s; cancel it "
                                "(scancel %lld) or save the id there yourself",
                                b->job_id, path, strerror(-r), b->job_id);
-        log_notice("submitted job array %lld (%zu tasks); its id is in '%s'", b->job_id, b->n, path);
+        _cleanup_free_ char *shown = slurm_job_shown(b);
+        log_notice("submitted job array %lld (%zu tasks); its id is in '%s'", b->job_id, b->n, shown);
         return 0;
 }
 
@@ -206,7 +209,7 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
 int batch_slurm_run(struct batch *b, struct tb_error *err)
 {
         char *const *env = batch_environ(b);
-        _cleanup_free_ char *job_path = slurm_job_path(b);
+        _cleanup_free_ char *job_path = slurm_job_path(b), *shown = slurm_job_shown(b);
         long long saved = slurm_job_read(job_path);
         batch_trials_init(b);
         if (b->opt->slurm) { /* --slurm-args are checked as the plan is, whether or not they are used */
@@ -219,17 +222,17 @@ int batch_slurm_run(struct batch *b, struct tb_error *err)
                         return TB_EXIT_USAGE;
         }
         if (saved < 0)
-                log_warn("'%s' does not hold a job id; remove it", job_path);
+                log_warn("'%s' does not hold a job id; remove it", shown);
         if (saved > 0) {
                 struct slurm_array_state st;
                 struct tb_error perr = { 0 };
                 int r = slurm_array_poll(saved, env, &st, &perr);
                 if (r == -EAGAIN || (r == 0 && !st.gone)) {
                         b->job_id = saved;
-                        log_notice("job %lld (saved in '%s') is still in the queue: waiting for it", saved, job_path);
+                        log_notice("job %lld (saved in '%s') is still in the queue: waiting for it", saved, shown);
                 } else if (r < 0) {
                         log_warn("cannot ask Slurm about job %lld (saved in '%s'): %s; gathering what its Trials "
-                                 "recorded", saved, job_path, perr.msg);
+                                 "recorded", saved, shown, perr.msg);
                 }
         }
         if (!b->job_id && b->opt->slurm) {

@@ -20,7 +20,7 @@
  *   record id beside the plan (for --no-wait and a later resume), then
  *   slurm_array_wait(id, environ, tick, ctx, &err);  tick: progress from the outcome.json
  *           files; on SIGINT/SIGTERM slurm_array_cancel(id, SIGTERM, …) once and keep waiting
- *   gather results.jsonl from each Trial's outcome.json; a Trial with none (its task never
+ *   gather PLAN.results.jsonl from each Trial's outcome.json; a Trial with none (its task never
  *   ran trialbox: node failure, time limit, trialbox missing on the node) is void, with
  *   slurm_jobcomp_path + slurm_jobcomp_find for how its task ended where the cluster keeps it.
  *   Each task (`--index I`) records slurm_ids_from_env(environ) in its Outcome. */
