@@ -839,6 +839,49 @@ START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
 }
 END_TEST
 
+/* A batch started as a script's background job (SIGINT and SIGQUIT
+ * ignored) by a runner that left SIGINT blocked: its sessions still start
+ * with every signal's default disposition and an empty mask, and SIGINT
+ * to the batch ends a session that traps nothing at once (not after the
+ * grace's SIGKILL). */
+START_TEST(a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once)
+{
+        struct exp e;
+        exp_new(&e);
+        write_plan(e.plan, "{\"id\":\"sigs\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/sigs\","
+                           "\"harness_bin\":\"grep\",\"args\":[\"-E\",\"^Sig(Ign|Blk)\",\"/proc/self/status\"]}\n"
+                           "{\"id\":\"slow\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/slow\","
+                           "\"harness_bin\":\"sleep\",\"args\":[\"30\"]}\n");
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "1", "-q", NULL };
+        _cleanup_free_ char *out = path_in(e.dir, "stdout"), *err = path_in(e.dir, "stderr");
+        pid_t pid = spawn(tb_env(NULL), argv,
+                          &(struct tb_spawn_io){ .out = out, .err = err, .background = true, .blocked = SIGINT });
+        _cleanup_free_ char *slow = path_in(e.dir, "out/slow");
+        char *kind = NULL;
+        for (int i = 0; i < 400; i++) {
+                free(kind);
+                kind = outcome_field(slow, "outcome");
+                if (kind && strcmp(kind, "running") == 0)
+                        break;
+                usleep(50 * 1000);
+        }
+        ck_assert_msg(kind && strcmp(kind, "running") == 0, "the second session never started");
+        free(kind);
+        usleep(300 * 1000); /* its program executed */
+        long long t0 = now_ms();
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        int status = wait_status(pid);
+        long long took = now_ms() - t0;
+        ck_assert_msg(status == 128 + SIGINT, "status %d", status);
+        ck_assert_msg(took < 5000, "the session ended %lld ms after SIGINT: it did not get it", took);
+        _cleanup_free_ char *log = read_text_in(e.dir, "out/sigs/trialbox.log");
+        ck_assert_ptr_nonnull(log);
+        assert_line(log, "SigIgn:\t0000000000000000");
+        assert_line(log, "SigBlk:\t0000000000000000");
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
 {
         struct exp e;
@@ -893,4 +936,5 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
+        tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
 }

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,15 @@ static int child_setup(const struct tb_spawn_io *io)
 {
         if (io->own_group && setpgid(0, 0) < 0)
                 return -1;
+        if (io->background && (signal(SIGINT, SIG_IGN) == SIG_ERR || signal(SIGQUIT, SIG_IGN) == SIG_ERR))
+                return -1;
+        if (io->blocked > 0) {
+                sigset_t set;
+                sigemptyset(&set);
+                sigaddset(&set, io->blocked);
+                if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                        return -1;
+        }
         if (io->tty && setsid() < 0)
                 return -1;
         int in = io->tty ? open(io->tty, O_RDWR) : open(io->in ? io->in : "/dev/null", O_RDONLY);

@@ -138,6 +138,8 @@ struct tb_spawn_io {
         int keep_fd;           /* > 0: passed on as fd 9 */
         bool close_fds;        /* no other fd above 2 is passed on */
         bool own_group;        /* in a process group of its own (as a shell job) */
+        bool background;       /* SIGINT and SIGQUIT ignored, as a script's `&` leaves them */
+        int blocked;           /* > 0: this signal blocked when it starts */
 };
 
 /* Start argv (argv[0] a path) with `env` ("NAME=value" to set, "NAME" alone

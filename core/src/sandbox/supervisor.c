@@ -244,7 +244,8 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         int e;
         /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
          * a background shell is not passed on); the mask stays as the
-         * supervisor blocked it until the session's exec restores old_mask. */
+         * supervisor blocked it until the session's exec, which gets an
+         * empty one (bwrap's, through the keeper). */
         sigset_t blocked;
         sigprocmask(SIG_SETMASK, NULL, &blocked);
         spawn_reset_signals(&blocked);
@@ -265,8 +266,10 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         if (run->bwrap)
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
-                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w, run->user);
-        sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
+                keeper_run(sv->argv, run->envp, trialbox, exec_err_w, run->user);
+        /* Not trialbox's own mask, whatever its starter blocked: a session
+         * must get the signals trialbox forwards. */
+        spawn_reset_signals(NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;
         close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
