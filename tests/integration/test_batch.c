@@ -839,6 +839,48 @@ START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
 }
 END_TEST
 
+/* A Trial the operator interrupted (SIGINT to the batch) is void/interrupted,
+ * and runs again when the batch is run again, even with no retries: the
+ * interruption is not counted against them. */
+START_TEST(an_interrupted_trial_runs_again_on_resume_whatever_its_retries)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial_own(&plan, &e, "a", "echo ran >> marker; while [ ! -e go ]; do sleep 0.05; done");
+        add_trial_own(&plan, &e, "b", "echo ran >> marker; while [ ! -e go ]; do sleep 0.05; done");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", "--retries", "0", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
+        for (int i = 0; i < 600 && lines_across(&e, "marker") < 2; i++)
+                usleep(50 * 1000);
+        ck_assert_uint_eq(lines_across(&e, "marker"), 2);
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGINT);
+        assert_result(&e, "a", "outcome", "void");
+        assert_result(&e, "a", "cause", "interrupted");
+        assert_result(&e, "b", "cause", "interrupted");
+        assert_result(&e, "a", "attempts", "1");
+        for (const char *const *id = (const char *const[]){ "a", "b", NULL }; *id; id++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s/go", *id);
+                write_in(e.dir, rel, "", 0644);
+        }
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "2", "--retries", "0"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "a", "outcome", "completed");
+        assert_result(&e, "b", "outcome", "completed");
+        assert_result(&e, "a", "attempts", "2");
+        ck_assert_uint_eq(lines_across(&e, "marker"), 4);
+        _cleanup_free_ char *aside = path_in(e.dir, "out/a.attempt-1");
+        _cleanup_free_ char *cause = outcome_field(aside, "cause");
+        ck_assert_str_eq(cause, "interrupted");
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 /* A batch started as a script's background job (SIGINT and SIGQUIT
  * ignored) by a runner that left SIGINT blocked: its sessions still start
  * with every signal's default disposition and an empty mask, and SIGINT
@@ -906,10 +948,11 @@ START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
         ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
         ck_assert_uint_eq(lines_across(&e, "marker"), 2);
         ck_assert_uint_eq(lines_of(e.results), 6);
-        assert_result(&e, "t0", "outcome", "failed");
-        assert_result(&e, "t0", "signal", "15");
+        /* The operator stopped them: void/interrupted, not the agent's failure. */
+        assert_result(&e, "t0", "outcome", "void");
+        assert_result(&e, "t0", "cause", "interrupted");
         assert_result(&e, "t5", "outcome", "null");
-        ck_assert_uint_eq(count_at(e.dir, "stdout", "causes: shell failed/signal 2"), 1);
+        ck_assert_uint_eq(count_at(e.dir, "stdout", "causes: shell void/interrupted 2"), 1);
         free(out);
         exp_free(&e);
 }
@@ -936,5 +979,6 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
+        tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
 }

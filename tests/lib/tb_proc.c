@@ -52,13 +52,15 @@ static int child_setup(const struct tb_spawn_io *io)
                 return -1;
         if (io->background && (signal(SIGINT, SIG_IGN) == SIG_ERR || signal(SIGQUIT, SIG_IGN) == SIG_ERR))
                 return -1;
-        if (io->blocked > 0) {
+        int block[] = { io->blocked, io->pending };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(block); i++) {
                 sigset_t set;
                 sigemptyset(&set);
-                sigaddset(&set, io->blocked);
-                if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                if (block[i] > 0 && (sigaddset(&set, block[i]) < 0 || sigprocmask(SIG_BLOCK, &set, NULL) < 0))
                         return -1;
         }
+        if (io->pending > 0 && raise(io->pending) != 0) /* blocked: it stays pending across the exec */
+                return -1;
         if (io->tty && setsid() < 0)
                 return -1;
         int in = io->tty ? open(io->tty, O_RDWR) : open(io->in ? io->in : "/dev/null", O_RDONLY);

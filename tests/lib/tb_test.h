@@ -140,6 +140,7 @@ struct tb_spawn_io {
         bool own_group;        /* in a process group of its own (as a shell job) */
         bool background;       /* SIGINT and SIGQUIT ignored, as a script's `&` leaves them */
         int blocked;           /* > 0: this signal blocked when it starts */
+        int pending;           /* > 0: this signal blocked and already pending when it starts */
 };
 
 /* Start argv (argv[0] a path) with `env` ("NAME=value" to set, "NAME" alone

@@ -100,6 +100,7 @@ static const struct cli_status run_statuses[] = {
         { "123", "the session ran, but its repository's .git was quarantined" },
         { "124", "the session ran past --timeout (failed/timeout)" },
         { "125", "the Trial is void: outcome.json says why" },
+        { "128+N", "the operator's signal N (SIGINT, SIGTERM, SIGHUP) stopped it (void/interrupted)" },
         { "126", "trialbox itself failed, or the repository guard could not finish" },
         { "2", "a usage error: nothing run, nothing written" },
 };

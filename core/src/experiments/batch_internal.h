@@ -113,6 +113,16 @@ void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
 json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+/* A launcher the batch forwarded the operator's signal `sig` to ended
+ * without a final Outcome (before its session ran: e.g. while it cloned):
+ * recorded void/interrupted, like a run that got the signal (keeping
+ * `running`'s fields; may be NULL); the new record. */
+json_object *batch_record_interrupted_launcher(const struct btrial *t, json_object *running, int sig);
+/* Does `rec` say void/interrupted (the operator's signal: run again, not
+ * counted against --retries)? */
+bool batch_record_interrupted(json_object *rec);
+/* Of the attempts OUTPUT_DIR.attempt-1 … -asides, those void/interrupted. */
+unsigned batch_count_interrupted(const char *out, unsigned asides);
 /* The launcher ran the session (its record says `running`) but exited
  * with TB_EXIT_ERROR, its final Outcome unwritten: record it as
  * "unrecorded" in `out` (keeping the running record's fields); the new

@@ -195,10 +195,30 @@ int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, cons
         return r;
 }
 
-/* The launcher ended, or is gone, without a final Outcome: record it as
- * void/launcher_lost in the attempt's folder (keeping the running record's
- * fields). Returns the new record. */
-json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why)
+/* The attempts moved aside whose record says void/interrupted: they do
+ * not count against --retries (the operator stopped them, not a fault). */
+unsigned batch_count_interrupted(const char *out, unsigned asides)
+{
+        unsigned n = 0;
+        for (unsigned i = 1; i <= asides; i++) {
+                _cleanup_free_ char *d = batch_attempt_dir(out, i);
+                json_object *rec = batch_read_record(d, "outcome.json");
+                n += batch_record_interrupted(rec);
+                json_object_put(rec);
+        }
+        return n;
+}
+
+bool batch_record_interrupted(json_object *rec)
+{
+        const char *kind = batch_record_kind(rec), *cause = string_field(rec, "cause");
+        return kind && strcmp(kind, "void") == 0 && cause && strcmp(cause, "interrupted") == 0;
+}
+
+/* `running` (or a new record with this attempt's token, from
+ * launcher.json) made void with `cause` and `detail`, written in the
+ * attempt's folder; the record. */
+static json_object *record_void(const struct btrial *t, json_object *running, const char *cause, const char *detail)
 {
         json_object *j = running ? running : json_object_new_object();
         if (!running) { /* the batch's own record of its attempt: its token, from launcher.json */
@@ -207,18 +227,36 @@ json_object *batch_record_lost(const struct btrial *t, json_object *running, con
                 json_object_object_add(j, "launcher_nonce", nonce ? json_object_new_string(nonce) : NULL);
                 json_object_put(launcher);
         }
-        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
-        _cleanup_free_ char *detail = xasprintf("%s without a final outcome (its log's last line: %s); the batch runs "
-                                                "it again while retries are left",
-                                                why, tail);
         json_object_object_add(j, "harness", json_object_new_string(t->p->harness));
         json_object_object_add(j, "outcome", json_object_new_string("void"));
-        json_object_object_add(j, "cause", json_object_new_string("launcher_lost"));
+        json_object_object_add(j, "cause", json_object_new_string(cause));
         json_object_object_add(j, "detail", json_object_new_string(detail));
         json_object_object_add(j, "exit_code", NULL);
         json_object_object_add(j, "signal", NULL);
         batch_write_json_at(t->p->output_dir, "outcome.json", j);
         return j;
+}
+
+json_object *batch_record_interrupted_launcher(const struct btrial *t, json_object *running, int sig)
+{
+        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
+        _cleanup_free_ char *detail = xasprintf("the operator's SIG%s reached the batch, which forwarded it to this "
+                                                "Trial's launcher; it ended before its session ran (its log's last "
+                                                "line: %s): no fault of the agent; the batch runs it again",
+                                                sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", tail);
+        return record_void(t, running, "interrupted", detail);
+}
+
+/* The launcher ended, or is gone, without a final Outcome: record it as
+ * void/launcher_lost in the attempt's folder (keeping the running record's
+ * fields). Returns the new record. */
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why)
+{
+        _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
+        _cleanup_free_ char *detail = xasprintf("%s without a final outcome (its log's last line: %s); the batch runs "
+                                                "it again while retries are left",
+                                                why, tail);
+        return record_void(t, running, "launcher_lost", detail);
 }
 
 json_object *batch_record_unrecorded(const struct btrial *t, json_object *running)

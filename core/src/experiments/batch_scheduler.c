@@ -227,6 +227,12 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = batch_record_unrecorded(t, *rec);
                 return FOUND_RECORD;
         }
+        if (exit_status >= 0 && b->stopping) {
+                /* Our launcher, which we forwarded the operator's signal to,
+                 * ended without its final Outcome: interrupted, not lost. */
+                *rec = batch_record_interrupted_launcher(t, *rec, b->stopping);
+                return FOUND_RECORD;
+        }
         _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
         *rec = batch_record_lost(t, *rec, why);
         return FOUND_RECORD;
@@ -253,11 +259,25 @@ static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
         return 0;
 }
 
+/* Does a void attempt run again? One the operator interrupted always does
+ * (not now: the batch is stopping) and is not counted against --retries;
+ * another while retries are left. `attempt` is its number, `asides` the
+ * attempts before it. */
+static bool void_again(const struct batch *b, const struct btrial *t, json_object *rec, unsigned asides)
+{
+        if (b->stopping || b->gather)
+                return false;
+        if (batch_record_interrupted(rec))
+                return true;
+        unsigned counted = asides + 1 - batch_count_interrupted(t->p->output_dir, asides);
+        return counted < 1 + b->opt->retries;
+}
+
 /* Decide what a Trial is from its folders: final (DONE), running somewhere
  * (adopted), or to run (PENDING, a void attempt moved aside). */
 static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status, bool at_start)
 {
-        unsigned attempt = batch_count_asides(t->p->output_dir) + 1;
+        unsigned asides = batch_count_asides(t->p->output_dir), attempt = asides + 1;
         json_object *rec = NULL;
         enum found found = read_attempt(b, t, ix, exit_status, &rec);
         t->attempt = found == FOUND_NOTHING ? attempt - 1 : attempt;
@@ -273,7 +293,7 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
                 return;
         }
         int kind = batch_kind_from_name(batch_record_kind(rec));
-        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping && !b->gather;
+        bool again = kind == OUTCOME_VOID && void_again(b, t, rec, asides);
         if (!again || retry(b, t, ix, at_start) < 0)
                 batch_mark_done(b, t, kind, rec);
         json_object_put(rec);
@@ -481,11 +501,15 @@ static struct btrial *find_pid(struct batch *b, pid_t pid, size_t *ix)
         return NULL;
 }
 
+/* The operator's signal to every running launcher: to the process group
+ * of one we started (it leads its own: whatever it runs before it is
+ * `trialbox run`, a clone, gets it too; `run` itself holds it for its
+ * session), to the process of one we adopted. */
 static void forward(struct batch *b, int sig)
 {
         for (size_t i = 0; i < b->n; i++)
                 if (b->t[i].state == T_RUNNING && b->t[i].pid > 0)
-                        kill(b->t[i].pid, sig);
+                        kill(b->t[i].pidfd < 0 ? -b->t[i].pid : b->t[i].pid, sig);
 }
 
 static void on_signal(struct batch *b)

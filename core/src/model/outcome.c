@@ -40,6 +40,8 @@ const char *outcome_cause_name(enum outcome_cause c)
                 return "sandbox_unavailable";
         case CAUSE_SESSION_UNAVAILABLE:
                 return "session_unavailable";
+        case CAUSE_INTERRUPTED:
+                return "interrupted";
         case CAUSE_TIMEOUT:
                 return "timeout";
         case CAUSE_OUT_OF_MEMORY:
@@ -94,10 +96,35 @@ static void set_out_of_memory(struct outcome *o, const struct session_result *r,
                          r->oom_kills, how);
 }
 
+/* The operator's signal ended the Trial: void, and what the session did is
+ * said in the detail. */
+static void set_interrupted(struct outcome *o, const struct session_result *r)
+{
+        char how[600];
+        if (!r->started)
+                snprintf(how, sizeof how, " before the session started (%.500s)", r->detail);
+        else if (r->signal > 0)
+                snprintf(how, sizeof how, ", which forwarded it to the session; the session was then killed by signal %d "
+                         "(SIG%s)", r->signal, sigabbrev_np(r->signal) ? sigabbrev_np(r->signal) : "?");
+        else
+                snprintf(how, sizeof how, ", which forwarded it to the session; the session then exited with status %d",
+                         r->exit_code);
+        char detail[sizeof o->detail];
+        snprintf(detail, sizeof detail, "the operator's SIG%s reached trialbox%s: no fault of the agent; run it again "
+                 "(a batch does)",
+                 sigabbrev_np(r->interrupted) ? sigabbrev_np(r->interrupted) : "?", how);
+        outcome_set_void(o, CAUSE_INTERRUPTED, detail);
+        o->interrupted = r->interrupted;
+}
+
 void outcome_from_session(struct outcome *o, const struct session_result *r)
 {
         char how[128];
 
+        if (r->interrupted > 0) {
+                set_interrupted(o, r);
+                return;
+        }
         if (!r->started) {
                 outcome_set_void(o, r->void_cause != CAUSE_NONE ? r->void_cause : CAUSE_SANDBOX_UNAVAILABLE, r->detail);
                 return;
@@ -337,7 +364,7 @@ int outcome_exit_status(const struct outcome *o)
         case OUTCOME_VOID:
                 break;
         }
-        return TB_EXIT_VOID;
+        return o->cause == CAUSE_INTERRUPTED && o->interrupted > 0 ? 128 + o->interrupted : TB_EXIT_VOID;
 }
 
 int outcome_boot_id(char *buf, size_t n, struct tb_error *err)

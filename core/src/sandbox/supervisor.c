@@ -316,6 +316,12 @@ static void limits_result(const struct supervisor_seen *seen, struct session_res
 void supervisor_result(const struct supervisor_seen *seen, struct session_result *res)
 {
         memset(res, 0, sizeof *res);
+        res->interrupted = seen->interrupted;
+        if (seen->before_start) {
+                res->void_cause = CAUSE_INTERRUPTED;
+                snprintf(res->detail, sizeof res->detail, "it was never started");
+                return;
+        }
         if (seen->exec_errno) {
                 res->void_cause = seen->bwrap ? CAUSE_SANDBOX_UNAVAILABLE : CAUSE_SESSION_UNAVAILABLE;
                 snprintf(res->detail, sizeof res->detail, "cannot execute '%s': %s", seen->program,
@@ -325,7 +331,7 @@ void supervisor_result(const struct supervisor_seen *seen, struct session_result
         if (seen->bwrap && !seen->setup_done) {
                 /* The session's program never ran: every line on bwrap's
                  * stderr is bwrap's own. */
-                res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
+                res->void_cause = seen->interrupted ? CAUSE_INTERRUPTED : CAUSE_SANDBOX_UNAVAILABLE;
                 if (seen->hold_msg[0])
                         snprintf(res->detail, sizeof res->detail, "%s", seen->hold_msg);
                 else if (seen->bwrap_msg[0])
@@ -427,6 +433,8 @@ static void handle_signal(struct supervisor *sv, int sig)
                 return;
         }
         sv->seen.forwarded = sig;
+        if (!sv->seen.timed_out) /* a Trial already past its deadline has failed: that stands */
+                sv->seen.interrupted = sig;
         sv->forwarded_at = now_ms();
         if (!sv->seen.timed_out) /* past the deadline, --kill-after's timer runs already */
                 arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
@@ -843,10 +851,35 @@ static int supervisor_sources(struct supervisor *sv, struct tb_error *err)
         return r;
 }
 
+/* The operator's signal already pending (it came while trialbox set the
+ * Trial up: trial_run() blocks them from its start), taken from the
+ * signalfd: the session is not started at all. Its number, or 0. */
+static int take_pending_operator_signal(struct supervisor *sv)
+{
+        sigset_t pending;
+        if (sigpending(&pending) < 0 ||
+            !(sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP)))
+                return 0;
+        struct signalfd_siginfo si;
+        int sig = 0;
+        while (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                if (!sig && (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP))
+                        sig = (int)si.ssi_signo;
+        return sig;
+}
+
 /* Fork the session's process; keep none of the child's ends; wait for the
- * exec's outcome (its errno in seen.exec_errno, 0 when it ran). */
+ * exec's outcome (its errno in seen.exec_errno, 0 when it ran). With the
+ * operator's signal pending, nothing is forked (seen.before_start). */
 static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
 {
+        int sig = take_pending_operator_signal(sv);
+        if (sig) {
+                sv->seen.forwarded = sv->seen.interrupted = sig;
+                sv->seen.before_start = true;
+                tb_closep(&exec_p[1]);
+                return 0;
+        }
         pid_t self = getpid();
         sv->pid = fork();
         if (sv->pid < 0) {
@@ -954,13 +987,14 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                 supervisor_done(&sv);
                 return r;
         }
-        r = supervisor_loop(&sv, err);
+        if (!sv.seen.before_start)
+                r = supervisor_loop(&sv, err);
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);
         if (sv.released && sv.hold_watch.finish)
                 sv.hold_watch.finish(sv.hold_watch.ctx);
-        if (r < 0 && !sv.reaped) {
+        if (r < 0 && !sv.reaped && sv.pid > 0) {
                 kill(sv.pid, SIGKILL);
                 wait4(sv.pid, &sv.seen.wait_status, 0, &sv.rusage);
         }

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -868,6 +869,39 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* The operator's signals (SIGINT, SIGTERM, SIGHUP) are blocked from the
+ * start: one that comes while the Trial is set up is not lost (trialbox
+ * does not die of it, nor does a session start after it): the supervisor
+ * takes it before it starts anything, and the Trial is void/interrupted. */
+static void trial_hold_operator_signals(void)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGHUP);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+/* A step before the session failed while the operator's signal was
+ * pending (it may have been the cause: a helper it killed): the Trial is
+ * void/interrupted, the step's error in its detail. */
+static bool trial_interrupted_before_start(struct trial *t, const char *why)
+{
+        sigset_t pending;
+        int sig = 0;
+        if (sigpending(&pending) == 0)
+                sig = sigismember(&pending, SIGINT) ? SIGINT : sigismember(&pending, SIGTERM) ? SIGTERM
+                      : sigismember(&pending, SIGHUP)                                        ? SIGHUP
+                                                                                             : 0;
+        if (!sig)
+                return false;
+        struct session_result res = { .interrupted = sig, .void_cause = CAUSE_INTERRUPTED };
+        snprintf(res.detail, sizeof res.detail, "%.500s", why);
+        outcome_from_session(&t->outcome, &res);
+        return true;
+}
+
 /* The command layer of `run`: each step returns 0 or a negative errno with
  * `err`; here alone that becomes an exit status. */
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
@@ -879,6 +913,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         struct tb_error err = { 0 };
         int status;
 
+        trial_hold_operator_signals();
         int r = trial_validate(&t, &err);
         if (r >= 0)
                 r = trial_load(&t, &err);
@@ -892,7 +927,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
                 r = trial_prepare(&t, &err);
         if (r >= 0)
                 r = trial_execute(&t, &err);
-        if (r < 0)
+        if (r < 0 && (opt->dry_run || !trial_interrupted_before_start(&t, err.msg)))
                 outcome_set_void(&t.outcome, t.cause, err.msg);
 
         if (opt->dry_run) { /* nothing is written: a void is said, and that is all */

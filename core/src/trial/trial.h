@@ -48,7 +48,9 @@ struct tb_env;
 /* Run one Trial in the host environment `env`; prints its errors; returns
  * trialbox's exit status. Once a session has run, SIGINT, SIGTERM and SIGHUP
  * stay blocked: the caller exits with the status returned (a signal that
- * came after the session ended is dropped; the Outcome stands). */
+ * came after the session ended is dropped; the Outcome stands). One that
+ * came before the session ended makes the Trial void/interrupted (exit
+ * 128+N): the supervisor forwarded it (supervisor.h). */
 int trial_run(const struct trial_options *opt, const struct tb_env *env);
 
 /* Build the environment allowlist part of a session's environment, from
