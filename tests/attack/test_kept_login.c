@@ -7,6 +7,8 @@
  * grok plugin, and tests/fakes/fake-grok as the Harness. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,38 @@ START_TEST(as_root_the_login_put_back_belongs_to_the_trials_homes_owner)
 }
 END_TEST
 
+/* A session may leave the shared Trials home a chain of folders as deep as
+ * it likes (more than the fds a process may hold, one of them unreadable):
+ * the next Trial's wipe takes it all the same (it walked recursively, one
+ * fd a level, and failed). */
+START_TEST(a_folder_chain_deeper_than_the_fd_limit_in_the_trials_home_is_wiped)
+{
+        struct grok g;
+        grok_new(&g);
+        int fd = open(g.home, O_RDONLY | O_DIRECTORY);
+        ck_assert_int_ge(fd, 0);
+        for (int i = 0; i < 3000; i++) {
+                ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+                int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+                ck_assert_int_ge(next, 0);
+                if (i == 1500)
+                        ck_assert_int_eq(fchmod(fd, 0), 0);
+                close(fd);
+                fd = next;
+        }
+        close(fd);
+        /* The usual soft limit of open files (this machine's may be higher). */
+        struct rlimit nofile;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+        nofile.rlim_cur = nofile.rlim_max < 1024 ? nofile.rlim_max : 1024;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &nofile), 0);
+        assert_next_trial_has(&g, LOGIN);
+        _cleanup_free_ char *chain = path_in(g.home, "d");
+        ck_assert_msg(access(chain, F_OK) != 0, "the chain is still in the Trials home");
+        grok_free(&g);
+}
+END_TEST
+
 TB_SUITE("kept_login", 0)
 {
         tcase_add_test(tc, a_session_that_deletes_the_grok_login_does_not_void_the_next_trial);
@@ -222,4 +256,5 @@ TB_SUITE("kept_login", 0)
                             (int)TB_ARRAY_SIZE(not_logins));
         tcase_add_test(tc, a_login_broken_before_the_trial_is_put_back_from_the_kept_copy);
         tcase_add_test(tc, as_root_the_login_put_back_belongs_to_the_trials_homes_owner);
+        tcase_add_test(tc, a_folder_chain_deeper_than_the_fd_limit_in_the_trials_home_is_wiped);
 }

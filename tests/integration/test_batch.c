@@ -353,6 +353,8 @@ START_TEST(a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_
         ck_assert_int_eq(removed, 1);
         int status = wait_status(pid);
         ck_assert_msg(status == 1, "batch exit status %d, not 1", status);
+        _cleanup_free_ char *summary = read_text(out);
+        assert_contains(summary, "unrecorded: shell 1");
         assert_result(&e, "t", "outcome", "unrecorded");
         assert_result(&e, "t", "attempts", "1");
         /* Run again: it is final, the session does not run a second time. */

@@ -58,6 +58,12 @@ static int open_dir(int dirfd, const char *name, int flags)
         return openat(pin, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+int tree_open_dir(int dirfd, const char *name, int flags)
+{
+        int fd = open_dir(dirfd, name, flags);
+        return fd < 0 ? -errno : fd;
+}
+
 /* Give a folder already open its owner's rwx (to empty it). */
 static void fix_mode(int fd)
 {

@@ -68,6 +68,12 @@ int tree_walk(int root_fd, const struct tree_ops *ops, void *ctx);
  * last `max` bytes after ".../". */
 char *tree_dir_path(const struct tree_dir *d, const char *name, size_t max);
 
+/* Open the folder `name` in `dirfd` (O_RDONLY|O_DIRECTORY), never through a
+ * link; with TREE_FIX_MODES a folder its owner cannot read, search or write
+ * gets u+rwx first, through an O_PATH fd (never a path). An fd, or a
+ * negative errno. */
+int tree_open_dir(int dirfd, const char *name, int flags);
+
 /* Remove `name` in `dirfd`, whatever it is, folders with everything in them
  * (rm -rf), never following a link; TREE_FIX_MODES on folders. 0 (also when
  * it is missing) or a negative errno. */

@@ -17,7 +17,7 @@
 #include "experiments/report_internal.h"
 #include "model/outcome.h"
 
-const char *const report_kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "other" };
+const char *const report_kind_names[K_COUNT] = { "completed", "failed", "void", "not_run", "unrecorded", "other" };
 
 static const char *const grade_names[] = { [G_PASSED] = "passed", [G_FAILED] = "failed", [G_ERROR] = "error",
                                            [G_VOID] = "void" };
@@ -125,8 +125,8 @@ static int kind_of(const char *s)
 {
         if (!s)
                 return K_NOT_RUN;
-        for (int k = 0; k < K_NOT_RUN; k++)
-                if (strcmp(s, report_kind_names[k]) == 0)
+        for (int k = 0; k < K_OTHER; k++)
+                if (k != K_NOT_RUN && strcmp(s, report_kind_names[k]) == 0)
                         return k;
         return K_OTHER;
 }

@@ -12,7 +12,9 @@
 #include "experiments/prices.h"
 
 /* A Trial's outcome, as counted. */
-enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_OTHER, K_COUNT };
+/* K_UNRECORDED: the session ran, but trialbox could not write its final
+ * Outcome (batch records it so, and never runs it again). */
+enum { K_COMPLETED, K_FAILED, K_VOID, K_NOT_RUN, K_UNRECORDED, K_OTHER, K_COUNT };
 extern const char *const report_kind_names[K_COUNT];
 
 /* A Trial's grade: none (no grader, or never graded), or its status. A

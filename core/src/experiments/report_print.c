@@ -136,6 +136,12 @@ static void print_run_table(const struct answer *a, const struct key_cols *kc, F
                 }
         if (any)
                 fputc('\n', out);
+        for (size_t i = 0; i < a->n; i++)
+                if (a->g[i].by_kind[K_UNRECORDED]) {
+                        _cleanup_free_ char *name = group_name(&a->g[i], a->r->by.n);
+                        fprintf(out, "unrecorded: %s %zu (the session ran; trialbox could not write its Outcome)\n", name,
+                                a->g[i].by_kind[K_UNRECORDED]);
+                }
 }
 
 static void print_grade_table(const struct answer *a, const struct key_cols *kc, FILE *out)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/tree.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -45,39 +46,6 @@ int trials_home_lock(const char *path, long timeout_ms, int *fd_out, struct tb_e
         }
 }
 
-/* chmod the file an O_PATH fd holds, never a path: fchmodat2(AT_EMPTY_PATH)
- * where the kernel has it, else through its /proc/self/fd entry. 0 or a
- * negative errno. */
-static int chmod_by_fd(int pin, mode_t mode)
-{
-#ifdef SYS_fchmodat2
-        if (syscall(SYS_fchmodat2, pin, "", mode, AT_EMPTY_PATH) == 0)
-                return 0;
-#endif
-        char self[64];
-        snprintf(self, sizeof self, "/proc/self/fd/%d", pin);
-        return chmod(self, mode) < 0 ? -errno : 0;
-}
-
-/* Make the folder `name` in `dfd` 0700 and open it, never through a link: a
- * session may have left it unreadable (chmod 000) or unwritable. The folder
- * is pinned with O_PATH first and changed by that fd (fchmodat2 with
- * AT_EMPTY_PATH, else its /proc/self/fd entry). An fd, or a negative errno. */
-static int open_dir_for_wipe(int dfd, const char *name)
-{
-        _cleanup_close_ int pin = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (pin < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(pin, &st) < 0)
-                return -errno;
-        int r = (st.st_mode & 0700) != 0700 ? chmod_by_fd(pin, 0700) : 0;
-        if (r < 0)
-                return r;
-        int fd = openat(pin, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
-}
-
 static bool kept(const char *name, const char *const keep[])
 {
         for (size_t i = 0; keep && keep[i]; i++)
@@ -86,44 +54,28 @@ static bool kept(const char *name, const char *const keep[])
         return false;
 }
 
-/* Empty the folder open at `dfd` (which this takes), keeping `keep` at top level only. */
-static int wipe_at(int dfd, const char *const keep[], const char *where, struct tb_error *err)
+struct wipe {
+        const char *const *keep;
+        const char *where;
+        struct tb_error *err;
+};
+
+/* The home's own entries: each removed whole (base/tree.h: iteratively, so
+ * a chain of folders a session made as deep as it liked costs no stack),
+ * but the regular files `keep` names. Nothing below is walked here. */
+static int wipe_top(struct tree_dir *d, void *ctx)
 {
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                int e = errno;
-                close(dfd);
-                return tb_fail(err, -e, "wiping '%s': %s", where, strerror(e));
-        }
-        int r = 0;
-        struct dirent *e;
-        while (r == 0 && (errno = 0, e = readdir(d))) {
-                const char *n = e->d_name;
-                if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+        struct wipe *w = ctx;
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                e->skip = true;
+                if (e->type == DT_REG && kept(e->name, w->keep))
                         continue;
-                unsigned char type = e->d_type;
-                if (type == DT_UNKNOWN) {
-                        struct stat st;
-                        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                continue;
-                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
-                }
-                if (type == DT_REG && kept(n, keep))
-                        continue;
-                if (type == DT_DIR) {
-                        int sub = open_dir_for_wipe(dirfd(d), n);
-                        if (sub < 0) {
-                                r = tb_fail(err, sub, "wiping '%s/%s': %s", where, n, strerror(-sub));
-                                break;
-                        }
-                        r = wipe_at(sub, NULL, where, err);
-                        if (r == 0 && unlinkat(dirfd(d), n, AT_REMOVEDIR) < 0)
-                                r = tb_fail(err, -errno, "wiping '%s/%s': %s", where, n, strerror(errno));
-                } else if (unlinkat(dirfd(d), n, 0) < 0 && errno != ENOENT) {
-                        r = tb_fail(err, -errno, "wiping '%s/%s': %s", where, n, strerror(errno));
-                }
+                int r = tree_remove_at(d->fd, e->name);
+                if (r < 0)
+                        return tb_fail(w->err, r, "wiping '%s/%s': %s", w->where, e->name, strerror(-r));
         }
-        return r;
+        return 0;
 }
 
 int trials_home_wipe(const char *dir, const char *const keep[], struct tb_error *err)
@@ -132,10 +84,13 @@ int trials_home_wipe(const char *dir, const char *const keep[], struct tb_error 
         _cleanup_free_ char *up = path_dirname(dir);
         const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
         _cleanup_close_ int parent = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int dfd = parent < 0 ? -errno : !*base ? -EINVAL : open_dir_for_wipe(parent, base);
+        _cleanup_close_ int dfd = parent < 0 ? -errno : !*base ? -EINVAL : tree_open_dir(parent, base, TREE_FIX_MODES);
         if (dfd < 0)
                 return tb_fail(err, dfd, "wiping '%s': %s (it must be a real folder)", dir, strerror(-dfd));
-        return wipe_at(dfd, keep, dir, err);
+        struct wipe w = { .keep = keep, .where = dir, .err = err };
+        const struct tree_ops ops = { .pre = wipe_top, .flags = TREE_FIX_MODES };
+        int r = tree_walk(dfd, &ops, &w);
+        return r < 0 && !err->msg[0] ? tb_fail(err, r, "wiping '%s': %s", dir, strerror(-r)) : r;
 }
 
 /* ---- the kept login ---- */
@@ -197,33 +152,13 @@ static char *read_login(const struct kept_login *k, int dfd, size_t *len, const 
         return data;
 }
 
-/* Remove whatever is at `name` in `dfd`: a folder with all it holds, never
- * following a link. 0 or a negative errno. */
-static int remove_entry(int dfd, const char *name, const char *where, struct tb_error *err)
-{
-        struct stat st;
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : tb_fail(err, -errno, "removing '%s': %s", where, strerror(errno));
-        if (!S_ISDIR(st.st_mode))
-                return unlinkat(dfd, name, 0) < 0 && errno != ENOENT
-                               ? tb_fail(err, -errno, "removing '%s': %s", where, strerror(errno))
-                               : 0;
-        int sub = open_dir_for_wipe(dfd, name);
-        if (sub < 0)
-                return tb_fail(err, -errno, "removing '%s': %s", where, strerror(errno));
-        int r = wipe_at(sub, NULL, where, err);
-        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-                r = tb_fail(err, -errno, "removing '%s': %s", where, strerror(errno));
-        return r;
-}
-
 /* Put the kept copy `data` back in the login's place, owned like the
  * Trials home (the Harness, run as its owner, must read it). */
 static int put_back(struct kept_login *k, const char *data, size_t len, struct tb_error *err)
 {
-        int r = remove_entry(k->dir_fd, k->name, k->path, err);
+        int r = tree_remove_at(k->dir_fd, k->name); /* whatever it is, folders whole, never a link followed */
         if (r < 0)
-                return r;
+                return tb_fail(err, r, "removing '%s': %s", k->path, strerror(-r));
         r = write_file_atomic_at(k->dir_fd, k->name, data, len, 0600, WRITE_SYNC_FILE | WRITE_SYNC_DIR | WRITE_DIR_OWNER);
         return r < 0 ? tb_fail(err, r, "putting the login '%s' back: %s", k->path, strerror(-r)) : 0;
 }
