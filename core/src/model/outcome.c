@@ -121,6 +121,8 @@ void outcome_from_session(struct outcome *o, const struct session_result *r)
 {
         char how[128];
 
+        o->dropped_stdout = r->dropped_stdout;
+        o->dropped_stderr = r->dropped_stderr;
         if (r->interrupted > 0) {
                 set_interrupted(o, r);
                 return;
@@ -271,6 +273,13 @@ static json_object *outcome_json(const struct outcome *o)
         trial_limits_init(&none);
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
+        json_object *dropped = NULL;
+        if (o->usage_known) {
+                dropped = json_object_new_object();
+                json_object_object_add(dropped, "stdout", json_object_new_int64(o->dropped_stdout));
+                json_object_object_add(dropped, "stderr", json_object_new_int64(o->dropped_stderr));
+        }
+        json_object_object_add(j, "output_dropped", dropped);
         json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
         json_object_object_add(j, "repo_guard", o->repo_guard ? json_object_get(o->repo_guard) : NULL);
         json_object_object_add(j, "control_files", o->control_files ? json_object_get(o->control_files) : NULL);

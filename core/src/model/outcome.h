@@ -69,6 +69,9 @@ struct session_result {
          * deadline), or 0: the Trial is void/interrupted, whatever the
          * session then did (exit_code, signal: for the detail). */
         int interrupted;
+        /* The session's output trialbox's own stdout and stderr did not
+         * take (their reader stopped or went away): bytes dropped. */
+        long long dropped_stdout, dropped_stderr;
 };
 
 struct outcome {
@@ -88,6 +91,10 @@ struct outcome {
         char host[256];                    /* "" : unknown (null) */
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
+        /* outcome.json's output_dropped: the session's output trialbox's
+         * stdout and stderr did not take, in bytes; null when no session ran
+         * (usage_known false). */
+        long long dropped_stdout, dropped_stderr;
         /* The Slurm job the Trial ran in (slurm_ids_from_env),
          * outcome.json's slurm_job_id and slurm_array_task_id, in the final
          * Outcome and the running record. <= 0 job id: not in a job (both

@@ -9,7 +9,11 @@
  * The session never holds trialbox's own standard streams: it gets pipes
  * for stdin and stdout (a pty of trialbox's for both when trialbox's stdin
  * and stdout are its terminal) and bwrap's stderr pipe, all relayed by the loop, and
- * drained before supervisor_run() returns. The keeper and bwrap (or the
+ * drained before supervisor_run() returns. The relays never wait on
+ * trialbox's readers (base/sink.h): what a reader that stopped does not
+ * take is held up to 1 MiB per stream, the rest dropped and counted in the
+ * result; at the end, a reader that takes nothing for a second is not
+ * waited for. The timers, the signals and the record never wait on one. The keeper and bwrap (or the
  * unsandboxed session) run in a process group of their own, so a signal
  * for trialbox's group reaches trialbox alone, which forwards it. */
 #ifndef TB_SUPERVISOR_H
@@ -103,6 +107,9 @@ struct supervisor_seen {
         long long oom_kills;     /* the cgroup's OOM kills seen (0 without a cgroup) */
         long long timeout_ms, kill_after_ms, memory_bytes; /* the limits, for the detail */
         char hold_msg[512];    /* why run->hold() refused to let the session start, or "" */
+        /* The session's output trialbox's own stdout and stderr did not
+         * take (their reader stopped, or went away): bytes dropped. */
+        long long dropped_stdout, dropped_stderr;
 };
 
 /* How the session ended, from what was seen alone: no system calls, no

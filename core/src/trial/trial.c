@@ -28,6 +28,7 @@
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/path.h"
+#include "base/sink.h"
 #include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
@@ -329,10 +330,16 @@ static int trial_finish(struct trial *t, struct tb_error *err)
         if (r < 0)
                 return r;
         if (t->opt->json) {
+                /* After the record, and never waiting long on a reader of
+                 * stdout that stopped (sink.h): trialbox still ends. */
                 _cleanup_free_ char *json = outcome_to_json(&t->outcome);
+                _cleanup_free_ char *line = xasprintf("%s\n", json);
+                struct sink out;
                 fflush(stdout);
-                printf("%s\n", json);
-                fflush(stdout);
+                sink_init(&out, STDOUT_FILENO, SINK_DEFAULT_MAX);
+                sink_write(&out, line, strlen(line));
+                sink_drain(&out, 1000);
+                sink_done(&out);
         }
         const struct outcome *o = &t->outcome;
         if (o->kind == OUTCOME_VOID)
