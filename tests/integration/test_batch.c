@@ -324,6 +324,58 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
 }
 END_TEST
 
+/* A record the batch cannot read (not JSON, a folder in its place, no
+ * permission; or its launcher.json, with no outcome.json) is not "no
+ * record": the batch says which file and why, and never runs the Trial a
+ * second time on that guess. */
+START_TEST(a_record_the_batch_cannot_read_is_said_and_its_trial_never_runs_again)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        static const char *const ids[] = { "garbled", "folder", "launcher", "denied" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(ids); i++) {
+                _cleanup_free_ char *script = xasprintf("echo %s >> marker", ids[i]);
+                add_trial(&plan, ids[i], script, NULL);
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        write_in(e.dir, "out/garbled/outcome.json", "{not json\n", 0644);
+        _cleanup_free_ char *folder = path_in(e.dir, "out/folder/outcome.json");
+        ck_assert_int_eq(unlink(folder), 0);
+        ck_assert_int_eq(mkdir(folder, 0755), 0);
+        _cleanup_free_ char *lost = path_in(e.dir, "out/launcher/outcome.json");
+        ck_assert_int_eq(unlink(lost), 0);
+        write_in(e.dir, "out/launcher/launcher.json", "\x01 garbage", 0600);
+        _cleanup_free_ char *denied = path_in(e.dir, "out/denied/outcome.json");
+        ck_assert_int_eq(chmod(denied, 0), 0);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 1, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "garbled: cannot read '");
+        assert_contains(r.err, "out/garbled/outcome.json': not a JSON object");
+        assert_contains(r.err, "out/folder/outcome.json': Is a directory");
+        assert_contains(r.err, "launcher: cannot read '");
+        assert_contains(r.err, "out/launcher/launcher.json': not a JSON object");
+        if (geteuid() != 0) /* root reads it all the same: then it is the completed Trial it was */
+                assert_contains(r.err, "out/denied/outcome.json': Permission denied");
+        assert_contains(r.err, "the Trial is not run");
+        for (size_t i = 0; i < TB_ARRAY_SIZE(ids); i++)
+                ck_assert_msg(count_at(e.repo, "marker", ids[i]) == 1, "%s ran %zu times", ids[i],
+                              count_at(e.repo, "marker", ids[i]));
+        assert_result(&e, "garbled", "outcome", "null");
+        assert_result(&e, "launcher", "outcome", "null");
+        ck_assert_msg(!exists_in(e.dir, "out/garbled.attempt-1") && !exists_in(e.dir, "out/launcher.attempt-1"),
+                      "an unreadable attempt was moved aside to run again");
+        proc_result_free(&r);
+        chmod(denied, 0644);
+        exp_free(&e);
+}
+END_TEST
+
 /* A launcher that ran the session but could not write its final Outcome
  * (here its reserved record is removed under it: an I/O error would do
  * the same) is its own state, `unrecorded`: never a void run again. */
@@ -967,6 +1019,7 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
         tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
         tcase_add_test(tc, a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again);
+        tcase_add_test(tc, a_record_the_batch_cannot_read_is_said_and_its_trial_never_runs_again);
         tcase_add_test(tc, trials_sharing_a_repository_never_run_at_once_and_the_plan_says_so);
         tcase_add_test(tc, an_output_folder_inside_another_trials_repository_or_clone_is_refused);
         tcase_add_test(tc, an_outcome_the_batch_did_not_see_its_run_write_is_not_taken);

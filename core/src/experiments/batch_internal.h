@@ -86,7 +86,14 @@ char *batch_attempt_dir(const char *out, unsigned n);
 /* How many attempts were moved aside: OUTPUT_DIR.attempt-1 … -N. */
 unsigned batch_count_asides(const char *out);
 /* The JSON object in `dir`/`name`, read without following links nor blocking
- * on a FIFO, a regular file of at most 1 MiB; NULL otherwise. */
+ * on a FIFO, a regular file of at most 1 MiB, into *rec: 0; -ENOENT when
+ * there is none; another negative errno when there is one that cannot be
+ * read (-EACCES, -EIO, a link, not a regular file, -EBADMSG: not a JSON
+ * object), *why saying so (malloc'd). Such a record is never taken for
+ * none: the batch does not run a Trial again on that guess. */
+int batch_load_record(const char *dir, const char *name, json_object **rec, char **why);
+/* The same, NULL for none and for one that cannot be read: for what only
+ * shows or counts (progress, results). */
 json_object *batch_read_record(const char *dir, const char *name);
 /* A record's "outcome" string, or NULL. */
 const char *batch_record_kind(json_object *j);
@@ -106,8 +113,10 @@ int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, cons
 /* A fresh token (OUTCOME_NONCE_LEN hex digits, getrandom). */
 void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1]);
 /* Was `rec` (read from `out`/outcome.json) written by a run this batch
- * started: its launcher_nonce the one launcher.json holds? */
-bool batch_record_ours(const char *out, json_object *rec);
+ * started: its launcher_nonce the one launcher.json holds? 1 or 0; a
+ * negative errno (*why says it, malloc'd) when launcher.json is there but
+ * cannot be read: cannot tell. */
+int batch_record_ours(const char *out, json_object *rec, char **why);
 /* Rename `out`/outcome.json to outcome.json.foreign (for review). */
 void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost

@@ -38,19 +38,40 @@ unsigned batch_count_asides(const char *out)
         }
 }
 
+int batch_load_record(const char *dir, const char *name, json_object **rec, char **why)
+{
+        *rec = NULL;
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+        _cleanup_free_ char *text = NULL;
+        int r = read_full_file_at(AT_FDCWD, path, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text, NULL,
+                                  NULL);
+        if (r == -ENOENT)
+                return r;
+        if (r < 0) {
+                *why = xstrdup(r == -ELOOP ? "it is a symbolic link" : r == -EINVAL ? "it is not a regular file"
+                                                                        : strerror(-r));
+                return r;
+        }
+        json_tokener *tok = json_tokener_new();
+        json_object *j = json_tokener_parse_ex(tok, text, (int)strlen(text));
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        json_tokener_free(tok);
+        if (!j || jerr != json_tokener_success || !json_object_is_type(j, json_type_object)) {
+                *why = xasprintf("not a JSON object (%s)", j && jerr == json_tokener_success ? "another JSON value"
+                                                           : json_tokener_error_desc(jerr));
+                json_object_put(j);
+                return -EBADMSG;
+        }
+        *rec = j;
+        return 0;
+}
+
 /* A record the session could not have planted, read without following links. */
 json_object *batch_read_record(const char *dir, const char *name)
 {
-        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
-        _cleanup_free_ char *text = NULL;
-        if (read_full_file_at(AT_FDCWD, path, 1 << 20, READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK, &text, NULL,
-                              NULL) < 0)
-                return NULL;
-        json_object *j = json_tokener_parse(text);
-        if (j && !json_object_is_type(j, json_type_object)) {
-                json_object_put(j);
-                return NULL;
-        }
+        json_object *j = NULL;
+        _cleanup_free_ char *why = NULL;
+        batch_load_record(dir, name, &j, &why);
         return j;
 }
 
@@ -155,9 +176,12 @@ static const char *string_field(json_object *j, const char *key)
                        : NULL;
 }
 
-bool batch_record_ours(const char *out, json_object *rec)
+int batch_record_ours(const char *out, json_object *rec, char **why)
 {
-        json_object *launcher = batch_read_record(out, "launcher.json");
+        json_object *launcher = NULL;
+        int r = batch_load_record(out, "launcher.json", &launcher, why);
+        if (r < 0 && r != -ENOENT)
+                return r;
         const char *want = string_field(launcher, "nonce"), *got = string_field(rec, "launcher_nonce");
         bool ours = want && got && strlen(want) == OUTCOME_NONCE_LEN && strcmp(want, got) == 0;
         json_object_put(launcher);

@@ -164,7 +164,18 @@ static char *lost_why(int exit_status)
 }
 
 
-enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
+enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE, FOUND_UNREADABLE };
+
+/* A record in OUTPUT_DIR that is there but cannot be read: said, and the
+ * Trial is not run (it may have run already: never again on a guess). */
+static enum found unreadable(const struct btrial *t, const char *name, const char *why)
+{
+        _cleanup_free_ char *id = str_escape(t->p->id);
+        log_error("%s: cannot read '%s/%s': %s; the Trial is not run (it may have run already): fix or remove the "
+                  "file, then run the batch again",
+                  id, t->p->output_dir, name, why);
+        return FOUND_UNREADABLE;
+}
 
 /* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
  * alive (adopted: waited for); or a record in *rec (a lost launcher's written
@@ -173,9 +184,23 @@ enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
 static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
 {
         const char *out = t->p->output_dir;
-        *rec = batch_read_record(out, "outcome.json");
+        _cleanup_free_ char *why = NULL;
+        int r = batch_load_record(out, "outcome.json", rec, &why);
+        if (r < 0 && r != -ENOENT)
+                return unreadable(t, "outcome.json", why);
         const char *kind = batch_record_kind(*rec);
-        if (kind && !batch_record_ours(out, *rec)) {
+        if (r == 0 && !kind) {
+                json_object_put(*rec);
+                *rec = NULL;
+                return unreadable(t, "outcome.json", "it has no \"outcome\"");
+        }
+        int ours = kind ? batch_record_ours(out, *rec, &why) : 1;
+        if (ours < 0) {
+                json_object_put(*rec);
+                *rec = NULL;
+                return unreadable(t, "launcher.json", why);
+        }
+        if (!ours) {
                 /* Not written by a run this batch started: never taken. */
                 _cleanup_free_ char *id = str_escape(t->p->id);
                 log_warn("%s: '%s/outcome.json' was not written by a run this batch started (no matching "
@@ -193,7 +218,10 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = NULL;
         }
         /* The launcher's record: the running one, or ours from before it ran. */
-        json_object *launcher = kind ? *rec : exit_status < 0 ? batch_read_record(out, "launcher.json") : NULL;
+        json_object *launcher = kind ? *rec : NULL;
+        if (!kind && exit_status < 0 && (r = batch_load_record(out, "launcher.json", &launcher, &why)) < 0 &&
+            r != -ENOENT)
+                return unreadable(t, "launcher.json", why);
         if (!launcher && exit_status < 0)
                 return FOUND_NOTHING;
         _cleanup_free_ char *path = xasprintf("%s/%s", out, kind ? "outcome.json" : "launcher.json");
@@ -233,8 +261,8 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = batch_record_interrupted_launcher(t, *rec, b->stopping);
                 return FOUND_RECORD;
         }
-        _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
-        *rec = batch_record_lost(t, *rec, why);
+        _cleanup_free_ char *lost = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
+        *rec = batch_record_lost(t, *rec, lost);
         return FOUND_RECORD;
 }
 
@@ -288,6 +316,10 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
         }
         if (found == FOUND_RUNNING)
                 return;
+        if (found == FOUND_UNREADABLE) { /* not run: its line says outcome null */
+                batch_mark_done(b, t, OUTCOME_VOID, NULL);
+                return;
+        }
         if (found == FOUND_ELSEWHERE) {
                 t->state = T_ELSEWHERE;
                 return;
