@@ -94,6 +94,38 @@ START_TEST(a_plan_becomes_one_array_with_the_largest_limits_of_its_trials)
 }
 END_TEST
 
+/* The array's time limit covers what each task may run: every attempt a
+ * void Trial is given (1 + --retries, each its timeout and its kill-after)
+ * and the backoff between them, not one timeout. Seen through a stand-in
+ * sbatch on PATH that records its arguments (and a squeue that says the job
+ * is gone): no cluster needed. */
+START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them)
+{
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *bin = path_in(dir, "bin"), *args = path_in(dir, "sbatch.args");
+        mkdir_p(bin, 0755);
+        _cleanup_free_ char *sbatch = xasprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\necho 4242\n", args);
+        write_in(bin, "sbatch", sbatch, 0755);
+        write_in(bin, "squeue", "#!/bin/sh\nexit 0\n", 0755);
+        _cleanup_free_ char *repo = path_in(dir, "repo"), *plan = path_in(dir, "plan.jsonl");
+        mkdir_p(repo, 0755);
+        write_plan(plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"timeout\":\"10m\"}\n"
+                         "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/b\",\"timeout\":\"5m\"}\n");
+        _cleanup_free_ char *path = xasprintf("PATH=%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+        char *argv[] = { TRIALBOX_BIN, "batch", plan, "--slurm", "--retries", "2", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(ENV(path, "TRIALBOX_BATCH_BACKOFF_MS=1000")), argv);
+        _cleanup_free_ char *got = read_text(args);
+        ck_assert_msg(got != NULL, "sbatch was not run: %d %s", r.status, r.err);
+        /* 3 attempts of (600 s + the default 10 s kill-after), 1 s + 2 s of
+         * backoff, 120 s for trialbox: 1953 s, 33 minutes. */
+        assert_line(got, "--time=33");
+        proc_result_free(&r);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
 START_TEST(limits_given_in_slurm_args_are_not_asked_twice)
 {
         struct slurm_array_request req = request("--time=5 -c4 --mem-per-cpu=1G --job-name=mine -p 'big one'");
@@ -840,6 +872,7 @@ int main(void)
         tcase_add_test(tc, slurm_args_split_like_a_shell_without_expanding_anything);
         tcase_add_test(tc, a_plan_becomes_one_array_with_the_largest_limits_of_its_trials);
         tcase_add_test(tc, limits_given_in_slurm_args_are_not_asked_twice);
+        tcase_add_test(tc, the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them);
         tcase_add_test(tc, a_trial_without_a_limit_keeps_the_array_from_asking_for_it);
         tcase_add_test(tc, the_job_shell_line_quotes_paths_and_flags_and_holds_no_plan_data);
         tcase_add_test(tc, slurm_args_may_not_take_over_the_array_or_the_wait);

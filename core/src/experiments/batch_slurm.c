@@ -173,11 +173,15 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         struct slurm_array_request req = { .trialbox = self, .plan = plan, .tasks = b->n,
                                            .max_running = b->opt->slurm_max_running, .log_dir = logs,
                                            .slurm_args = b->opt->slurm_args, .task_args = task_args };
+        req.limits.retries = b->opt->retries;
+        req.limits.backoff_ms = b->opt->backoff_ms;
         for (size_t i = 0; i < b->n; i++) {
                 const struct plan_trial *p = &b->plan.v[i];
-                long long ms = 0, bytes = 0, milli = 0;
+                long long ms = 0, bytes = 0, milli = 0, grace = LIMITS_DEFAULT_KILL_AFTER_MS;
                 if (p->timeout && limits_parse_duration("--timeout", p->timeout, false, &ms, err) < 0)
                         return -EINVAL;
+                if (ms > 0) /* an attempt may run its timeout and the grace after it */
+                        ms += grace;
                 if (p->memory && limits_parse_size("--memory", p->memory, &bytes, err) < 0)
                         return -EINVAL;
                 if (p->cpus && limits_parse_cpus("--cpus", p->cpus, &milli, err) < 0)
