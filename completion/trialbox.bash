@@ -27,7 +27,7 @@ _trialbox()
                 return ;;
         --allow-host|--user|--slurm-args)
                 return ;;
-        --harness-bin|--credentials|--prices|--html)
+        --harness-bin|--credentials|--prices|--html|--env-file)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --by)
@@ -40,7 +40,8 @@ _trialbox()
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
+                        --cpus --network --allow-host --no-harness-endpoints --env-file --user --root-session
+                        --keep-control-files --" -- "$cur")) ;;
         batch)
                 COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
                         --help" -- "$cur")) ;;

@@ -935,6 +935,54 @@ START_TEST(an_interrupted_trial_runs_again_on_resume_whatever_its_retries)
 }
 END_TEST
 
+/* A plan line's `env` reaches its session, and no process shows a value in
+ * its command line (ps): the batch hands it to its run through a pipe. Its
+ * `kill_after` is run's --kill-after. */
+START_TEST(env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *secret = marker("env-value");
+        _cleanup_free_ char *plan = xasprintf(
+                "{\"id\":\"env\",\"harness\":\"shell\",\"repo\":\"repos/env\",\"output_dir\":\"out/env\","
+                "\"env\":{\"TB_TEST_SECRET\":\"%s\",\"TB_TEST_MODE\":\"a b\"},"
+                "\"args\":[\"-c\",\"printf '%%s|%%s' \\\"$TB_TEST_SECRET\\\" \\\"$TB_TEST_MODE\\\" > got; sleep 2\"]}\n"
+                "{\"id\":\"grace\",\"harness\":\"shell\",\"repo\":\"repos/grace\",\"output_dir\":\"out/grace\","
+                "\"timeout\":\"1\",\"kill_after\":0,\"args\":[\"-c\",\"trap '' TERM; sleep 30\"]}\n",
+                secret);
+        for (const char *const *id = (const char *const[]){ "env", "grace", NULL }; *id; id++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s", *id);
+                _cleanup_free_ char *dir = path_in(e.dir, rel);
+                mkdir_p(dir, 0755);
+                chmod(dir, 0777);
+        }
+        write_plan(e.plan, plan);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", NULL };
+        _cleanup_free_ char *out = path_in(e.dir, "stdout"), *err = path_in(e.dir, "stderr");
+        pid_t pid = spawn_argv(tb_env(NULL), argv, out, err);
+        _cleanup_free_ char *got = path_in(e.dir, "repos/env/got");
+        bool wrote = wait_for_file(got, 30000);
+        bool shown = host_process_with(secret);
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text(err);
+        ck_assert_msg(wrote, "the session never wrote its variables; stderr:\n%s", errs);
+        ck_assert_msg(!shown, "a process shows the value in its command line");
+        ck_assert_msg(status == 0, "status %d; stderr:\n%s", status, errs);
+        _cleanup_free_ char *want = xasprintf("%s|a b", secret);
+        assert_file_holds(got, want);
+        assert_result(&e, "env", "outcome", "completed");
+        assert_result(&e, "grace", "outcome", "failed");
+        assert_result(&e, "grace", "cause", "timeout");
+        _cleanup_free_ char *grace = path_in(e.dir, "out/grace");
+        _cleanup_free_ char *detail = outcome_field(grace, "detail"), *limits = outcome_field(grace, "limits");
+        assert_contains(detail, "SIGKILL 0s later (--kill-after)");
+        assert_contains(limits, "\"kill_after_ms\": 0,");
+        _cleanup_free_ char *log = read_text_in(e.dir, "out/env/trialbox.log");
+        ck_assert_msg(log == NULL || !strstr(log, secret), "the value is in the Trial's log");
+        exp_free(&e);
+}
+END_TEST
+
 /* A batch started as a script's background job (SIGINT and SIGQUIT
  * ignored) by a runner that left SIGINT blocked: its sessions still start
  * with every signal's default disposition and an empty mask, and SIGINT
@@ -1035,5 +1083,6 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
         tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
+        tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
 }

@@ -274,6 +274,53 @@ START_TEST(a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing
 }
 END_TEST
 
+/* --env-file: the session's own variables, from a file (a pipe works
+ * too); --dry-run shows their names, never their values; a name trialbox
+ * keeps, or a file that is not one JSON object of strings, is a usage
+ * error of one line. */
+START_TEST(env_file_variables_reach_the_session_and_dry_run_redacts_them)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *secret = marker("env-file-value");
+        _cleanup_free_ char *file = path_in(f.dir, "env.json");
+        _cleanup_free_ char *json = xasprintf("{\"TB_TEST_KEY\": \"%s\", \"GREETING\": \"hello world\"}", secret);
+        write_text(file, json, 0600);
+        struct proc_result r;
+        tb_shell(&r, &f, NULL, EXTRA("--env-file", file, "--dry-run", "--", "-c", "true"));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        assert_contains(r.out, "TB_TEST_KEY=<redacted>");
+        assert_lacks(r.out, secret);
+        assert_lacks(r.err, secret);
+        proc_result_free(&r);
+        tb_shell(&r, &f, NULL,
+                 EXTRA("--env-file", file, "--", "-c", "printf '%s|%s' \"$TB_TEST_KEY\" \"$GREETING\" > got"));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        _cleanup_free_ char *want = xasprintf("%s|hello world", secret);
+        assert_file_in(f.repo, "got", want);
+        proc_result_free(&r);
+        static const char *const bad[][2] = {
+                { "{\"HOME\": \"/tmp\"}", "'HOME' cannot be set" },
+                { "{\"LD_PRELOAD\": \"x\"}", "'LD_PRELOAD' cannot be set" },
+                { "{\"A\": 1}", "'A' must be a string" },
+                { "[\"A=1\"]", "must be an object" },
+                { "{oops", "not JSON" },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
+                write_text(file, bad[i][0], 0600);
+                fixture_next_out(&f);
+                tb_shell(&r, &f, NULL, EXTRA("--env-file", file, "--", "-c", "true"));
+                ck_assert_msg(r.status == 2, "case %zu: status %d: %s", i, r.status, r.err);
+                assert_one_line(r.err);
+                assert_contains(r.err, bad[i][1]);
+                assert_contains(r.err, "--env-file '");
+                ck_assert_msg(!exists_in(f.out, "outcome.json"), "case %zu: a Trial ran", i);
+                proc_result_free(&r);
+        }
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(no_bwrap_is_void_sandbox_unavailable)
 {
         struct fixture f;
@@ -526,6 +573,7 @@ TB_SUITE("trial", 60)
         tcase_add_test(tc, a_host_secret_variable_does_not_reach_the_session);
         tcase_add_test(tc, a_background_child_left_by_the_session_is_gone_after_it_ends);
         tcase_add_test(tc, sigterm_to_trialbox_ends_the_session_as_void_interrupted);
+        tcase_add_test(tc, env_file_variables_reach_the_session_and_dry_run_redacts_them);
         tcase_add_test(tc, a_second_signal_kills_a_session_that_ignores_the_first);
         tcase_add_test(tc, a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_session);
         tcase_add_test(tc, a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing_runs);

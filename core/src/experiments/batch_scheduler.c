@@ -25,6 +25,7 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
+#include "trial/session_env.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -432,6 +433,30 @@ static int launch_child(void *ctx)
         return 0;
 }
 
+/* Where a launcher finds its Trial's `env` (run --env-file /dev/fd/N):
+ * the read end of a pipe holding the JSON, whole (it fits: session_env.h),
+ * its write end closed. No value is ever in an argv, nor on disk. */
+#define BATCH_ENV_FD 3
+#define BATCH_ENV_FILE "/dev/fd/3"
+
+/* The pipe's read end, or -1 when the Trial has no `env`; -errno. */
+static int env_pipe(const struct plan_trial *p)
+{
+        if (p->env.n == 0)
+                return -1;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        _cleanup_(erase_and_freep) char *json = session_env_to_json(&p->env);
+        int r = loop_write(fds[1], json, strlen(json));
+        close(fds[1]);
+        if (r < 0) {
+                close(fds[0]);
+                return r;
+        }
+        return fds[0];
+}
+
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
 {
         const struct plan_trial *p = t->p;
@@ -448,10 +473,16 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
+        _cleanup_close_ int env_fd = env_pipe(p);
+        if (env_fd < -1) {
+                close(go[0]);
+                close(go[1]);
+                return tb_fail(err, env_fd, "cannot start Trial '%s': its env: %s", p->id, strerror(-env_fd));
+        }
         _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
         struct strv argv = { 0 };
         strv_add(&argv, "trialbox");
-        plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
+        plan_trial_run_args(p, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
         /* This attempt's token: its run echoes it in outcome.json, so that
          * no record another process planted is ever taken for it. */
         char nonce[OUTCOME_NONCE_LEN + 1];
@@ -468,6 +499,12 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                            .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_FD,
                            .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd,
                            .child_fn = launch_child, .ctx = &l };
+        const int env_target = BATCH_ENV_FD;
+        if (env_fd >= 0) {
+                s.fds = &env_fd;
+                s.fd_targets = &env_target;
+                s.n_fds = 1;
+        }
         struct tb_error serr = { 0 };
         int sr = spawn_start(&s, &serr);
         pid_t pid = s.pid;

@@ -14,6 +14,7 @@
 #include "base/macro.h"
 #include "base/path.h"
 #include "base/strv.h"
+#include "trial/session_env.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -24,9 +25,12 @@ enum field_type {
         F_SIZE,      /* as --memory */
         F_PIDS,      /* as --pids */
         F_CPUS,      /* as --cpus */
+        F_GRACE,     /* as --kill-after: a duration, 0 allowed */
         F_NETWORK,   /* host|none|allow */
         F_REPO_FROM, /* PATH[@REV] */
         F_FLAG,      /* a boolean: true gives the run flag alone */
+        F_FLAG_OFF,  /* a boolean, true by default: false gives the run flag alone */
+        F_ENV,       /* an object of variables (trial/session_env.h): the run's --env-file */
 };
 
 struct field {
@@ -56,6 +60,9 @@ static const struct field fields[] = {
         FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
+        FIELD(kill_after, F_GRACE, "--kill-after"),
+        FIELD(harness_endpoints, F_FLAG_OFF, "--no-harness-endpoints"),
+        FIELD(env, F_ENV, NULL),
 };
 
 static char **str_slot(struct plan_trial *t, const struct field *f) { return (char **)((char *)t + f->offset); }
@@ -123,15 +130,36 @@ static int check_limit(const struct field *f, const char *text, long long *value
                 return limits_parse_size("value", text, value, err);
         case F_PIDS:
                 return limits_parse_pids("value", text, value, err);
+        case F_GRACE:
+                return limits_parse_duration("value", text, true, value, err);
         default:
                 return limits_parse_cpus("value", text, value, err);
         }
+}
+
+/* `env`: the session's own variables, checked as `run --env-file` checks
+ * them (the value never quoted back). */
+static int set_env_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                         struct tb_error *err)
+{
+        struct tb_error e = { 0 };
+        if (session_env_from_json(v, &t->env, &e) < 0)
+                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+        return 0;
 }
 
 static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
                      struct tb_error *err)
 {
         const char *name = f->name;
+        if (f->type == F_ENV)
+                return set_env_field(plan, t, f, v, err);
+        if (f->type == F_FLAG_OFF) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return field_error(err, plan, t->line, name, "must be true or false");
+                *str_slot(t, f) = json_object_get_boolean(v) ? NULL : xstrdup("false");
+                return 0;
+        }
         if (f->type == F_STRINGS) {
                 if (!json_object_is_type(v, json_type_array))
                         return field_error(err, plan, t->line, name, "must be an array of strings");
@@ -155,7 +183,7 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                 *str_slot(t, f) = json_object_get_boolean(v) ? xstrdup("true") : NULL;
                 return 0;
         }
-        if (f->type >= F_DURATION && f->type <= F_CPUS) {
+        if (f->type >= F_DURATION && f->type <= F_GRACE) {
                 const char *text = limit_text(v);
                 long long value = 0;
                 struct tb_error e = { 0 };
@@ -221,6 +249,8 @@ static void trial_done(struct plan_trial *t)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 if (fields[i].type == F_STRINGS)
                         strv_done(strv_slot(t, &fields[i]));
+                else if (fields[i].type == F_ENV)
+                        session_env_done(strv_slot(t, &fields[i]));
                 else
                         free(*str_slot(t, &fields[i]));
         }
@@ -269,6 +299,9 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
                 return field_error(err, plan, t->line, "output_dir",
                                    "'%s' is a name the batch keeps for its own folders (NAME.repo, NAME.attempt-N); "
                                    "choose another", t->output_dir);
+        if (t->kill_after && !t->timeout)
+                return field_error(err, plan, t->line, "kill_after", "needs 'timeout' (the grace after the deadline's "
+                                   "SIGTERM)");
         int r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
         if (r < 0)
                 return r;
@@ -505,11 +538,15 @@ void plan_done(struct plan *plan)
 
 char *plan_clone_dir(const char *output_dir) { return xasprintf("%s.repo", output_dir); }
 
-void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out)
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, const char *env_file, struct strv *out)
 {
         strv_add(out, "run");
         strv_add(out, "--repo");
         strv_add(out, repo);
+        if (t->env.n > 0 && env_file) {
+                strv_add(out, "--env-file");
+                strv_add(out, env_file);
+        }
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 const struct field *f = &fields[i];
                 if (!f->run_flag || f->offset == offsetof(struct plan_trial, repo))
@@ -525,7 +562,7 @@ void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct st
                 const char *v = *str_slot((struct plan_trial *)t, f);
                 if (v) {
                         strv_add(out, f->run_flag);
-                        if (f->type != F_FLAG)
+                        if (f->type != F_FLAG && f->type != F_FLAG_OFF)
                                 strv_add(out, v);
                 }
         }

@@ -6,10 +6,12 @@
  * `output_dir` (unique), `args` (array of strings, default none), exactly one
  * of `repo` (a prepared repository) or `repo_from` ("PATH[@REV]": a fresh
  * clone is made for the Trial at OUTPUT_DIR.repo), and the `run` options
- * `harness_bin`, `skills`, `credentials`, `timeout`, `memory`, `pids`,
- * `cpus`, `user`, `network` (host|none|allow), `allow_host` (array of
- * strings). Relative paths are relative to the plan's folder. Blank lines are
- * skipped. */
+ * `harness_bin`, `skills`, `credentials`, `timeout`, `kill_after` (with
+ * timeout), `memory`, `pids`, `cpus`, `user`, `network` (host|none|allow),
+ * `allow_host` (array of strings), `harness_endpoints` (false:
+ * --no-harness-endpoints), `env` (an object of the session's own variables:
+ * trial/session_env.h). Relative paths are relative to the plan's folder.
+ * Blank lines are skipped. */
 #ifndef TB_PLAN_H
 #define TB_PLAN_H
 
@@ -31,6 +33,9 @@ struct plan_trial {
         char *user, *network;
         char *root_session; /* "true" (--root-session), or NULL */
         char *keep_control_files; /* "true" (--keep-control-files), or NULL */
+        char *kill_after;         /* --kill-after's text as given, validated (needs timeout), or NULL */
+        char *harness_endpoints;  /* "false" (--no-harness-endpoints), or NULL (the default, true) */
+        struct strv env;          /* the session's own variables, "NAME=VALUE" (secrets: never printed) */
         struct strv allow_host;
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
@@ -66,7 +71,8 @@ char *plan_clone_dir(const char *output_dir);
 
 /* The `trialbox run` arguments after the program name for this Trial
  * ("run", "--harness", …, "-q", "--json", "--", args…), the repository
- * being `repo` (the plan's, or the clone). */
-void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out);
+ * being `repo` (the plan's, or the clone); with `env`, "--env-file
+ * env_file" (the batch's pipe, /dev/fd/N: never a value in argv). */
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, const char *env_file, struct strv *out);
 
 #endif

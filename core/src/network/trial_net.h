@@ -12,6 +12,7 @@
 #ifndef TB_TRIAL_NET_H
 #define TB_TRIAL_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -36,6 +37,7 @@ struct trial_net {
         struct netpolicy *policy; /* allow: until the proxy takes it */
         int record_fd;            /* allow: network.jsonl; -1 */
         const char *test_hosts;   /* tb_env's TRIALBOX_TEST_HOSTS (test builds only) */
+        bool no_harness_endpoints; /* allow: the Harness's own endpoints are not allowed, only --allow-host */
         struct proxy *proxy;
 };
 #define TRIAL_NET_INIT { .mode = TRIAL_NETWORK_HOST, .record_fd = -1 }
@@ -61,7 +63,8 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
 int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err);
 
 /* The Outcome's `network` object: NULL for host; {"mode":"none"}; for allow
- * {"mode","allowed","denied","hosts":{host:{allowed,denied}}}. New reference. */
+ * {"mode","allowed","denied","hosts":{host:{allowed,denied}},
+ * "harness_endpoints"} (false under --no-harness-endpoints). New reference. */
 struct json_object *trial_net_outcome_json(const struct trial_net *n);
 
 #endif

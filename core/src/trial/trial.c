@@ -29,6 +29,7 @@
 #include "base/macro.h"
 #include "base/path.h"
 #include "base/sink.h"
+#include "trial/session_env.h"
 #include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
@@ -139,6 +140,7 @@ struct trial {
         struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
+        struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
 };
 
 static void trial_done(struct trial *t)
@@ -161,6 +163,7 @@ static void trial_done(struct trial *t)
         free(t->bwrap);
         free(t->skills);
         session_user_done(&t->user);
+        session_env_done(&t->session_env);
         if (t->home_fd >= 0)
                 close(t->home_fd);
 }
@@ -266,6 +269,11 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
                 return tb_fail(err, -EEXIST, "output folder '%s' already holds a Trial; give each Trial a new folder",
                                t->output);
+        if (opt->env_file) {
+                int r = session_env_read(opt->env_file, &t->session_env, err);
+                if (r < 0)
+                        return r;
+        }
         if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST)
                 return tb_fail(err, -EINVAL, "--network %s needs the sandbox; drop --no-sandbox (and TRIALBOX_NO_SANDBOX)",
                                trial_network_name(opt->network));
@@ -502,7 +510,7 @@ static int trial_network_policy(struct trial *t, struct tb_error *err)
                 return tb_fail(err, r, "the %s plugin's endpoints hook failed: %s", t->opt->harness, strerror(-r));
         size_t n;
         const struct host_endpoint *e = host_endpoints(&t->host, &n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n && !t->opt->no_harness_endpoints; i++)
                 if (e[i].required && (r = netpolicy_add(t->net.policy, e[i].pattern, err)) < 0)
                         return r;
         for (size_t i = 0; i < t->opt->n_allow_hosts; i++)
@@ -532,6 +540,18 @@ static int trial_hand_over_home(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* The user's own variables (--env-file), after the plugin's: the user's
+ * word wins over the plugin's defaults; trialbox's own names were refused
+ * when the file was read. Secrets: --dry-run redacts them. */
+static void trial_apply_session_env(struct trial *t)
+{
+        for (size_t i = 0; i < t->session_env.n; i++) {
+                const char *kv = t->session_env.v[i], *eq = strchr(kv, '=');
+                _cleanup_free_ char *name = strndup(kv, (size_t)(eq - kv));
+                sandbox_setenv(&t->spec, name, eq + 1, true);
+        }
+}
+
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -559,6 +579,8 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                 r = host_call(&t->host, t->plugin.prepare_login);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
+        if (r >= 0)
+                trial_apply_session_env(t);
         if (r < 0) {
                 t->cause = CAUSE_SESSION_UNAVAILABLE;
                 if (t->host.voided)
@@ -916,6 +938,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT,
                            .net = TRIAL_NET_INIT, .home_fd = -1 };
         t.net.mode = opt->network;
+        t.net.no_harness_endpoints = opt->no_harness_endpoints;
         t.net.test_hosts = env->test_hosts;
         struct tb_error err = { 0 };
         int status;

@@ -29,6 +29,12 @@ struct trial_options {
         enum trial_network network;
         const char *allow_hosts[TRIAL_MAX_ALLOW_HOSTS];
         size_t n_allow_hosts;
+        /* --no-harness-endpoints: under allow, only the --allow-host patterns
+         * (the plugin's own endpoints are not added). */
+        bool no_harness_endpoints;
+        /* --env-file: the user's own variables for the session, one JSON
+         * object (trial/session_env.h), or NULL. */
+        const char *env_file;
         /* Who the session runs as when trialbox is root (session_user.h). */
         const char *user;  /* --user NAME|UID, or NULL */
         bool root_session; /* --root-session: accept a root session */
