@@ -180,6 +180,8 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
                 long long ms = 0, bytes = 0, milli = 0, grace = LIMITS_DEFAULT_KILL_AFTER_MS;
                 if (p->timeout && limits_parse_duration("--timeout", p->timeout, false, &ms, err) < 0)
                         return -EINVAL;
+                if (p->kill_after && limits_parse_duration("--kill-after", p->kill_after, true, &grace, err) < 0)
+                        return -EINVAL;
                 if (ms > 0) /* an attempt may run its timeout and the grace after it */
                         ms += grace;
                 if (p->memory && limits_parse_size("--memory", p->memory, &bytes, err) < 0)
