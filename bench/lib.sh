@@ -57,6 +57,22 @@ need_trialbox() {
         export TRIALBOX_PLUGIN_PATH="$PLUGINS"
 }
 
+# bench_driver NAME: build bench/NAME.c's driver, $BUILD/bench/NAME (CMake,
+# against the core's libraries, bench/CMakeLists.txt); BUILD is configured
+# with -DTRIALBOX_BENCH=ON first when it is not yet (made when missing). Built
+# on every run, as make does: a changed driver or core is rebuilt.
+bench_driver() {
+        need cmake cmake
+        if ! grep -qx 'TRIALBOX_BENCH:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+                say "configuring $BUILD with -DTRIALBOX_BENCH=ON"
+                cmake -S "$bench_root" -B "$BUILD" -DTRIALBOX_BENCH=ON >/dev/null ||
+                        die "cannot configure $BUILD with -DTRIALBOX_BENCH=ON"
+        fi
+        cmake --build "$BUILD" --target "$1" -j"$(nproc)" >/dev/null ||
+                die "cannot build bench/$1.c: cmake --build $BUILD --target $1"
+        [ -x "$BUILD/bench/$1" ] || die "no $BUILD/bench/$1 after building it"
+}
+
 # A scratch folder under /tmp (not in the repository: the output folder of a
 # Trial must not be inside the repository it runs on), removed at exit.
 scratch() {

@@ -1,5 +1,6 @@
 /* The allowlist proxy against a direct connection to the same loopback
- * server, side by side in one run (bench/proxy.sh builds and runs it).
+ * server, side by side in one run (bench/proxy.sh runs it; built with
+ * -DTRIALBOX_BENCH=ON, bench/CMakeLists.txt).
  *
  *   proxy-bench BULK_MIB ROUNDS CONNECTIONS
  *

@@ -8,24 +8,17 @@
 #
 #   bench/proxy.sh     (PROXY_BULK_MIB=512, PROXY_ROUNDS=5, PROXY_CONNS=2000)
 #
-# Needs a C compiler (cc) and the build's core libraries (BUILD).
+# Needs the build (BUILD, ./scripts/setup): the driver is built there with
+# -DTRIALBOX_BENCH=ON (bench/CMakeLists.txt), configured so when it is not.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-need cc build-essential
-need pkg-config pkg-config
-lib="$BUILD/core/src/network/libtb_network.a"
-[ -f "$lib" ] || die "no $lib: build first (./scripts/setup, or set BUILD=folder)"
-libs="$lib $BUILD/core/src/sandbox/libtb_sandbox.a $BUILD/core/src/limits/libtb_limits.a"
-libs="$libs $BUILD/core/src/model/libtb_model.a $BUILD/core/src/base/libtb_base.a"
+bench_driver proxy-bench
 scratch
 mib=${PROXY_BULK_MIB:-512}
 rounds=${PROXY_ROUNDS:-5}
 conns=${PROXY_CONNS:-2000}
-# shellcheck disable=SC2046
-cc -O2 -std=c11 -Wall -Wextra -Icore/src bench/proxy-bench.c $libs $(pkg-config --libs json-c libffi libseccomp) -ldl -lpthread \
-        -o "$W/proxy-bench" || die "cannot build bench/proxy-bench.c"
 say "proxy: $rounds x $mib MiB each way, $conns connections and round trips each way"
-"$W/proxy-bench" "$mib" "$rounds" "$conns" >"$W/figures" || die "proxy-bench failed"
+"$BUILD/bench/proxy-bench" "$mib" "$rounds" "$conns" >"$W/figures" || die "proxy-bench failed"
 cat "$W/figures" >&2
 f() { awk -v k="$1" '$1 == k { print $2 }' "$W/figures"; }
 verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? v >= t : v < t; print ok ? "met" : "not met" }'; }

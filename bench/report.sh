@@ -7,8 +7,8 @@
 #                                     REPORT_NOTE='text': a sentence for the page's header)
 #   bench/report.sh noop-trial wipe  (only these; docs/performance.md then holds only them)
 #
-# Needs what the scripts need: hyperfine, valgrind, GNU time, strace, cc;
-# optional peers firejail and srt (see bench/noop-trial.sh). Takes about 3 to 6
+# Needs what the scripts need: hyperfine, valgrind, GNU time, strace, and the
+# build (the C drivers are built in it with -DTRIALBOX_BENCH=ON); optional peers firejail and srt (see bench/noop-trial.sh). Takes about 3 to 6
 # minutes on 2 cores. Output of the tools goes to stderr; the scripts' figures are also
 # kept in bench/.cache/last/ (not committed).
 set -eu

@@ -6,8 +6,8 @@
  *   wipe-bench wipe DIR     wipe DIR as a Grok Trial does: all but auth.json and .lock
  *   wipe-bench count DIR    print the number of entries left under DIR
  *
- * Built by bench/wipe.sh:
- *   cc -O2 -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/util.c
+ * Built with -DTRIALBOX_BENCH=ON (bench/CMakeLists.txt), linked with the
+ * core's logins/ and base/ libraries; bench/wipe.sh builds it when missing.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -3,8 +3,8 @@
 # O_NOFOLLOW, keeping auth.json and .lock) against `rm -rf` of the same tree,
 # side by side in one hyperfine run per size. The tree is made anew before
 # each run (hyperfine --prepare): auth.json, .lock and N files of 64 bytes,
-# 100 per subfolder. bench/wipe-bench.c is a small driver compiled against
-# core/src/logins/trials_home.c and util.c.
+# 100 per subfolder. bench/wipe-bench.c is a small driver linked with the
+# core's logins/ and base/ libraries (bench/CMakeLists.txt).
 #
 # Sizes: 10,000 and 100,000 files on a tmpfs (/dev/shm): the walk's own cost,
 # the same unlinkat calls as rm -rf, no disk in the way. On a disk both wait
@@ -16,20 +16,19 @@
 #
 #   bench/wipe.sh      (WIPE_TMPFS=/dev/shm; WIPE_RUNS=20, WIPE_RUNS_BIG=10, WIPE_RUNS_DISK=10)
 #
-# Needs a C compiler (cc) and hyperfine.
+# Needs hyperfine, and what the build needs (./scripts/setup): the driver is
+# built in BUILD with -DTRIALBOX_BENCH=ON, configured so when it is not.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
-need cc build-essential
+bench_driver wipe-bench
 scratch
 tmpfs_root=${WIPE_TMPFS:-/dev/shm}
 [ -d "$tmpfs_root" ] && [ -w "$tmpfs_root" ] || die "no writable tmpfs at $tmpfs_root (set WIPE_TMPFS)"
 T=$(mktemp -d "$tmpfs_root/trialbox-wipe.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then say "tmpfs folder kept: $T"; else trap 'rm -rf "$W" "$T"' EXIT; fi
 
-cc -O2 -std=c11 -Wall -Wextra -Icore/src -Icore/include bench/wipe-bench.c core/src/logins/trials_home.c core/src/base/*.c \
-        -o "$W/wipe-bench" || die "cannot build bench/wipe-bench.c"
-wb="$W/wipe-bench"
+wb="$BUILD/bench/wipe-bench"
 
 # Sanity: the wipe leaves auth.json and .lock, nothing else.
 "$wb" make "$T/check" 1000 && "$wb" wipe "$T/check"
@@ -57,4 +56,4 @@ fi
 if [ "${WIPE_DISK_SYNC:-0}" = 1 ]; then
         bench_pair "10,000 files, disk (/tmp), synced" "$W/tree" 10000 "${WIPE_RUNS_SYNC:-5}" 1
 fi
-method "wipe: bench/wipe-bench.c calls trials_home_wipe(DIR, {auth.json, .lock}) from core/src/logins/trials_home.c (cc -O2); against \`rm -rf DIR\`. One hyperfine run per size (--warmup 1), each run on a tree made anew by --prepare: auth.json, .lock and N files of 64 bytes, 100 per subfolder; on $tmpfs_root (tmpfs)$([ "${WIPE_DISK:-0}${WIPE_DISK_SYNC:-0}" != 00 ] && echo ", and on /tmp's disk ($(df -T /tmp | awk 'NR == 2 { print $2 }'))")$([ "${WIPE_DISK_SYNC:-0}" = 1 ] && echo ", also with a sync after making it"). Both make the same unlinkat calls, one per file and folder (strace -c); rm -rf also opens, stats and closes each folder a few times more (fts). Medians; verdict met when within 5% of rm -rf or faster."
+method "wipe: bench/wipe-bench.c calls trials_home_wipe(DIR, {auth.json, .lock}) from core/src/logins/trials_home.c (built by CMake with the build's flags: -O2 in RelWithDebInfo); against \`rm -rf DIR\`. One hyperfine run per size (--warmup 1), each run on a tree made anew by --prepare: auth.json, .lock and N files of 64 bytes, 100 per subfolder; on $tmpfs_root (tmpfs)$([ "${WIPE_DISK:-0}${WIPE_DISK_SYNC:-0}" != 00 ] && echo ", and on /tmp's disk ($(df -T /tmp | awk 'NR == 2 { print $2 }'))")$([ "${WIPE_DISK_SYNC:-0}" = 1 ] && echo ", also with a sync after making it"). Both make the same unlinkat calls, one per file and folder (strace -c); rm -rf also opens, stats and closes each folder a few times more (fts). Medians; verdict met when within 5% of rm -rf or faster."

@@ -14,7 +14,8 @@
  *       seen K of N; median, p99 (nearest rank) and max latency in ms.
  *
  * The session's clock is the host's (bwrap makes no time namespace), so the
- * two stamps compare. Built by bench/writeback.sh: cc -O2 bench/writeback.c
+ * two stamps compare. Built with -DTRIALBOX_BENCH=ON (bench/CMakeLists.txt);
+ * bench/writeback.sh builds it when missing.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -10,21 +10,22 @@
 #
 #   bench/writeback.sh     (WB_RENAMES=500, WB_INTERVAL_MS=10)
 #
-# Needs a C compiler (cc).
+# Needs the build (BUILD): the driver is built there with -DTRIALBOX_BENCH=ON
+# (bench/CMakeLists.txt), configured so when it is not.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-need cc build-essential
 need_trialbox
+bench_driver writeback
+wb="$BUILD/bench/writeback"
 scratch
 n=${WB_RENAMES:-500}
 gap=${WB_INTERVAL_MS:-10}
 mkdir "$W/repo" "$W/codex-home"
 printf '{"bench_seq": 0, "bench_ns": 0}\n' >"$W/codex-home/auth.json"
 chmod 600 "$W/codex-home/auth.json"
-cc -O2 -std=c11 -Wall -Wextra bench/writeback.c -o "$W/writeback" || die "cannot build bench/writeback.c"
 
 say "write-back: $n renames, one every $gap ms"
-"$W/writeback" watch "$W/codex-home/auth.json" "$n" $((n * gap / 1000 + 60)) >"$W/watch.out" &
+"$wb" watch "$W/codex-home/auth.json" "$n" $((n * gap / 1000 + 60)) >"$W/watch.out" &
 watcher=$!
 i=0
 until grep -q ready "$W/watch.out" 2>/dev/null; do
@@ -33,7 +34,7 @@ until grep -q ready "$W/watch.out" 2>/dev/null; do
         sleep 0.01
 done
 status=0
-CODEX_HOME="$W/codex-home" "$TB" run $ROOT_SESSION -q --harness codex --harness-bin "$W/writeback" \
+CODEX_HOME="$W/codex-home" "$TB" run $ROOT_SESSION -q --harness codex --harness-bin "$wb" \
         --repo "$W/repo" --output-dir "$W/out" -- harness "$n" "$gap" || status=$?
 wait "$watcher" || true
 [ "$status" = 0 ] || die "the codex Trial ended with status $status: $(cat "$W/out/outcome.json" 2>/dev/null)"

@@ -5,7 +5,9 @@
  * Promises checked: the result is the head's length, 0 or -EINVAL; an error
  * carries a status and a reason; an accepted head names a valid host and a
  * port; the rewritten head is itself a complete head that carries no Proxy-*
- * header and ends its connection. test_proxy replays the seed corpus through
+ * header and ends its connection; read as a server's response head, the
+ * client gets a whole head that ends its connection (proxy_response_rewrite).
+ * test_proxy replays the seed corpus through
  * this same function. */
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +44,25 @@ static void check_rewrite(const char *buf, const struct proxy_request *req)
         free(out.s);
 }
 
+/* The same bytes as a server's response head: the client gets a whole head
+ * that ends its connection, or the bytes as they are. */
+static void check_response(const char *buf, size_t size)
+{
+        struct strbuf out = { 0 };
+        bool interim = false;
+        strbuf_add(&out, "");
+        int r = proxy_response_rewrite(buf, size, &out, &interim);
+        check(r >= -EINVAL && (r <= 0 || (size_t)r <= size), "a response head's length is within the input");
+        if (r > 0) {
+                check(out.len > 4 && strcmp(out.s + out.len - 4, "\r\n\r\n") == 0, "a response head ends with an empty line");
+                check(interim || strstr(out.s, "\r\nConnection: close\r\n\r\n") != NULL,
+                      "a final response head ends its connection");
+        } else {
+                check(out.len == 0, "nothing is made of an incomplete or unreadable response head");
+        }
+        free(out.s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         /* The proxy reads at most PROXY_HEAD_MAX bytes before it decides. */
@@ -51,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!buf)
                 return 0;
         memcpy(buf, data, size);
+        check_response(buf, size);
         struct proxy_request req;
         int r = proxy_request_parse(buf, size, &req);
         check(r >= -EINVAL, "the result is a length, 0 or -EINVAL");

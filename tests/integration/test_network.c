@@ -264,7 +264,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
         struct proc_result r;
         tb_shell(&r, &f, ENV(map),
            EXTRA("-v", "--network", "allow", "--allow-host", "allowed.test", "--allow-host", "*.wild.test",
-                 "--allow-host", port_rule, "--allow-host", "localhost", "--allow-host", "tls.test", "--", "-c",
+                 "--allow-host", port_rule, "--allow-host", "tls.test", "--", "-c",
                  script));
         server_stop(&s);
         if (tls_pid > 0) {
@@ -279,7 +279,7 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
         ck_assert_str_eq(result(r.out, "apex"), "403");
         ck_assert_str_eq(result(r.out, "port"), "200");
         ck_assert_str_eq(result(r.out, "otherport"), "403");
-        ck_assert_str_eq(result(r.out, "localhost"), "403"); /* listed, but it is a loopback address */
+        ck_assert_str_eq(result(r.out, "localhost"), "403"); /* this host's loopback, not listed with its port */
         ck_assert_str_eq(result(r.out, "loopback"), "403");
         ck_assert_str_eq(result(r.out, "direct"), "7");
         if (tls)
@@ -398,7 +398,7 @@ START_TEST(host_mode_keeps_the_host_network)
         _cleanup_free_ char *script =
                 xasprintf("curl -s --noproxy '*' -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/", s.port);
         struct proc_result r;
-        tb_shell(&r, &f, NULL, EXTRA("--", "-c", script));
+        tb_shell(&r, &f, NULL, EXTRA("--network", "host", "--", "-c", script));
         server_stop(&s);
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.out, "200\n"); /* the newline: trialbox ends the session's last line */
@@ -422,12 +422,19 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
         assert_contains(r.out, " --unshare-net ");
         assert_contains(r.out, "HTTPS_PROXY=http://127.0.0.1:3128");
         proc_result_free(&r);
-        tb_shell(&r, &f, NULL, EXTRA("--dry-run"));
+        tb_shell(&r, &f, NULL, EXTRA("--network", "host", "--dry-run"));
         assert_lacks(r.out, "--unshare-net");
         proc_result_free(&r);
         const char *const bad[][4] = {
                 { "--allow-host", "*", NULL },
                 { "--allow-host", "*.com", NULL },
+                /* This host's loopback: one port, named exactly. */
+                { "--allow-host", "127.0.0.1", NULL },
+                { "--allow-host", "localhost", NULL },
+                { "--allow-host", "[::1]", NULL },
+                { "--allow-host", "0.0.0.0", NULL },
+                { "--allow-host", "*.localhost", NULL },
+                { "--allow-host", "model.localhost:8000", NULL },
                 { "--network", "none", "--allow-host", "x.test" },
                 { "--network", "bogus", NULL },
                 { "--network", "none", "--no-sandbox", NULL },
@@ -439,6 +446,170 @@ START_TEST(dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors)
                 proc_result_free(&r);
         }
         fixture_free(&f);
+}
+END_TEST
+
+/* ---- a model server on the host's loopback ---- */
+
+/* A local model server or gateway on the host's 127.0.0.1: `--allow-host
+ * 127.0.0.1:PORT` (or localhost:PORT) lets that one port through, and the
+ * session's clients, which honour NO_PROXY, send it through the proxy. */
+START_TEST(a_host_loopback_port_named_exactly_is_reached_through_the_proxy)
+{
+        struct server s;
+        server_start(&s, NULL);
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *lit = xasprintf("127.0.0.1:%d", s.port), *name = xasprintf("localhost:%d", s.port);
+        /* curl with the session's own proxy variables, as the Harness CLIs use them. */
+        _cleanup_free_ char *script = xasprintf(
+                "c() { n=$1; shift; echo $n=$(curl -s -o /dev/null -w '%%{http_code}' \"$@\"); }; "
+                "c lit http://127.0.0.1:%d/v1/messages; c name http://localhost:%d/; "
+                "c other http://127.0.0.1:%d/; "
+                "echo close=$(curl -s -D - -o /dev/null http://127.0.0.1:%d/ | tr -d '\\r' | grep -ci '^connection: close'); "
+                "echo no_proxy=[$NO_PROXY]",
+                s.port, s.port, s.port == 65535 ? 1 : s.port + 1, s.port);
+        struct proc_result r;
+        tb_shell(&r, &f, NULL, EXTRA("--network", "allow", "--allow-host", lit, "--allow-host", name, "--", "-c", script));
+        server_stop(&s);
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(result(r.out, "lit"), "200");
+        ck_assert_str_eq(result(r.out, "name"), "200");
+        ck_assert_str_eq(result(r.out, "other"), "403"); /* one port, not the host's whole loopback */
+        ck_assert_str_eq(result(r.out, "close"), "1");
+        ck_assert_str_eq(result(r.out, "no_proxy"), "[]");
+        _cleanup_free_ char *rec = read_text_in(f.out, "network.jsonl");
+        _cleanup_free_ char *want = xasprintf("\"host\":\"127.0.0.1\",\"port\":%d,\"method\":\"GET\",\"decision\":\"allowed\","
+                                              "\"reason\":\"allowed by '%s'\"", s.port, lit);
+        ck_assert_msg(strstr(rec, want), "no '%s' in:\n%s", want, rec);
+        _cleanup_free_ char *want_name = xasprintf("\"host\":\"localhost\",\"port\":%d,\"method\":\"GET\",\"decision\":\"allowed\"",
+                                                   s.port);
+        ck_assert_msg(strstr(rec, want_name), "no '%s' in:\n%s", want_name, rec);
+        ck_assert_str_eq(network_field(f.out, "hosts/127.0.0.1/allowed"), "2");
+        ck_assert_str_eq(network_field(f.out, "hosts/127.0.0.1/denied"), "1");
+        proc_result_free(&r);
+
+        /* Without a loopback port, the session's own servers stay direct. */
+        snprintf(f.out, sizeof f.out, "%s/out2", f.dir);
+        tb_shell(&r, &f, NULL, EXTRA("--allow-host", "x.test", "--", "-c", "echo no_proxy=[$NO_PROXY]"));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "no_proxy"), "[localhost,127.0.0.1,::1]");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* ---- the default network ---- */
+
+/* A Credentials file (under DIR/config) holding a Claude setup token; the
+ * XDG_CONFIG_HOME=... entry that names it (static). */
+static char *claude_credentials(const struct fixture *f)
+{
+        static char env[1200];
+        _cleanup_free_ char *cfg = path_in(f->dir, "config");
+        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-token\"}}", 0600);
+        snprintf(env, sizeof env, "XDG_CONFIG_HOME=%s", cfg);
+        return env;
+}
+
+static const char default_probe[] = "echo proxy=${HTTPS_PROXY:-unset}; "
+                                     "echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,)";
+
+START_TEST(the_default_network_is_allow_for_a_harness_with_endpoints_and_none_for_one_without)
+{
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        /* shell declares no endpoints: a network of its own, loopback only. */
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", default_probe));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "proxy"), "unset");
+        ck_assert_str_eq(result(r.out, "links"), "lo,");
+        ck_assert_str_eq(network_field(f.out, "mode"), "none");
+        proc_result_free(&r);
+
+        /* claude declares its API: allow, through the proxy. */
+        snprintf(f.out, sizeof f.out, "%s/out-claude", f.dir);
+        char *cred = claude_credentials(&f);
+        tb_run(&r, "claude", &f, ENV(cred), EXTRA("--harness-bin", "/bin/sh", "--", "-c", default_probe));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(result(r.out, "proxy"), TRIAL_NET_PROXY_URL);
+        ck_assert_str_eq(result(r.out, "links"), "lo,");
+        ck_assert_str_eq(network_field(f.out, "mode"), "allow");
+        _cleanup_free_ char *rec = path_in(f.out, TRIAL_NET_RECORD);
+        ck_assert_int_eq(access(rec, F_OK), 0);
+        proc_result_free(&r);
+
+        /* Unsandboxed, there is no other network to give. */
+        snprintf(f.out, sizeof f.out, "%s/out-nosandbox", f.dir);
+        tb_shell(&r, &f, NULL, EXTRA("--no-sandbox", "--", "-c", "true"));
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(network_field(f.out, ""), "null");
+        proc_result_free(&r);
+
+        /* The dry run shows the same. */
+        snprintf(f.out, sizeof f.out, "%s/out-dry", f.dir);
+        tb_run(&r, "claude", &f, ENV(cred), EXTRA("--harness-bin", "/bin/sh", "--dry-run"));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
+        ck_assert_ptr_nonnull(strstr(r.out, "HTTPS_PROXY=" TRIAL_NET_PROXY_URL));
+        proc_result_free(&r);
+        tb_shell(&r, &f, NULL, EXTRA("--dry-run"));
+        ck_assert_ptr_nonnull(strstr(r.out, " --unshare-net "));
+        ck_assert_ptr_null(strstr(r.out, "HTTPS_PROXY"));
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(a_plan_line_without_network_gets_the_same_default)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *plan = path_in(f.dir, "plan.jsonl"), *out = path_in(f.dir, "trial-a");
+        _cleanup_free_ char *out_host = path_in(f.dir, "trial-b");
+        _cleanup_free_ char *text = xasprintf(
+                "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"%s\",\"args\":[\"-c\",\"true\"]}\n"
+                "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"%s\",\"network\":\"host\","
+                "\"args\":[\"-c\",\"true\"]}\n",
+                f.repo, out, f.repo, out_host);
+        write_plan(plan, text);
+        char *argv[] = { TRIALBOX_BIN, "batch", plan, "-q", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(network_field(out, "mode"), "none");
+        ck_assert_str_eq(network_field(out_host, ""), "null");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+START_TEST(check_says_which_network_a_trial_of_each_harness_gets)
+{
+        struct proc_result r;
+        char *argv[] = { TRIALBOX_BIN, "check", NULL };
+        run_argv(&r, tb_env(NULL), argv);
+        _cleanup_free_ char *all = xasprintf("%s%s", r.out, r.err);
+        const char *line = strstr(all, "network ");
+        ck_assert_msg(line, "no network line in:\n%s", all);
+        _cleanup_free_ char *l = strndup(line, strcspn(line, "\n"));
+        ck_assert_msg(strstr(l, "allow") && strstr(l, "claude") && strstr(l, "codex"), "%s", l);
+        ck_assert_msg(strstr(l, "none") && strstr(l, "shell") && strstr(l, "muse") && strstr(l, "agy"), "%s", l);
+        ck_assert_msg(strstr(l, "--network host"), "%s", l);
+        proc_result_free(&r);
+
+        const char *const one[][2] = { { "shell", "--network none" }, { "claude", "--network allow" } };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(one); i++) {
+                char *argv1[] = { TRIALBOX_BIN, "check", "--harness", (char *)one[i][0], NULL };
+                run_argv(&r, tb_env(NULL), argv1);
+                _cleanup_free_ char *text = xasprintf("%s%s", r.out, r.err);
+                const char *nl = strstr(text, "network ");
+                ck_assert_msg(nl, "no network line in:\n%s", text);
+                _cleanup_free_ char *want = xasprintf("a %s Trial gets %s", one[i][0], one[i][1]);
+                ck_assert_msg(strstr(nl, want), "no '%s' in:\n%s", want, text);
+                proc_result_free(&r);
+        }
 }
 END_TEST
 
@@ -562,4 +733,8 @@ TB_SUITE("network", 120)
         tcase_add_test(tc, hundreds_of_long_names_asked_of_the_proxy_never_break_the_outcome);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);
         tcase_add_test(tc, the_proxy_listens_in_a_network_namespace_whose_processes_are_in_a_nested_user_namespace);
+        tcase_add_test(tc, a_host_loopback_port_named_exactly_is_reached_through_the_proxy);
+        tcase_add_test(tc, the_default_network_is_allow_for_a_harness_with_endpoints_and_none_for_one_without);
+        tcase_add_test(tc, a_plan_line_without_network_gets_the_same_default);
+        tcase_add_test(tc, check_says_which_network_a_trial_of_each_harness_gets);
 }

@@ -428,7 +428,7 @@ START_TEST(dry_run_prints_the_bwrap_line_and_runs_nothing)
         char ran[1100];
         fixture_new(&f);
         snprintf(ran, sizeof ran, "%s/RAN", f.repo);
-        tb_shell(&r, &f, NULL, EXTRA("--dry-run", "--", "-c", "touch RAN"));
+        tb_shell(&r, &f, NULL, EXTRA("--network", "host", "--dry-run", "--", "-c", "touch RAN"));
         ck_assert_int_eq(r.status, 0);
         ck_assert(str_has_prefix(r.out, "env -i "));
         assert_contains(r.out, "bwrap --seccomp "); /* first: the keeper finds the fd there */

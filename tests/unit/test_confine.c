@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -140,6 +142,78 @@ START_TEST(the_exported_filter_denies_when_loaded_and_lets_the_rest_through)
 }
 END_TEST
 
+static long close_if_made(long fd)
+{
+        if (fd >= 0)
+                close((int)fd);
+        return fd;
+}
+
+static long call_vsock(void) { return close_if_made(socket(AF_VSOCK, SOCK_STREAM, 0)); }
+static long call_packet_pair(void) { return socketpair(AF_PACKET, SOCK_RAW, 0, (int[2]){ 0 }); }
+static long call_unix(void) { return close_if_made(socket(AF_UNIX, SOCK_STREAM, 0)); }
+static long call_unix_pair(void)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+                return -1;
+        close(sv[0]);
+        close(sv[1]);
+        return 0;
+}
+static long call_route(void) { return close_if_made(socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)); }
+static long call_sock_diag(void) { return close_if_made(socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)); }
+/* AF_UNIX with garbage above the int: refused rather than guessed at. */
+static long call_unix_high(void) { return close_if_made(syscall(SYS_socket, (1UL << 32) | AF_UNIX, SOCK_STREAM, 0)); }
+static long call_chmod_setuid(void) { return chmod("/nonexistent/trialbox", 04755); }
+static long call_chmod_plain(void) { return chmod("/nonexistent/trialbox", 0755); }
+static long call_fchmodat_setgid(void) { return fchmodat(AT_FDCWD, "/nonexistent/trialbox", 02755, 0); }
+static long call_fchmodat2_setuid(void) { return syscall(452 /* fchmodat2 */, AT_FDCWD, "/nonexistent/trialbox", 04755, 0); }
+static long call_fchmod_setuid(void) { return fchmod(-1, 04755); }
+static long call_open_create_setuid(void) { return syscall(SYS_openat, AT_FDCWD, "/nonexistent/t", O_CREAT | O_WRONLY, 04755); }
+static long call_open_tmpfile_setgid(void) { return syscall(SYS_openat, AT_FDCWD, "/nonexistent", O_TMPFILE | O_WRONLY, 02755); }
+/* Without O_CREAT the kernel ignores the mode: so does the filter. */
+static long call_open_no_create(void) { return syscall(SYS_openat, AT_FDCWD, "/nonexistent/t", O_RDONLY, 04755); }
+static long call_mkdir_setgid(void) { return mkdir("/nonexistent/t", 02755); }
+static long call_mknod_setuid(void) { return mknod("/nonexistent/t", S_IFREG | 04755, 0); }
+static long call_openat2(void) { return syscall(437 /* openat2 */, AT_FDCWD, "/nonexistent/t", NULL, 0); }
+
+START_TEST(the_filter_allows_only_the_socket_families_a_session_needs)
+{
+        if (!can_load_filters("the_filter_allows_only_the_socket_families_a_session_needs"))
+                return;
+        for (int nested = 0; nested <= 1; nested++) {
+                ck_assert_int_eq(under_filter(nested, call_vsock), EAFNOSUPPORT);
+                ck_assert_int_eq(under_filter(nested, call_packet_pair), EAFNOSUPPORT);
+                ck_assert_int_eq(under_filter(nested, call_sock_diag), EAFNOSUPPORT);
+                ck_assert_int_eq(under_filter(nested, call_unix_high), EAFNOSUPPORT);
+                ck_assert_int_eq(under_filter(nested, call_unix), 0);
+                ck_assert_int_eq(under_filter(nested, call_unix_pair), 0);
+                ck_assert_int_eq(under_filter(nested, call_route), 0);
+        }
+}
+END_TEST
+
+START_TEST(the_filter_refuses_setuid_and_setgid_modes_and_nothing_else)
+{
+        if (!can_load_filters("the_filter_refuses_setuid_and_setgid_modes_and_nothing_else"))
+                return;
+        ck_assert_int_eq(under_filter(false, call_chmod_setuid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_fchmodat_setgid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_fchmodat2_setuid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_fchmod_setuid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_open_create_setuid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_open_tmpfile_setgid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_mkdir_setgid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_mknod_setuid), EPERM);
+        ck_assert_int_eq(under_filter(true, call_chmod_setuid), EPERM);
+        ck_assert_int_eq(under_filter(false, call_openat2), ENOSYS);
+        /* The same calls without those bits reach the kernel (no such file). */
+        ck_assert_int_eq(under_filter(false, call_chmod_plain), ENOENT);
+        ck_assert_int_eq(under_filter(false, call_open_no_create), ENOENT);
+}
+END_TEST
+
 START_TEST(the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first)
 {
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", "7", "--", "x", NULL }), 7);
@@ -201,6 +275,8 @@ TB_SUITE("confine", 0)
         tcase_add_test(tc, the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_bwrap_makes_one);
         tcase_add_test(tc, the_tmpdir_is_a_private_tmpfs_and_never_a_prefix_of_the_home);
         tcase_add_test(tc, the_exported_filter_denies_when_loaded_and_lets_the_rest_through);
+        tcase_add_test(tc, the_filter_allows_only_the_socket_families_a_session_needs);
+        tcase_add_test(tc, the_filter_refuses_setuid_and_setgid_modes_and_nothing_else);
         tcase_add_test(tc, the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first);
         tcase_add_test(tc, a_fresh_session_keyring_hides_the_one_before);
         tcase_add_test(tc, check_says_the_filter_and_the_keyring_are_in_effect_here);

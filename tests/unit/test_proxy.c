@@ -43,8 +43,15 @@ static void *origin_conn(void *arg)
                 buf[n] = '\0';
                 char *head_end = strstr(buf, "\r\n\r\n");
                 size_t len = head_end ? (size_t)(head_end - buf) + 4 : (size_t)n;
-                char head[128];
-                int hn = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", len);
+                char head[256];
+                /* "/keep-alive": a 100 Continue first, then a server that would keep the connection. */
+                int hn = strstr(buf, " /keep-alive ")
+                                 ? snprintf(head, sizeof(head),
+                                            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+                                            "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n",
+                                            len)
+                                 : snprintf(head, sizeof(head),
+                                            "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", len);
                 (void)!send(fd, head, (size_t)hn, MSG_NOSIGNAL);
                 (void)!send(fd, buf, len, MSG_NOSIGNAL);
         } else {
@@ -287,7 +294,17 @@ START_TEST(patterns_are_accepted_or_refused_as_usage_errors)
                 { "192.0.2.1:80", true, NULL },
                 { "[2001:db8::1]", true, NULL },
                 { "[::1]:8080", true, NULL },
-                { "localhost", true, NULL },
+                { "localhost:8080", true, NULL },
+                /* This host's loopback: one port at a time, named exactly. */
+                { "localhost", false, "one port at a time" },
+                { "127.0.0.1", false, "one port at a time" },
+                { "127.9.9.9", false, "one port at a time" },
+                { "[::1]", false, "one port at a time" },
+                { "0.0.0.0", false, "one port at a time" },
+                { "[::]", false, "one port at a time" },
+                { "[::ffff:127.0.0.1]", false, "one port at a time" },
+                { "*.localhost", false, "under localhost" },
+                { "model.localhost:8000", false, "under localhost" },
                 { "under_score.example", true, NULL },
                 { "*", false, "every host" },
                 { "*.com", false, "top-level domain" },
@@ -439,11 +456,13 @@ START_TEST(special_addresses_are_refused_unless_listed_literally)
         }
         struct tb_error err;
         ck_assert_int_eq(netpolicy_add(np, "127.0.0.1:8080", &err), 0);
-        ck_assert_int_eq(netpolicy_add(np, "[::1]", &err), 0);
+        ck_assert_int_eq(netpolicy_add(np, "[::1]:1", &err), 0);
         struct sockaddr_storage lo = addr("127.0.0.1"), lo6 = addr("::1");
         ck_assert_ptr_null(netpolicy_refuses_address(np, (struct sockaddr *)&lo, 8080));
         ck_assert_ptr_nonnull(netpolicy_refuses_address(np, (struct sockaddr *)&lo, 8081));
         ck_assert_ptr_null(netpolicy_refuses_address(np, (struct sockaddr *)&lo6, 1));
+        ck_assert_ptr_nonnull(netpolicy_refuses_address(np, (struct sockaddr *)&lo6, 2));
+        ck_assert(netpolicy_allows_loopback(np));
         netpolicy_free(np);
 }
 END_TEST
@@ -569,6 +588,42 @@ END_TEST
 
 #define ALLOWED(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+START_TEST(response_heads_get_connection_close_and_interim_heads_pass_as_they_are)
+{
+        static const struct {
+                const char *in;
+                int ret; /* > 0: the head's length is strlen(in) minus the body's; 0: more; -1: as it is */
+                const char *out;
+                bool interim;
+        } cases[] = {
+                { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\nok", 1,
+                  "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n", false },
+                { "HTTP/1.0 404 Not Found\nproxy-connection: x\nX: y\n\n", 1,
+                  "HTTP/1.0 404 Not Found\r\nX: y\r\nConnection: close\r\n\r\n", false },
+                { "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", 1, "HTTP/1.1 100 Continue\r\n\r\n", true },
+                { "HTTP/1.1 200 OK\r\nContent-Le", 0, "", false },
+                { "HTTP/1", 0, "", false },
+                { "SSH-2.0-x\r\n\r\n", -1, "", false },
+                { "HTTP/1.1 20 OK\r\n\r\n", -1, "", false },
+                { "HTTP/1.1 999 OK\r\n\r\n", -1, "", false },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                struct strbuf out = { 0 };
+                strbuf_add(&out, "");
+                bool interim = false;
+                int r = proxy_response_rewrite(cases[i].in, strlen(cases[i].in), &out, &interim);
+                if (cases[i].ret > 0) {
+                        ck_assert_msg(r > 0, "case %zu: %d", i, r);
+                        ck_assert_str_eq(out.s, cases[i].out);
+                        ck_assert(interim == cases[i].interim);
+                } else {
+                        ck_assert_msg(cases[i].ret == 0 ? r == 0 : r == -EINVAL, "case %zu: %d", i, r);
+                }
+                free(out.s);
+        }
+}
+END_TEST
+
 #ifndef PROXY_RELEASE_CHECK /* these need the name map */
 START_TEST(plain_http_in_absolute_form_reaches_the_server_in_origin_form)
 {
@@ -585,6 +640,31 @@ START_TEST(plain_http_in_absolute_form_reaches_the_server_in_origin_form)
         assert_lacks(resp, "elsewhere");
         assert_lacks(resp, "keep-alive");
         free(harness_stop(&h));
+        harness_free(&h);
+}
+END_TEST
+
+/* Claude Code and OpenCode keep their connection to the proxy alive; the
+ * proxy carries one request per connection, so it tells them to close. */
+START_TEST(a_server_that_keeps_the_connection_alive_is_answered_connection_close)
+{
+        struct harness h;
+        harness_start(&h, ALLOWED("allowed.test"));
+        const char req[] = "GET http://allowed.test/keep-alive HTTP/1.1\r\nConnection: keep-alive\r\n\r\n";
+        _cleanup_free_ char *resp = exchange(&h, req);
+        assert_contains(resp, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n");
+        assert_contains(resp, "\r\nConnection: close\r\n\r\nGET /keep-alive HTTP/1.1\r\n");
+        assert_lacks(resp, "keep-alive\r\nKeep-Alive");
+        assert_lacks(resp, "timeout=5");
+        free(harness_stop(&h));
+        /* bytes_down counts what the server sent, not what the proxy made of it. */
+        _cleanup_free_ char *rec = read_text(h.record);
+        const char *body = strstr(resp, "GET /keep-alive");
+        _cleanup_free_ char *head = xasprintf("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+                                              "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n",
+                                              strlen(body));
+        _cleanup_free_ char *want = xasprintf("\"bytes_down\":%zu,", strlen(head) + strlen(body));
+        assert_contains(rec, want);
         harness_free(&h);
 }
 END_TEST
@@ -679,34 +759,72 @@ START_TEST(wildcards_match_strict_subdomains_and_ports_are_honoured)
 }
 END_TEST
 
-START_TEST(loopback_is_refused_unless_its_address_is_listed)
+/* A name /etc/hosts maps to a loopback address, other than localhost (which
+ * a pattern lists with its port, never resolved), or NULL: resolving it
+ * asks no server. malloc'd. */
+static char *loopback_name_in_etc_hosts(void)
+{
+        _cleanup_free_ char *hosts = read_text("/etc/hosts");
+        for (char *save = NULL, *l = hosts ? strtok_r(hosts, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+                char *save2 = NULL, *ip = strtok_r(l, " \t", &save2);
+                if (!ip || strncmp(ip, "127.", 4) != 0)
+                        continue;
+                for (char *name = strtok_r(NULL, " \t", &save2); name && name[0] != '#';
+                     name = strtok_r(NULL, " \t", &save2)) {
+                        char norm[NETPOLICY_HOST_MAX];
+                        snprintf(norm, sizeof(norm), "%s", name);
+                        if (netpolicy_normalize_host(norm) && !strstr(norm, "localhost") &&
+                            !netpolicy_ip_literal(norm, &(struct sockaddr_storage){ 0 }))
+                                return xstrdup(norm);
+                }
+        }
+        return NULL;
+}
+
+START_TEST(loopback_is_refused_unless_its_address_or_localhost_is_listed_with_its_port)
 {
         struct harness h;
         if (origin_fd < 0)
                 origin_start();
         _cleanup_free_ char *lit = xasprintf("127.0.0.1:%u", origin_port);
         _cleanup_free_ char *local = xasprintf("localhost:%u", origin_port);
-        /* localhost listed by name (not in the map: resolved from /etc/hosts): it resolves to loopback. */
-        harness_start(&h, ALLOWED("localhost"));
-        _cleanup_free_ char *head = NULL;
-        int fd = open_tunnel(&h, local, &head);
-        shutdown(fd, SHUT_WR);
-        _cleanup_free_ char *body = read_to_eof(fd);
-        close(fd);
-        assert_contains(head, "HTTP/1.1 403 Forbidden\r\n");
-        assert_contains(body, "'localhost' resolves to ");
-        assert_contains(body, "a loopback address), which is refused unless that address is listed\n");
-        ck_assert(!tunnel_opens(&h, lit)); /* not listed at all */
+        /* A name listed that resolves to loopback (from /etc/hosts) is refused. */
+        _cleanup_free_ char *name = loopback_name_in_etc_hosts();
+        if (name) {
+                _cleanup_free_ char *target = xasprintf("%s:%u", name, origin_port);
+                harness_start(&h, ALLOWED(name));
+                _cleanup_free_ char *head = NULL;
+                int fd = open_tunnel(&h, target, &head);
+                shutdown(fd, SHUT_WR);
+                _cleanup_free_ char *body = read_to_eof(fd);
+                close(fd);
+                assert_contains(head, "HTTP/1.1 403 Forbidden\r\n");
+                _cleanup_free_ char *why = xasprintf("'%s' resolves to ", name);
+                assert_contains(body, why);
+                assert_contains(body, "a loopback address), which is refused unless that address is listed\n");
+                ck_assert(!tunnel_opens(&h, lit)); /* not listed at all */
+                free(harness_stop(&h));
+                _cleanup_free_ char *looked = xasprintf("%s\n", name);
+                ck_assert_str_eq(h.lookups, looked);
+                harness_free(&h);
+        } else {
+                skip_note("loopback_is_refused_…", "/etc/hosts maps no name but localhost to loopback");
+        }
+
+        /* Its address listed literally, with its port: the literal passes; localhost is not listed. */
+        harness_start(&h, ALLOWED("127.0.0.1:{origin}"));
+        ck_assert(tunnel_opens(&h, lit));
+        ck_assert(!tunnel_opens(&h, local));
         free(harness_stop(&h));
-        ck_assert_str_eq(h.lookups, "localhost\n");
+        ck_assert_str_eq(h.lookups, ""); /* a literal is not resolved, a denied name never */
         harness_free(&h);
 
-        /* Its address listed literally: both the literal and the name that resolves to it pass. */
-        harness_start(&h, ALLOWED("localhost", "127.0.0.1:{origin}"));
-        ck_assert(tunnel_opens(&h, lit));
+        /* localhost listed with its port: it passes, never resolved; the literal is not listed. */
+        harness_start(&h, ALLOWED("localhost:{origin}"));
         ck_assert(tunnel_opens(&h, local));
+        ck_assert(!tunnel_opens(&h, lit));
         free(harness_stop(&h));
-        ck_assert_str_eq(h.lookups, "localhost\n"); /* a literal is not resolved */
+        ck_assert_str_eq(h.lookups, "");
         harness_free(&h);
 }
 END_TEST
@@ -892,16 +1010,20 @@ END_TEST
 #endif
 
 /* With the map honoured, localhost goes to the origin (listed literally); a release ignores the map,
- * so localhost resolves for real, to loopback, and is refused. The same request either way. */
+ * so localhost, listed with a port nothing listens on, goes to this host's loopback there, never
+ * resolved, and the connection is refused. The same request either way. */
 START_TEST(the_test_name_map_is_honoured_only_in_test_builds)
 {
         struct harness h;
         if (origin_fd < 0)
                 origin_start();
+        uint16_t closed;
+        close(listen_loopback(&closed)); /* nothing listens there now */
         snprintf(map_extra, sizeof(map_extra), "localhost=127.0.0.1:%u", origin_port);
-        harness_start(&h, ALLOWED("localhost"));
+        _cleanup_free_ char *pattern = xasprintf("localhost:%u", closed);
+        harness_start(&h, ALLOWED(pattern));
         _cleanup_free_ char *head = NULL;
-        int fd = open_tunnel(&h, "localhost:80", &head);
+        int fd = open_tunnel(&h, pattern, &head);
         shutdown(fd, SHUT_WR);
         _cleanup_free_ char *body = read_to_eof(fd);
         close(fd);
@@ -915,11 +1037,12 @@ START_TEST(the_test_name_map_is_honoured_only_in_test_builds)
         if (honoured) {
                 ck_assert_str_eq(head, "HTTP/1.1 200 Connection established\r\n\r\n");
                 ck_assert_str_eq(body, "BYE\n");
+                ck_assert_str_eq(h.lookups, "localhost\n");
         } else {
-                assert_contains(head, "HTTP/1.1 403 Forbidden\r\n");
-                assert_contains(body, "'localhost' resolves to 127.0.0.1 (a loopback address)");
+                assert_contains(head, "HTTP/1.1 502 Bad Gateway\r\n");
+                assert_contains(body, "cannot connect to ");
+                ck_assert_str_eq(h.lookups, "");
         }
-        ck_assert_str_eq(h.lookups, "localhost\n");
         harness_free(&h);
 }
 END_TEST
@@ -934,12 +1057,14 @@ TB_SUITE("proxy", 60)
         tcase_add_test(tc, request_heads_parse_or_get_their_status);
         tcase_add_test(tc, a_head_over_16_kib_gets_431);
         tcase_add_test(tc, the_fuzz_corpus_replays_clean);
+        tcase_add_test(tc, response_heads_get_connection_close_and_interim_heads_pass_as_they_are);
 #ifndef PROXY_RELEASE_CHECK
-        tcase_add_test(tc, loopback_is_refused_unless_its_address_is_listed);
+        tcase_add_test(tc, loopback_is_refused_unless_its_address_or_localhost_is_listed_with_its_port);
         /* The rest reach their server through the name map: without it (a Release build with its tests)
          * allowed.test would be looked up in the real DNS, and no test sends traffic off this host. */
         if (proxy_test_hosts_enabled()) {
                 tcase_add_test(tc, plain_http_in_absolute_form_reaches_the_server_in_origin_form);
+                tcase_add_test(tc, a_server_that_keeps_the_connection_alive_is_answered_connection_close);
                 tcase_add_test(tc, connect_relays_bytes_both_ways_and_a_half_closed_stream_still_delivers_the_other_way);
                 tcase_add_test(tc, tls_through_connect_with_openssl);
                 tcase_add_test(tc, a_denied_name_gets_403_with_the_reason_and_is_never_resolved);

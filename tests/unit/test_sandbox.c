@@ -5,10 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "sandbox/spec.h"
+#include "sandbox/host_sockets.h"
 #include "sandbox/secret_places.h"
 #include "tb_test.h"
 #include "sandbox/toolchain.h"
@@ -732,6 +736,73 @@ START_TEST(a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_maske
 }
 END_TEST
 
+/* ---- the host's unix sockets (host_sockets.h) ---- */
+
+/* A socket bound and listening at `path` (an fd the caller closes). */
+static int listening_at(const char *path)
+{
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+        snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+        ck_assert_int_eq(listen(fd, 1), 0);
+        return fd;
+}
+
+static bool op_is(const struct sandbox_op *op, enum sandbox_op_kind kind, const char *src, const char *dest)
+{
+        return op->kind == kind && (!src || (op->src && strcmp(op->src, src) == 0)) && strcmp(op->dest, dest) == 0;
+}
+
+START_TEST(the_kernel_lists_a_host_socket_with_its_file)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *path = path_in(dir, "listed.sock");
+        int fd = listening_at(path);
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        struct host_socket *v = NULL;
+        int n = host_sockets_list(&v);
+        ck_assert_int_ge(n, 1);
+        bool found = false;
+        for (int i = 0; i < n; i++)
+                found |= strcmp(v[i].path, path) == 0 && v[i].dev == st.st_dev && v[i].ino == (uint32_t)st.st_ino;
+        ck_assert_msg(found, "'%s' is not in the kernel's list of %d sockets", path, n);
+        host_sockets_free(v, (size_t)n);
+        close(fd);
+        tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *sub = path_in(dir, "sub"), *path = path_in(dir, "sub/d.sock");
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        int fd = listening_at(path);
+        _cleanup_free_ char *elsewhere = xasprintf("/sandbox/x%s", sub);
+        _cleanup_free_ char *seen = xasprintf("%s/d.sock", elsewhere);
+        struct sandbox_spec s = { 0 };
+        sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
+        sandbox_add(&s, SANDBOX_RO_BIND, dir, dir);
+        sandbox_add(&s, SANDBOX_TMPFS, NULL, "/tmp/other");
+        sandbox_add(&s, SANDBOX_BIND, sub, elsewhere);
+        struct host_sockets_report rep;
+        host_sockets_mask(&s, &rep);
+        ck_assert(!rep.no_list);
+        ck_assert_uint_eq(rep.masked, 2);
+        ck_assert_uint_eq(s.n_ops, 6);
+        ck_assert(op_is(&s.ops[1], SANDBOX_RO_BIND, dir, dir));
+        ck_assert(op_is(&s.ops[2], SANDBOX_RO_BIND, "/dev/null", path));
+        ck_assert(op_is(&s.ops[4], SANDBOX_BIND, sub, elsewhere));
+        ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
+        sandbox_spec_done(&s);
+        close(fd);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("sandbox");
@@ -756,5 +827,8 @@ int main(void)
         tcase_add_test(tc, every_secret_place_a_bind_exposes_is_masked_right_after_that_bind);
         tcase_add_test(tc, a_cargo_config_without_a_token_is_not_a_secret_and_extra_places_are);
         tcase_add_test(tc, a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_masked_too);
+        tc = tb_tcase(s, "host sockets", 0);
+        tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
+        tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
         return run_suite(s);
 }

@@ -38,7 +38,8 @@ static const struct cli_status check_statuses[] = {
 const struct cli_usage cmd_check_usage = {
         .synopsis = "trialbox check [--harness NAME] [--json] [-v|-q]",
         .description = "Says whether a Trial can start here, one line per check (bwrap, namespaces,\n"
-                       "user, seccomp, plugins, credentials, limits), each with its fix.\n",
+                       "user, seccomp, plugins, credentials, limits), each with its fix, and the\n"
+                       "network a Trial of each Harness gets.\n",
         .stop_at_argument = true,
         .options = check_options,
         .n_options = TB_ARRAY_SIZE(check_options),

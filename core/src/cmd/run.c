@@ -65,11 +65,13 @@ static const struct cli_option run_options[] = {
           .help = "print the bwrap command line (secrets redacted); run nothing" },
         { .kind = CLI_STRING, .name = "network", .metavar = "MODE", .flags = CLI_ONCE | CLI_NONEMPTY,
           .offset = offsetof(struct run_args, network),
-          .help = "host (default): the host's network; none: loopback only;\n"
-                  "allow: only the Harness's endpoints and --allow-host, through\n"
-                  "trialbox's proxy (HTTP_PROXY...), recorded in network.jsonl" },
+          .help = "allow: only the Harness's endpoints and --allow-host, through\n"
+                  "trialbox's proxy (HTTP_PROXY...), recorded in network.jsonl;\n"
+                  "none: loopback only; host: the host's network (explicit only).\n"
+                  "Default: allow if the Harness declares endpoints, else none" },
         { .kind = CLI_CALL, .name = "allow-host", .metavar = "PATTERN", .call = take_allow_host,
-          .help = "also allow host[:port], *.domain[:port], an IP or [IPv6]\n"
+          .help = "also allow host[:port], *.domain[:port], an IP or [IPv6];\n"
+                  "a host loopback port by name: 127.0.0.1:8000, localhost:8000\n"
                   "(repeatable; implies --network allow)" },
         { .kind = CLI_FLAG, .name = "no-harness-endpoints", .offset = OPT(no_harness_endpoints),
           .help = "under allow, not the Harness's own endpoints: only --allow-host\n"
@@ -135,7 +137,7 @@ const struct cli_usage cmd_run_usage = {
 static int check_network(const struct cli_command *cmd, struct trial_options *opt, const char *network)
 {
         bool allow_only = opt->n_allow_hosts || opt->no_harness_endpoints;
-        opt->network = allow_only ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_HOST;
+        opt->network = allow_only ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_DEFAULT;
         if (network && trial_network_parse(network, &opt->network) < 0)
                 return cli_usage_error(cmd->name, "--network is '%s'; use host, none or allow", network);
         if (allow_only && opt->network != TRIAL_NETWORK_ALLOW)

@@ -21,6 +21,7 @@ struct pattern {
         char host[NETPOLICY_HOST_MAX]; /* PAT_NAME: the name; PAT_SUFFIX: ".example.com" */
         struct sockaddr_storage ip;  /* PAT_IP */
         uint16_t port;               /* 0: any */
+        bool loopback;               /* one port of this host's loopback (always with a port) */
 };
 
 struct netpolicy {
@@ -51,6 +52,19 @@ void netpolicy_free(struct netpolicy *np)
 size_t netpolicy_count(const struct netpolicy *np)
 {
         return np->n;
+}
+
+bool netpolicy_allows_loopback(const struct netpolicy *np)
+{
+        for (size_t i = 0; i < np->n; i++)
+                if (np->pat[i].loopback)
+                        return true;
+        return false;
+}
+
+bool netpolicy_is_loopback_name(const char *host)
+{
+        return strcmp(host, "localhost") == 0;
 }
 
 static bool label_char(char c)
@@ -164,10 +178,35 @@ static int split_host_port(const char *pattern, char *host, size_t size, uint16_
         return colon ? parse_port(colon + 1, port) : 0;
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+        size_t n = strlen(s), m = strlen(suffix);
+        return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
 static int usage(struct tb_error *err, const char *pattern, const char *why)
 {
         _cleanup_free_ char *shown = str_escape(pattern);
         return tb_fail(err, -EINVAL, "--allow-host '%s': %s; " USAGE, shown, why);
+}
+
+/* The host's loopback is let through one port at a time, named exactly:
+ * an address that reaches it (127.0.0.0/8, ::1, 0.0.0.0, ::) or the name
+ * localhost, with its port. */
+static bool reaches_loopback(const struct sockaddr_storage *ip)
+{
+        const char *c = netpolicy_address_class((const struct sockaddr *)ip);
+        return c && (strcmp(c, "a loopback address") == 0 || strcmp(c, "an unspecified address") == 0);
+}
+
+static int loopback_pattern(const char *text, struct pattern *p, struct tb_error *err)
+{
+        if (!p->port)
+                return usage(err, text,
+                             "this host's loopback is let through one port at a time: name it, e.g. 127.0.0.1:8000 "
+                             "or localhost:8000");
+        p->loopback = true;
+        return 0;
 }
 
 static int parse_pattern(const char *text, struct pattern *p, struct tb_error *err)
@@ -183,7 +222,9 @@ static int parse_pattern(const char *text, struct pattern *p, struct tb_error *e
                 if (!netpolicy_normalize_host(host))
                         return usage(err, text, "not an IPv6 address");
                 p->kind = PAT_IP;
-                return parse_ip(host, true, &p->ip) ? 0 : usage(err, text, "not an IPv6 address");
+                if (!parse_ip(host, true, &p->ip))
+                        return usage(err, text, "not an IPv6 address");
+                return reaches_loopback(&p->ip) ? loopback_pattern(text, p, err) : 0;
         }
         bool wildcard = str_has_prefix(host, "*.");
         char *name = wildcard ? host + 2 : host;
@@ -197,7 +238,14 @@ static int parse_pattern(const char *text, struct pattern *p, struct tb_error *e
                         return usage(err, text, "a wildcard cannot precede an address");
                 p->kind = PAT_IP;
                 p->ip = ss;
-                return 0;
+                return reaches_loopback(&p->ip) ? loopback_pattern(text, p, err) : 0;
+        }
+        if (strcmp(name, "localhost") == 0 || has_suffix(name, ".localhost")) {
+                if (wildcard || strcmp(name, "localhost") != 0)
+                        return usage(err, text, "names under localhost are this host's loopback: use localhost:PORT");
+                p->kind = PAT_NAME;
+                snprintf(p->host, sizeof(p->host), "localhost");
+                return loopback_pattern(text, p, err);
         }
         if (wildcard && !strchr(name, '.'))
                 return usage(err, text, "a wildcard over a whole top-level domain is too wide");
@@ -227,12 +275,6 @@ static bool same_ip(const struct sockaddr *a, const struct sockaddr_storage *b)
                        ((const struct sockaddr_in *)b)->sin_addr.s_addr;
         return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
                       sizeof(struct in6_addr)) == 0;
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-        size_t n = strlen(s), m = strlen(suffix);
-        return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
 const char *netpolicy_match(const struct netpolicy *np, const char *host, uint16_t port)

@@ -14,6 +14,13 @@
  * dotted-quad IPv4 address (`1.2.3`, `2130706433`: resolvers read them as
  * addresses).
  *
+ * This host's loopback is let through one port at a time, named exactly:
+ * `127.0.0.1:8000`, `[::1]:8000`, `localhost:8000` (any address of
+ * 127.0.0.0/8, ::1, 0.0.0.0 or ::, or the name localhost), always with its
+ * port: without one, or as a pattern (`*.localhost`, a name under
+ * localhost), it is a usage error. The name localhost is never resolved:
+ * the proxy connects to 127.0.0.1, then ::1 (netpolicy_is_loopback_name).
+ *
  * Addresses refused after resolving a name (netpolicy_refuses_address):
  * loopback, link-local, unspecified ("this network", 0.0.0.0/8 and ::),
  * multicast, broadcast, IPv4-mapped forms of those, and the host's own
@@ -44,6 +51,13 @@ int netpolicy_add(struct netpolicy *np, const char *pattern, struct tb_error *er
 
 /* How many patterns were added. */
 size_t netpolicy_count(const struct netpolicy *np);
+
+/* Does a pattern let a port of this host's loopback through? */
+bool netpolicy_allows_loopback(const struct netpolicy *np);
+
+/* Is `host` (normalised) the loopback name a pattern may list (localhost),
+ * connected to as 127.0.0.1 and ::1 without resolving? */
+bool netpolicy_is_loopback_name(const char *host);
 
 /* Record the host's own addresses (getifaddrs), refused unless listed
  * literally. 0 or negative errno. */

@@ -77,6 +77,11 @@ struct conn {
         long long start_ms, deadline_ms;
         struct timespec start_real;
         struct resolver_lookup *lookup;
+        /* Absolute-form: the server's response head, read until complete, then
+         * rewritten (proxy_response_rewrite) before the relay splices the rest. */
+        bool resp_head;
+        char *rhead;
+        size_t rhead_len;
         struct sockaddr_storage addrs[ADDRS_MAX];
         size_t n_addrs, next_addr;
         size_t drained;
@@ -265,6 +270,8 @@ static void conn_close(struct conn *c)
         flow_done(&c->down);
         free(c->head);
         c->head = NULL;
+        free(c->rhead);
+        c->rhead = NULL;
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -448,10 +455,91 @@ static uint32_t wants(const struct flow *f, bool as_src)
         return !f->shut && (f->pending || f->in_pipe > 0) ? EPOLLOUT : 0;
 }
 
+/* Hand the client what the response head became, then the bytes after it:
+ * `own` bytes the proxy wrote (not counted; `counted` server bytes they
+ * stand for are), then `rest` counted as relayed. */
+static void down_pending(struct conn *c, const char *own, size_t own_len, size_t counted, const char *rest,
+                         size_t rest_len)
+{
+        struct flow *f = &c->down;
+        f->pending = xmalloc(own_len + rest_len + 1);
+        memcpy(f->pending, own, own_len);
+        if (rest_len > 0)
+                memcpy(f->pending + own_len, rest, rest_len);
+        f->pending_len = own_len + rest_len;
+        f->pending_own = own_len;
+        f->pending_off = 0;
+        f->bytes += counted;
+}
+
+/* Absolute-form: read the server's response head and rewrite it
+ * (proxy_response_rewrite). Clears c->resp_head once the client's bytes
+ * are pending; until then the down flow only reads. */
+static void read_response_head(struct conn *c)
+{
+        if (!c->rhead)
+                c->rhead = xmalloc(PROXY_HEAD_MAX + 1);
+        bool eof = false;
+        while (c->rhead_len < PROXY_HEAD_MAX) {
+                ssize_t n = read(c->upstream.fd, c->rhead + c->rhead_len, PROXY_HEAD_MAX - c->rhead_len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n <= 0) {
+                        eof = true;
+                        break;
+                }
+                c->rhead_len += (size_t)n;
+        }
+        struct strbuf out = { 0 };
+        size_t used = 0, counted = 0;
+        strbuf_add(&out, "");
+        for (;;) {
+                bool interim = false;
+                int r = proxy_response_rewrite(c->rhead + used, c->rhead_len - used, &out, &interim);
+                if (r == 0 && !eof) {
+                        if (used == 0) {
+                                free(out.s);
+                                return; /* wait for more of it */
+                        }
+                        /* Interim heads go now; the final one is still to come. */
+                        down_pending(c, out.s, out.len, counted, NULL, 0);
+                        memmove(c->rhead, c->rhead + used, c->rhead_len - used);
+                        c->rhead_len -= used;
+                        free(out.s);
+                        return;
+                }
+                if (r <= 0) {
+                        /* Not a head it can read (or cut short): the rest goes as it came. */
+                        down_pending(c, out.s, out.len, counted, c->rhead + used, c->rhead_len - used);
+                        break;
+                }
+                used += (size_t)r;
+                counted += (size_t)r;
+                if (!interim) {
+                        down_pending(c, out.s, out.len, counted, c->rhead + used, c->rhead_len - used);
+                        break;
+                }
+        }
+        free(out.s);
+        free(c->rhead);
+        c->rhead = NULL;
+        c->rhead_len = 0;
+        c->resp_head = false;
+        c->down.eof = eof;
+}
+
 static void relay(struct conn *c)
 {
         pump(c, &c->up, c->client.fd, c->upstream.fd);
-        pump(c, &c->down, c->upstream.fd, c->client.fd);
+        /* Interim heads (100 Continue) first, then the final one read and rewritten. */
+        if (c->resp_head && c->down.pending && !send_pending(c, &c->down, c->client.fd) && c->down.shut)
+                c->resp_head = false; /* the client is gone: the relay winds down as usual */
+        if (c->resp_head && !c->down.pending && !c->down.shut)
+                read_response_head(c);
+        if (!c->resp_head)
+                pump(c, &c->down, c->upstream.fd, c->client.fd);
         if (c->up.shut && c->down.shut) {
                 conn_close(c);
                 return;
@@ -479,6 +567,7 @@ static void relay_start(struct conn *c)
         } else {
                 proxy_request_rewrite(c->head, &c->req, &up);
                 own = up.len;
+                c->resp_head = true;
         }
         /* Bytes the client sent after its head go first, counted as its own. */
         size_t early = c->head_len - c->req.head_len;
@@ -648,6 +737,22 @@ static void decide(struct conn *c)
         c->deadline_ms = now_ms() + p->connect_timeout_ms;
         struct sockaddr_storage ss;
         const struct test_host *t = test_host(p, c->req.host);
+        if (!t && netpolicy_is_loopback_name(c->req.host)) {
+                /* Listed with its port (netpolicy.h): this host's loopback, never resolved. */
+                struct sockaddr_in *v4 = (struct sockaddr_in *)&c->addrs[0];
+                struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&c->addrs[1];
+                memset(c->addrs, 0, 2 * sizeof(c->addrs[0]));
+                v4->sin_family = AF_INET;
+                v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                v6->sin6_family = AF_INET6;
+                v6->sin6_addr = in6addr_loopback;
+                set_port(&c->addrs[0], c->req.port);
+                set_port(&c->addrs[1], c->req.port);
+                c->n_addrs = 2;
+                c->next_addr = 0;
+                connect_next(c, ECONNREFUSED);
+                return;
+        }
         if (t || netpolicy_ip_literal(c->req.host, &ss)) {
                 /* Listed literally (an address pattern or a test name): no resolving, no address check. */
                 if (t && p->on_lookup)

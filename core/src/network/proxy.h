@@ -6,9 +6,13 @@
  * - `CONNECT host:port` (then a blind relay both ways, half-close aware) and
  *   absolute-form requests (`GET http://host/path`: forwarded in origin-form
  *   with Proxy-* and hop-by-hop headers removed, Host set from the target,
- *   and `Connection: close`: one request per connection).
+ *   and `Connection: close`: one request per connection; the server's
+ *   response head reaches the client with `Connection: close` too, so a
+ *   client that keeps its connections alive opens a new one for its next
+ *   request: proxy_response_rewrite).
  * - host:port is checked against the netpolicy before anything is resolved:
- *   a denied name never reaches the resolver. Allowed names are resolved by
+ *   a denied name never reaches the resolver; `localhost`, listed with its
+ *   port, is never resolved (127.0.0.1, then ::1). Allowed names are resolved by
  *   resolver.c's threads (the loop never blocks on DNS), and addresses
  *   netpolicy_refuses_address() names are not connected to.
  * - Refusals are answered `HTTP/1.1 403 Forbidden` (400/431/505 for bad

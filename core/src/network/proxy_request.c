@@ -238,3 +238,47 @@ void proxy_request_rewrite(const char *buf, const struct proxy_request *req, str
                 strbuf_addf(out, ":%u", (unsigned)req->port);
         strbuf_add(out, "\r\nConnection: close\r\n\r\n");
 }
+
+static bool is_header(const char *line, size_t n, const char *name)
+{
+        size_t m = strlen(name);
+        return n > m && line[m] == ':' && strncasecmp(line, name, m) == 0;
+}
+
+int proxy_response_rewrite(const char *buf, size_t len, struct strbuf *out, bool *interim)
+{
+        static const char version[] = "HTTP/1.";
+        if (memcmp(buf, version, len < sizeof(version) - 1 ? len : sizeof(version) - 1) != 0)
+                return -EINVAL;
+        if (len < sizeof(version))
+                return 0; /* "HTTP/1." and no minor version yet */
+        size_t head = head_end(buf, len > PROXY_HEAD_MAX ? (size_t)PROXY_HEAD_MAX : len);
+        if (head == 0)
+                return len >= PROXY_HEAD_MAX ? -EINVAL : 0;
+        if (memchr(buf, '\0', head))
+                return -EINVAL;
+        size_t first = line_end(buf, head, 0);
+        size_t n = content_len(buf, 0, first);
+        /* "HTTP/1.x SSS": a status of three digits. */
+        if (n < 12 || buf[8] != ' ' || buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
+            buf[11] < '0' || buf[11] > '9')
+                return -EINVAL;
+        *interim = buf[9] == '1';
+        if (*interim) {
+                strbuf_addf(out, "%.*s", (int)head, buf);
+                return (int)head;
+        }
+        strbuf_addf(out, "%.*s\r\n", (int)n, buf);
+        for (size_t off = first + 1; off < head;) {
+                size_t end = line_end(buf, head, off);
+                size_t ln = content_len(buf, off, end);
+                if (ln == 0)
+                        break;
+                if (!is_header(buf + off, ln, "connection") && !is_header(buf + off, ln, "keep-alive") &&
+                    !is_header(buf + off, ln, "proxy-connection"))
+                        strbuf_addf(out, "%.*s\r\n", (int)ln, buf + off);
+                off = end + 1;
+        }
+        strbuf_add(out, "Connection: close\r\n\r\n");
+        return (int)head;
+}

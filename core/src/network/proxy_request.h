@@ -42,4 +42,16 @@ int proxy_request_parse(const char *buf, size_t len, struct proxy_request *req);
  * Host, then `Host: <authority>` and `Connection: close`. Appended to `out`. */
 void proxy_request_rewrite(const char *buf, const struct proxy_request *req, struct strbuf *out);
 
+/* The head of the origin server's answer to an absolute-form request, for
+ * the client, at buf[0..len): returns the head's length (> 0) once it is
+ * complete, with what the client gets appended to `out`: an interim (1xx)
+ * head as it is (*interim set: another head follows), else the status line
+ * and the headers but Connection, Keep-Alive and Proxy-Connection, then
+ * `Connection: close` (the proxy carries one request per connection, so a
+ * client that keeps its connection alive, as Claude Code and OpenCode do,
+ * opens a new one for the next). 0 when more bytes are needed and the head
+ * may still fit PROXY_HEAD_MAX; -EINVAL when it is not an HTTP/1.x
+ * response head, or does not fit (then the bytes go through as they are). */
+int proxy_response_rewrite(const char *buf, size_t len, struct strbuf *out, bool *interim);
+
 #endif

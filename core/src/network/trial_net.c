@@ -27,6 +27,11 @@ static const char *const mode_names[] = {
         [TRIAL_NETWORK_ALLOW] = "allow",
 };
 
+enum trial_network trial_network_default(size_t n_endpoints)
+{
+        return n_endpoints > 0 ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_NONE;
+}
+
 int trial_network_parse(const char *name, enum trial_network *out)
 {
         for (size_t i = 0; i < TB_ARRAY_SIZE(mode_names); i++)
@@ -39,6 +44,8 @@ int trial_network_parse(const char *name, enum trial_network *out)
 
 const char *trial_network_name(enum trial_network mode)
 {
+        if (mode == TRIAL_NETWORK_DEFAULT)
+                return "default";
         return (size_t)mode < TB_ARRAY_SIZE(mode_names) ? mode_names[mode] : "?";
 }
 
@@ -62,9 +69,12 @@ void trial_net_spec(const struct trial_net *n, struct sandbox_spec *spec)
                 return;
         for (size_t i = 0; i < TB_ARRAY_SIZE(proxy_vars); i++)
                 sandbox_setenv(spec, proxy_vars[i], TRIAL_NET_PROXY_URL, false);
-        /* Servers the session runs for itself stay direct. */
-        sandbox_setenv(spec, "NO_PROXY", "localhost,127.0.0.1,::1", false);
-        sandbox_setenv(spec, "no_proxy", "localhost,127.0.0.1,::1", false);
+        /* Servers the session runs for itself stay direct, unless a host
+         * loopback port is let through: the CLIs honour NO_PROXY, and a
+         * local model server's requests must reach the proxy. */
+        const char *direct = n->policy && netpolicy_allows_loopback(n->policy) ? "" : "localhost,127.0.0.1,::1";
+        sandbox_setenv(spec, "NO_PROXY", direct, false);
+        sandbox_setenv(spec, "no_proxy", direct, false);
 }
 
 int trial_net_open_record(struct trial_net *n, const char *output_dir, struct tb_error *err)
@@ -275,7 +285,8 @@ int trial_net_hold(pid_t pid, struct supervisor_watch *watch, void *ctx, struct 
 
 struct json_object *trial_net_outcome_json(const struct trial_net *n)
 {
-        if (n->mode == TRIAL_NETWORK_HOST)
+        /* Host; or not decided yet: the Trial was void before its plugin ran. */
+        if (n->mode == TRIAL_NETWORK_HOST || n->mode == TRIAL_NETWORK_DEFAULT)
                 return NULL;
         json_object *j;
         if (n->mode == TRIAL_NETWORK_ALLOW && n->proxy) {

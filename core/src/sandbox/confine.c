@@ -11,9 +11,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <unistd.h>
 
@@ -143,6 +145,104 @@ static int deny_args(scmp_filter_ctx ctx, bool nested_userns)
         return 0;
 }
 
+/* One rule: `nr` denied with `errnum` when every comparison holds. */
+static int deny_when(scmp_filter_ctx ctx, int nr, int errnum, unsigned n, const struct scmp_arg_cmp *cmp)
+{
+        return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(errnum), nr, n, cmp);
+}
+
+/* socket() and socketpair(): only the families a session needs. A family
+ * is an int, but the comparison is on the whole register: a value with
+ * anything above its low 32 bits is at least AF_NETLINK + 1 and refused,
+ * which errs on the side of refusing (libc clears those bits). On x86's
+ * 32-bit ABI, libseccomp turns these rules into a refusal of every
+ * socketcall(SYS_SOCKET) and SYS_SOCKETPAIR (their arguments are in
+ * memory): such programs get sockets through the direct calls only. */
+static int deny_socket_families(scmp_filter_ctx ctx)
+{
+        static const int calls[] = { SCMP_SYS(socket), SCMP_SYS(socketpair) };
+        for (size_t c = 0; c < TB_ARRAY_SIZE(calls); c++) {
+                int r;
+                for (scmp_datum_t fam = 0; fam < AF_NETLINK; fam++) {
+                        if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6)
+                                continue;
+                        const struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, fam);
+                        if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 1, &eq)) < 0)
+                                return r;
+                }
+                const struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, AF_NETLINK);
+                if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 1, &above)) < 0)
+                        return r;
+                /* Netlink: NETLINK_ROUTE (0) alone, what getaddrinfo and `ip` use. */
+                const struct scmp_arg_cmp netlink[] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                                        SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE) };
+                if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 2, netlink)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* A mode argument (mode_t: the low 32 bits) with a setuid or setgid bit. */
+static const mode_t special_bits[] = { S_ISUID, S_ISGID };
+
+/* chmod, fchmod, fchmodat, fchmodat2 and mknod, mknodat, mkdir, mkdirat,
+ * creat: refused when their mode argument sets S_ISUID or S_ISGID. */
+static int deny_special_modes(scmp_filter_ctx ctx)
+{
+        static const struct {
+                const char *name;
+                unsigned mode_arg;
+        } calls[] = {
+                { "chmod", 1 },  { "fchmod", 1 },  { "fchmodat", 2 }, { "fchmodat2", 2 }, { "mknod", 1 },
+                { "mknodat", 2 }, { "mkdir", 1 }, { "mkdirat", 2 }, { "creat", 1 },
+        };
+        for (size_t c = 0; c < TB_ARRAY_SIZE(calls); c++) {
+                /* By name: fchmodat2 (Linux 6.6) is newer than some headers. */
+                int nr = seccomp_syscall_resolve_name(calls[c].name);
+                if (nr == __NR_SCMP_ERROR)
+                        continue;
+                for (size_t b = 0; b < TB_ARRAY_SIZE(special_bits); b++) {
+                        const struct scmp_arg_cmp cmp = {
+                                .arg = calls[c].mode_arg, .op = SCMP_CMP_MASKED_EQ,
+                                .datum_a = special_bits[b], .datum_b = special_bits[b],
+                        };
+                        int r = deny_when(ctx, nr, EPERM, 1, &cmp);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* open and openat: refused when they create a file (O_CREAT, or O_TMPFILE's
+ * own bit) whose mode sets S_ISUID or S_ISGID; without those flags the
+ * kernel ignores the mode, and so does the filter. openat2 takes its mode
+ * in memory, out of the filter's sight: it is refused whole (ENOSYS;
+ * callers fall back to openat). */
+static int deny_special_creates(scmp_filter_ctx ctx)
+{
+        static const struct {
+                int nr;
+                unsigned flags_arg, mode_arg;
+        } calls[] = {
+                { SCMP_SYS(open), 1, 2 },
+                { SCMP_SYS(openat), 2, 3 },
+        };
+        static const scmp_datum_t creating[] = { O_CREAT, __O_TMPFILE };
+        for (size_t c = 0; c < TB_ARRAY_SIZE(calls); c++)
+                for (size_t f = 0; f < TB_ARRAY_SIZE(creating); f++)
+                        for (size_t b = 0; b < TB_ARRAY_SIZE(special_bits); b++) {
+                                const struct scmp_arg_cmp cmp[] = {
+                                        { calls[c].flags_arg, SCMP_CMP_MASKED_EQ, creating[f], creating[f] },
+                                        { calls[c].mode_arg, SCMP_CMP_MASKED_EQ, special_bits[b], special_bits[b] },
+                                };
+                                int r = deny_when(ctx, calls[c].nr, EPERM, 2, cmp);
+                                if (r < 0)
+                                        return r;
+                        }
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+}
+
 static int build_filter(scmp_filter_ctx ctx, bool nested_userns, const char **step)
 {
         int r;
@@ -154,7 +254,15 @@ static int build_filter(scmp_filter_ctx ctx, bool nested_userns, const char **st
                 return r;
         if (!nested_userns && (r = deny_all(ctx, nested_denied, TB_ARRAY_SIZE(nested_denied))) < 0)
                 return r;
-        return deny_args(ctx, nested_userns);
+        if ((r = deny_args(ctx, nested_userns)) < 0)
+                return r;
+        *step = "adding the socket rules";
+        if ((r = deny_socket_families(ctx)) < 0)
+                return r;
+        *step = "adding the setuid rules";
+        if ((r = deny_special_modes(ctx)) < 0)
+                return r;
+        return deny_special_creates(ctx);
 }
 
 int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)

@@ -14,6 +14,14 @@
  *   io_uring_setup, io_uring_enter, io_uring_register  ENOSYS (callers fall back to plain calls)
  *   ptrace(PTRACE_ATTACH), ptrace(PTRACE_SEIZE)        EPERM
  *   ioctl(TIOCSTI), ioctl(TIOCLINUX)                   EPERM  (no typing into a terminal)
+ *   socket, socketpair of any family but AF_UNIX, AF_INET, AF_INET6 and
+ *     AF_NETLINK with NETLINK_ROUTE (vsock, packet, bluetooth, alg, key,
+ *     can, xdp, other netlink protocols, ...)          EAFNOSUPPORT (as a kernel without them)
+ *   chmod, fchmod, fchmodat, fchmodat2, mknod, mknodat, mkdir, mkdirat,
+ *     creat with S_ISUID or S_ISGID in the mode; open, openat creating a
+ *     file (O_CREAT, O_TMPFILE) with either             EPERM  (no setuid file from a session)
+ *   openat2                                            ENOSYS (its mode is in memory; callers
+ *                                                      fall back to openat)
  * and, unless the Harness needs nested user namespaces:
  *   unshare and clone with CLONE_NEWUSER               EPERM
  *   clone3                                             ENOSYS (its flags are in memory, out of
@@ -35,9 +43,15 @@
  * (which seizes its child) and `gdb -p` do not. The pid namespace already
  * hides every process but the session's own.
  *
+ * The socket family and the modes are compared as the whole register: a
+ * family with bits set above its 32 is refused (libc never passes one).
+ *
  * Architectures: the native one, plus its 32-bit compat ABIs (x86 and x32
  * on x86_64, arm on aarch64) with the same rules, so a 32-bit program runs
- * and is confined alike; a call from any other ABI kills the caller. */
+ * and is confined alike (on x86, socketcall's SYS_SOCKET and SYS_SOCKETPAIR
+ * carry their family in memory and are refused: a 32-bit program gets its
+ * sockets through the direct calls); a call from any other ABI kills the
+ * caller. */
 #ifndef TB_CONFINE_H
 #define TB_CONFINE_H
 

@@ -13,6 +13,8 @@
 #include "base/spawn.h"
 #include "base/util.h"
 #include "limits/cgroup.h"
+#include "network/trial_net.h"
+#include "plugin/host.h"
 #include "logins/credentials.h"
 #include "plugin/loader.h"
 #include "sandbox/confine.h"
@@ -237,7 +239,8 @@ static void check_session(struct checker *rep)
                 verdict(rep, "seccomp", false, err.msg, "install a kernel and libseccomp that support it");
                 return;
         }
-        _cleanup_free_ char *d = xasprintf("a filter of %d instructions denies keyctl, bpf, mount, ptrace and more",
+        _cleanup_free_ char *d = xasprintf("a filter of %d instructions denies keyctl, bpf, mount, ptrace, "
+                                           "sockets but unix, inet and route netlink, setuid modes and more",
                                            cs.filter_len);
         verdict(rep, "seccomp", true, d, NULL);
         verdict(rep, "keyring", true,
@@ -276,6 +279,75 @@ static void check_harness(struct checker *rep, const struct tb_env *env, const c
         plugin_unload(&p);
 }
 
+/* The network a Trial of `p` gets unless --network says
+ * (trial_network_default of the endpoints its plugin declares); with
+ * `endpoints`, the required ones listed, then the optional ones. */
+static enum trial_network default_network(const struct plugin *p, const struct tb_env *env, struct strbuf *endpoints)
+{
+        struct tb_host h;
+        readiness_endpoints(p, env, &h);
+        size_t n;
+        const struct host_endpoint *e = host_endpoints(&h, &n);
+        size_t listed = 0;
+        for (int required = 1; endpoints && required >= 0; required--) {
+                if (!required && listed < n)
+                        strbuf_add(endpoints, "; denied unless --allow-host: ");
+                for (size_t i = 0, k = 0; i < n; i++)
+                        if (e[i].required == required) {
+                                strbuf_addf(endpoints, "%s%s", k++ ? ", " : "", e[i].pattern);
+                                listed++;
+                        }
+        }
+        host_done(&h);
+        return trial_network_default(n);
+}
+
+/* What network a Trial of `harness` gets, or of each Harness here. */
+static void check_network(struct checker *rep, const struct tb_env *env, const char *harness)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        if (harness) {
+                if (!plugin_name_valid(harness) || plugin_load(env->plugin_path, harness, &p, &err) < 0)
+                        return; /* check_harness said why */
+                struct strbuf ends = { 0 };
+                strbuf_add(&ends, "");
+                _cleanup_free_ char *d =
+                        default_network(&p, env, &ends) == TRIAL_NETWORK_ALLOW
+                                ? xasprintf("a %s Trial gets --network allow unless told otherwise: its endpoints (%s) "
+                                            "and --allow-host, through trialbox's proxy; --network host only when asked",
+                                            harness, ends.s)
+                                : xasprintf("a %s Trial gets --network none unless told otherwise: loopback only (add "
+                                            "--allow-host for what it needs); --network host only when asked",
+                                            harness);
+                free(ends.s);
+                plugin_unload(&p);
+                verdict(rep, "network", true, d, NULL);
+                return;
+        }
+        struct plugin_entry *v;
+        size_t n;
+        struct strbuf allow = { 0 }, none = { 0 };
+        strbuf_add(&allow, "");
+        strbuf_add(&none, "");
+        plugin_list(env->plugin_path, &v, &n);
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].shadowed || plugin_load_file(v[i].path, v[i].name, &p, &err) < 0)
+                        continue;
+                struct strbuf *to = default_network(&p, env, NULL) == TRIAL_NETWORK_ALLOW ? &allow : &none;
+                strbuf_addf(to, "%s%s", to->len ? ", " : "", v[i].name);
+                plugin_unload(&p);
+        }
+        plugin_list_free(v, n);
+        _cleanup_free_ char *d = xasprintf("a Trial gets --network allow (its Harness's endpoints and --allow-host, "
+                                           "through trialbox's proxy) for %s; none (loopback only) for %s; "
+                                           "--network host only when asked",
+                                           allow.len ? allow.s : "no Harness here", none.len ? none.s : "no Harness here");
+        free(allow.s);
+        free(none.s);
+        verdict(rep, "network", true, d, NULL);
+}
+
 /* Which mechanism would enforce each limit here. A host without
  * one still runs Trials without limits: a warning, with the fix. */
 static void check_limits(struct checker *rep)
@@ -298,5 +370,6 @@ bool check_run(const struct tb_env *env, const char *harness, check_emit_fn emit
         check_limits(&rep);
         if (harness)
                 check_harness(&rep, env, harness);
+        check_network(&rep, env, harness);
         return !rep.failed;
 }

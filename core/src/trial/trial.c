@@ -11,6 +11,7 @@
 
 #include "limits/cgroup.h"
 #include "sandbox/confine.h"
+#include "sandbox/host_sockets.h"
 #include "base/env.h"
 #include "plugin/host.h"
 #include "base/log.h"
@@ -274,7 +275,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                 if (r < 0)
                         return r;
         }
-        if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST)
+        if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST && opt->network != TRIAL_NETWORK_DEFAULT)
                 return tb_fail(err, -EINVAL, "--network %s needs the sandbox; drop --no-sandbox (and TRIALBOX_NO_SANDBOX)",
                                trial_network_name(opt->network));
         /* The host's home as `check` sees it too (env.c); "/" when there is none. */
@@ -386,7 +387,6 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 return 0;
         }
         struct toolchain_host th = trial_toolchain_host(t);
-        trial_net_spec(&t->net, spec);
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
@@ -444,6 +444,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .dry_run = opt->dry_run,
                 .credentials_path = opt->credentials,
                 .session_user = &t->user,
+                .home_fd = &t->home_fd,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
@@ -497,25 +498,35 @@ static int trial_confine(struct trial *t, struct tb_error *err)
         return r;
 }
 
-/* --network allow's allowlist: the Harness's required endpoints (its
- * `endpoints` hook; optional ones only through --allow-host) and every
- * --allow-host. 0, or a negative errno with `err`. */
+/* The Trial's network: the mode (without --network, trial_network_default
+ * of the endpoints the Harness declares) and, for allow, its allowlist:
+ * the Harness's required endpoints (its `endpoints` hook; optional ones
+ * only through --allow-host) and every --allow-host; then the spec's part.
+ * 0, or a negative errno with `err`. */
 static int trial_network_policy(struct trial *t, struct tb_error *err)
 {
-        if (t->net.mode != TRIAL_NETWORK_ALLOW)
-                return 0;
-        t->net.policy = netpolicy_new();
+        struct trial_net *net = &t->net;
+        if (net->mode == TRIAL_NETWORK_HOST || net->mode == TRIAL_NETWORK_NONE || t->opt->no_sandbox)
+                goto spec;
         int r = host_call(&t->host, t->plugin.endpoints);
         if (r < 0)
                 return tb_fail(err, r, "the %s plugin's endpoints hook failed: %s", t->opt->harness, strerror(-r));
         size_t n;
         const struct host_endpoint *e = host_endpoints(&t->host, &n);
+        if (net->mode == TRIAL_NETWORK_DEFAULT)
+                net->mode = trial_network_default(n);
+        if (net->mode != TRIAL_NETWORK_ALLOW)
+                goto spec;
+        net->policy = netpolicy_new();
         for (size_t i = 0; i < n && !t->opt->no_harness_endpoints; i++)
-                if (e[i].required && (r = netpolicy_add(t->net.policy, e[i].pattern, err)) < 0)
+                if (e[i].required && (r = netpolicy_add(net->policy, e[i].pattern, err)) < 0)
                         return r;
         for (size_t i = 0; i < t->opt->n_allow_hosts; i++)
-                if ((r = netpolicy_add(t->net.policy, t->opt->allow_hosts[i], err)) < 0)
+                if ((r = netpolicy_add(net->policy, t->opt->allow_hosts[i], err)) < 0)
                         return r;
+spec:
+        if (!t->opt->no_sandbox)
+                trial_net_spec(net, &t->spec);
         return 0;
 }
 
@@ -784,12 +795,20 @@ static void trial_guard_restore(struct trial *t)
 }
 
 /* The spec's last steps, over every bind the core and the plugin made:
- * secrets masked, unreachable binds dropped, limits prepared. */
+ * secrets masked, the host's unix sockets masked (without the host's
+ * network), unreachable binds dropped, limits prepared. */
 static int trial_finish_spec(struct trial *t, struct tb_error *err)
 {
         if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
                 toolchain_mask_secrets(&t->spec, &th);
+        }
+        /* Without the host's network, none of its unix sockets either. */
+        if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
+                struct host_sockets_report hs;
+                host_sockets_mask(&t->spec, &hs);
+                log_info("host unix sockets: %zu listed, %zu masked%s", hs.listed, hs.masked,
+                         hs.walked ? " (the bound folders were walked)" : "");
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
@@ -889,6 +908,10 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         struct session_result res;
         r = trial_session(t, argv.v, envp.v, &res, err);
         trial_after_session(t);
+        /* What the session cost, from the Harness's own files: once the
+         * guard and the logins are done, whatever the session's end. */
+        if (r >= 0 && res.started)
+                host_read_tokens(&t->host, t->plugin.tokens, &t->outcome.tokens);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
@@ -937,9 +960,10 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 {
         struct trial t = { .opt = opt, .env = env, .start_ms = now_ms(), .final = OUTCOME_FILE_INIT,
                            .net = TRIAL_NET_INIT, .home_fd = -1 };
-        t.net.mode = opt->network;
-        t.net.no_harness_endpoints = opt->no_harness_endpoints;
+        /* Unsandboxed, the session has the host's network whatever the default. */
+        t.net.mode = opt->no_sandbox && opt->network == TRIAL_NETWORK_DEFAULT ? TRIAL_NETWORK_HOST : opt->network;
         t.net.test_hosts = env->test_hosts;
+        t.net.no_harness_endpoints = opt->no_harness_endpoints;
         struct tb_error err = { 0 };
         int status;
 

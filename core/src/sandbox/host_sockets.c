@@ -1,0 +1,360 @@
+#define _GNU_SOURCE
+#include "sandbox/host_sockets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "base/log.h"
+#include "base/path.h"
+#include "base/spawn.h"
+#include "base/strbuf.h"
+
+#define WALK_DEPTH_MAX 256 /* deeper than any real tree; past it, the folder is masked whole */
+
+void host_sockets_free(struct host_socket *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(v[i].path);
+        free(v);
+}
+
+/* The kernel's dev_t (major << 20 | minor) as st_dev has it. */
+static unsigned long long dev_from_kernel(uint32_t kdev)
+{
+        return makedev(kdev >> 20, kdev & 0xfffff);
+}
+
+/* Append a socket file to *v, once (a listener's accepted sockets share its name). */
+static void add_socket(struct host_socket **v, size_t *n, size_t *cap, unsigned long long dev, unsigned long long ino,
+                       const char *path)
+{
+        for (size_t i = 0; i < *n; i++)
+                if ((*v)[i].ino == ino && (*v)[i].dev == dev)
+                        return;
+        GREEDY_REALLOC(*v, *cap, *n + 1);
+        (*v)[(*n)++] = (struct host_socket){ .dev = dev, .ino = ino, .path = xstrdup(path) };
+}
+
+/* One message of the dump: its name (a pathname, not abstract) and its
+ * file's identity, appended to *v. */
+static void take_socket(const struct unix_diag_msg *m, size_t len, struct host_socket **v, size_t *n, size_t *cap)
+{
+        const char *name = NULL;
+        size_t name_len = 0;
+        const struct unix_diag_vfs *vfs = NULL;
+        size_t rest = len - NLMSG_ALIGN(sizeof(*m));
+        for (const struct rtattr *a = (const void *)((const char *)m + NLMSG_ALIGN(sizeof(*m))); RTA_OK(a, rest);
+             a = RTA_NEXT(a, rest)) {
+                if (a->rta_type == UNIX_DIAG_NAME) {
+                        name = RTA_DATA(a);
+                        name_len = RTA_PAYLOAD(a);
+                } else if (a->rta_type == UNIX_DIAG_VFS && RTA_PAYLOAD(a) >= sizeof(*vfs)) {
+                        vfs = RTA_DATA(a);
+                }
+        }
+        if (!name || name_len == 0 || name[0] == '\0' || !vfs)
+                return; /* unnamed, abstract, or no file */
+        _cleanup_free_ char *path = strndup(name, strnlen(name, name_len));
+        add_socket(v, n, cap, dev_from_kernel(vfs->udiag_vfs_dev), vfs->udiag_vfs_ino, path);
+}
+
+/* Read the dump's answers until NLMSG_DONE. 0, or a negative errno. */
+static int read_dump(int fd, struct host_socket **v, size_t *n, size_t *cap)
+{
+        _cleanup_free_ char *buf = xmalloc(32768);
+        for (;;) {
+                ssize_t got = RETRY_EINTR(recv(fd, buf, 32768, 0));
+                if (got <= 0)
+                        return got < 0 ? -errno : -EIO;
+                size_t left = (size_t)got;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+                        if (h->nlmsg_type == NLMSG_DONE)
+                                return 0;
+                        if (h->nlmsg_type == NLMSG_ERROR) {
+                                const struct nlmsgerr *e = NLMSG_DATA(h);
+                                return h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ? e->error : -EIO;
+                        }
+                        if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+                            h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct unix_diag_msg)))
+                                take_socket(NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN, v, n, cap);
+                }
+        }
+}
+
+/* The sockets of this process's network namespace, into *v. 0 or -errno. */
+static int list_here(struct host_socket **v, size_t *n, size_t *cap)
+{
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        if (fd < 0)
+                return -errno;
+        struct {
+                struct nlmsghdr h;
+                struct unix_diag_req r;
+        } req = {
+                .h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+                .r = { .sdiag_family = AF_UNIX, .udiag_states = ~0U, .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS },
+        };
+        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+        if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+                return -errno;
+        return read_dump(fd, v, n, cap);
+}
+
+/* One socket as a child sends it back: its identity, then its path's bytes. */
+struct wire_socket {
+        unsigned long long dev, ino;
+        uint32_t len;
+};
+
+/* The child of list_there(): which namespace to join, where to write. */
+struct list_child {
+        const char *ns_path;
+        int out;
+};
+
+/* In a child of trialbox's (spawn's child_fn: no exec): join the network
+ * namespace, list its sockets, write them to the pipe. Its exit status. */
+static int list_child(void *ctx)
+{
+        const struct list_child *c = ctx;
+        _cleanup_close_ int ns = open(c->ns_path, O_RDONLY | O_CLOEXEC);
+        struct host_socket *v = NULL;
+        size_t n = 0, cap = 0;
+        if (ns < 0 || setns(ns, CLONE_NEWNET) < 0 || list_here(&v, &n, &cap) < 0)
+                return 1;
+        for (size_t i = 0; i < n; i++) {
+                struct wire_socket w = { .dev = v[i].dev, .ino = v[i].ino, .len = (uint32_t)strlen(v[i].path) };
+                if (loop_write(c->out, &w, sizeof(w)) < 0 || loop_write(c->out, v[i].path, w.len) < 0)
+                        return 1;
+        }
+        return 0;
+}
+
+/* The sockets of the network namespace `ns_path` names, asked from a child
+ * that joined it (a namespace is joined by a thread, never undone), into *v.
+ * A namespace that cannot be asked (its processes gone) adds nothing. */
+static void list_there(const char *ns_path, struct host_socket **v, size_t *n, size_t *cap)
+{
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return;
+        struct list_child lc = { .ns_path = ns_path, .out = p[1] };
+        struct spawn child = { .child_fn = list_child, .ctx = &lc };
+        struct tb_error err = { 0 };
+        int r = spawn_start(&child, &err);
+        tb_closep(&p[1]);
+        struct wire_socket w;
+        while (r == 0 && loop_read(p[0], &w, sizeof(w)) == (ssize_t)sizeof(w) && w.len > 0 && w.len < 4096) {
+                char path[4096];
+                if (loop_read(p[0], path, w.len) != (ssize_t)w.len)
+                        break;
+                path[w.len] = '\0';
+                add_socket(v, n, cap, w.dev, w.ino, path);
+        }
+        if (r == 0)
+                (void)spawn_wait(&child, &err);
+        spawn_done(&child);
+}
+
+/* As root, every other network namespace a process is in: a container's
+ * daemon may write its socket into a folder a Trial sees, and the kernel
+ * lists each namespace's sockets to its own. */
+static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
+{
+        struct stat own;
+        if (geteuid() != 0 || stat("/proc/self/ns/net", &own) < 0)
+                return;
+        _cleanup_closedir_ DIR *proc = opendir("/proc");
+        _cleanup_free_ ino_t *seen = NULL;
+        size_t n_seen = 0, cap_seen = 0;
+        for (struct dirent *e; proc && (e = readdir(proc));) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
+                        continue;
+                char ns_path[300];
+                struct stat st;
+                snprintf(ns_path, sizeof ns_path, "/proc/%s/ns/net", e->d_name);
+                if (stat(ns_path, &st) < 0 || (st.st_dev == own.st_dev && st.st_ino == own.st_ino))
+                        continue;
+                bool known = false;
+                for (size_t i = 0; i < n_seen && !known; i++)
+                        known = seen[i] == st.st_ino;
+                if (known)
+                        continue;
+                GREEDY_REALLOC(seen, cap_seen, n_seen + 1);
+                seen[n_seen++] = st.st_ino;
+                list_there(ns_path, v, n, cap);
+        }
+}
+
+int host_sockets_list(struct host_socket **out)
+{
+        struct host_socket *v = NULL;
+        size_t n = 0, cap = 0;
+        int r = list_here(&v, &n, &cap);
+        if (r < 0) {
+                host_sockets_free(v, n);
+                return r;
+        }
+        list_other_namespaces(&v, &n, &cap);
+        *out = v;
+        return (int)n;
+}
+
+/* ---- the spec ---- */
+
+/* Where the host path `real` appears in the sandbox through `op`, when the
+ * op binds it or a folder that contains it. malloc'd, or NULL. */
+static char *seen_through(const struct sandbox_op *op, const char *real)
+{
+        if ((op->kind != SANDBOX_RO_BIND && op->kind != SANDBOX_BIND) || !path_is_under(real, op->src))
+                return NULL;
+        const char *rest = strcmp(op->src, "/") == 0 ? real : real + strlen(op->src);
+        return strcmp(op->dest, "/") == 0 ? xstrdup(rest[0] ? rest : "/") : xasprintf("%s%s", op->dest, rest);
+}
+
+/* Cover `dest` with /dev/null right after op `i`. */
+static void mask_after(struct sandbox_spec *spec, size_t i, const char *dest, struct host_sockets_report *rep)
+{
+        sandbox_insert(spec, i + 1, SANDBOX_RO_BIND, "/dev/null", dest);
+        rep->masked++;
+}
+
+/* The socket's real path when its file is at the path it was bound to,
+ * and only there (one link). malloc'd, or NULL. */
+static char *placed_at(const struct host_socket *s)
+{
+        struct stat st;
+        if (s->path[0] != '/' || lstat(s->path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_nlink != 1 ||
+            st.st_dev != s->dev || (uint32_t)st.st_ino != (uint32_t)s->ino)
+                return NULL;
+        _cleanup_free_ char *dir = path_dirname(s->path);
+        _cleanup_free_ char *real_dir = realpath(dir, NULL);
+        if (!real_dir)
+                return NULL;
+        const char *base = strrchr(s->path, '/') + 1;
+        return xasprintf("%s/%s", strcmp(real_dir, "/") == 0 ? "" : real_dir, base);
+}
+
+/* Every socket file under the folder `fd` (owned; its sandbox path is
+ * `dest`) is covered after op `i`, depth first. */
+static void walk(struct sandbox_spec *spec, size_t i, int fd, struct strbuf *dest, int depth,
+                 struct host_sockets_report *rep)
+{
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        if (depth > WALK_DEPTH_MAX) {
+                sandbox_insert(spec, i + 1, SANDBOX_TMPFS, NULL, dest->s);
+                rep->masked++;
+                return;
+        }
+        size_t len = dest->len;
+        for (struct dirent *e; (e = readdir(d));) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                unsigned char type = e->d_type;
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                continue;
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISSOCK(st.st_mode) ? DT_SOCK : DT_REG;
+                }
+                if (type != DT_DIR && type != DT_SOCK)
+                        continue;
+                strbuf_addf(dest, "%s%s", len && dest->s[len - 1] == '/' ? "" : "/", e->d_name);
+                if (type == DT_SOCK) {
+                        mask_after(spec, i, dest->s, rep);
+                } else {
+                        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                walk(spec, i, sub, dest, depth + 1, rep);
+                }
+                dest->len = len;
+                dest->s[len] = '\0';
+        }
+}
+
+/* Walk op `i`'s source when it is a folder on one of the devices `devs`
+ * (all of them when n_devs is 0). */
+static void walk_op(struct sandbox_spec *spec, size_t i, const unsigned long long *devs, size_t n_devs,
+                    struct host_sockets_report *rep)
+{
+        const struct sandbox_op *op = &spec->ops[i];
+        if (op->kind != SANDBOX_RO_BIND && op->kind != SANDBOX_BIND)
+                return;
+        int fd = open(op->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        bool on_dev = n_devs == 0;
+        for (size_t k = 0; k < n_devs && !on_dev; k++)
+                on_dev = devs[k] == st.st_dev;
+        if (!on_dev) {
+                close(fd);
+                return;
+        }
+        struct strbuf dest = { 0 };
+        strbuf_add(&dest, op->dest);
+        walk(spec, i, fd, &dest, 0, rep);
+        free(dest.s);
+}
+
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_report *rep)
+{
+        *rep = (struct host_sockets_report){ 0 };
+        struct host_socket *v = NULL;
+        int n = host_sockets_list(&v);
+        if (n < 0) {
+                log_info("the kernel does not list its unix sockets (%s): walking the bound folders for them",
+                         strerror(-n));
+                rep->no_list = rep->walked = true;
+                for (size_t i = spec->n_ops; i-- > 0;)
+                        walk_op(spec, i, NULL, 0, rep);
+                return;
+        }
+        rep->listed = (size_t)n;
+        _cleanup_free_ unsigned long long *lost = xmalloc(((size_t)n + 1) * sizeof(*lost));
+        size_t n_lost = 0;
+        for (int k = 0; k < n; k++) {
+                _cleanup_free_ char *real = placed_at(&v[k]);
+                if (!real) {
+                        lost[n_lost++] = v[k].dev;
+                        continue;
+                }
+                /* From the last op down, so an insert never moves an op not yet seen. */
+                for (size_t i = spec->n_ops; i-- > 0;) {
+                        _cleanup_free_ char *dest = seen_through(&spec->ops[i], real);
+                        if (dest)
+                                mask_after(spec, i, dest, rep);
+                }
+        }
+        if (n_lost > 0) {
+                rep->walked = true;
+                for (size_t i = spec->n_ops; i-- > 0;)
+                        walk_op(spec, i, lost, n_lost, rep);
+        }
+        host_sockets_free(v, (size_t)n);
+}

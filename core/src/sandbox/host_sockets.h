@@ -1,0 +1,56 @@
+/* The host's unix sockets in the folders a session sees. A read-only bind
+ * does not stop connect(): a socket file is not written to, so a daemon's
+ * socket under a bound folder (a PATH folder, a toolchain, /usr, the
+ * skills, the repository) would answer a session even in a network
+ * namespace of its own (`--network none`): pathname sockets are found by
+ * their file, not through the network namespace. Abstract sockets are per
+ * network namespace and need nothing here.
+ *
+ * How they are found, cheaply: the kernel lists the sockets bound in
+ * trialbox's network namespace, with the device and inode of each one's
+ * file (NETLINK_SOCK_DIAG, UDIAG_SHOW_VFS), so no folder is walked; as
+ * root, those of every other network namespace a process is in too (a
+ * container's daemon), each asked from a child that joins it. A
+ * socket whose file is at the path it was bound to is placed there. One
+ * that is not (bound by a relative path, moved, hard-linked elsewhere, or
+ * bound in another mount namespace) sends trialbox walking every bound
+ * folder on its file system, where each socket file found is masked; so
+ * does a kernel that cannot list its sockets. Not run as root, sockets
+ * bound in another network namespace are not listed; and a socket bound
+ * after the session started is not masked: the caller's docs say so.
+ *
+ * Each socket file is covered by /dev/null (connect: ECONNREFUSED) right
+ * after every bind that shows it, as the secret places are. */
+#ifndef TB_HOST_SOCKETS_H
+#define TB_HOST_SOCKETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sandbox/spec.h"
+
+struct host_sockets_report {
+        size_t listed;  /* pathname sockets the kernel listed (0 when it could not) */
+        size_t masked;  /* masks added to the spec */
+        bool walked;    /* bound folders were walked (a socket not at its path, or no list) */
+        bool no_list;   /* the kernel could not list its sockets (no unix_diag) */
+};
+
+/* Mask every host socket a bind of `spec` shows (see above). Call it once
+ * the spec has all its binds, after toolchain_mask_secrets(). Never fails:
+ * what it could not do is in `rep`. */
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_report *rep);
+
+/* The pathname unix sockets bound in this network namespace (the
+ * kernel's list), and, as root, in every other one a process is in: one
+ * (device, inode, path) per socket file. Returns how many, or a negative
+ * errno when the kernel cannot list this namespace's. Exposed for the
+ * tests. */
+struct host_socket {
+        unsigned long long dev, ino; /* ino: its low 32 bits (the kernel's list has no more) */
+        char *path;                  /* as bound: may be relative, or no longer name it */
+};
+int host_sockets_list(struct host_socket **out);
+void host_sockets_free(struct host_socket *v, size_t n);
+
+#endif
