@@ -43,8 +43,8 @@ _trialbox()
                         --cpus --network --allow-host --no-harness-endpoints --env-file --user --root-session
                         --keep-control-files --" -- "$cur")) ;;
         batch)
-                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
-                        --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --check
+                        --rerun-changed --json -v -q --help" -- "$cur")) ;;
         report)
                 COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;
         harnesses)

@@ -146,8 +146,10 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
                 snprintf(id, sizeof id, "fail%d", i);
                 add_trial(&plan, id, "echo ran >> marker-fail; exit 3", NULL);
         }
-        add_trial(&plan, "void0", "true", "\"harness_bin\":\"/nonexistent/agent\"");
-        add_trial(&plan, "void1", "true", "\"harness_bin\":\"missing/agent\"");
+        /* Void every time: bwrap refuses their sandbox (a missing binary
+         * would be refused by the batch's checks before anything runs). */
+        add_trial(&plan, "void0", "true", NULL);
+        add_trial(&plan, "void1", "true", NULL);
 #if RUN_HAS_TIMEOUT
         add_trial(&plan, "slow", "sleep 60", "\"timeout\":\"1s\"");
 #else
@@ -157,7 +159,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         free(plan.s);
 
         struct proc_result r;
-        batch(&r, &e, EXTRA("--jobs", "3", "--retries", "1"));
+        batch_env(&r, &e, "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void"), EXTRA("--jobs", "3", "--retries", "1"));
         ck_assert_msg(r.status == 1, "status %d (any void: 1); stderr:\n%s", r.status, r.err);
         ck_assert_uint_eq(lines_of(e.results), 12);
         assert_result(&e, "ok0", "outcome", "completed");
@@ -166,7 +168,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         assert_result(&e, "fail2", "exit_code", "3");
         assert_result(&e, "fail2", "attempts", "1");
         assert_result(&e, "void0", "outcome", "void");
-        assert_result(&e, "void0", "cause", "session_unavailable");
+        assert_result(&e, "void0", "cause", "sandbox_unavailable");
         assert_result(&e, "void0", "attempts", "2");
         assert_result(&e, "void1", "attempts", "2");
 #if RUN_HAS_TIMEOUT
@@ -175,7 +177,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         assert_contains(r.out, "failed/timeout 1");
 #endif
         /* The summary: per Harness × outcome, and the causes. */
-        ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/session_unavailable 2") &&
+        ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/sandbox_unavailable 2") &&
                               strstr(r.out, "failed/nonzero_exit 3"),
                       "summary:\n%s", r.out);
         ck_assert_uint_eq(count_at(e.repo, "marker-ok", "ran"), RUN_HAS_TIMEOUT ? 6 : 7);
@@ -254,12 +256,13 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         struct exp e;
         exp_new(&e);
         struct strbuf plan = { 0 };
-        add_trial(&plan, "void", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "void", "true", NULL); /* bwrap refuses its sandbox */
         add_trial(&plan, "fail", "echo ran >> marker; exit 1", NULL);
         write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
-        batch(&r, &e, EXTRA("--retries", "2"));
+        const char *refuses = "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void");
+        batch_env(&r, &e, refuses, EXTRA("--retries", "2"));
         ck_assert_int_eq(r.status, 1);
         assert_result(&e, "void", "attempts", "3");
         ck_assert(exists_in(e.dir, "out/void.attempt-1/outcome.json"));
@@ -271,7 +274,7 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
         proc_result_free(&r);
         /* A resumed batch with more retries gives the void one more attempts; the failed none. */
-        batch(&r, &e, EXTRA("--retries", "3"));
+        batch_env(&r, &e, refuses, EXTRA("--retries", "3"));
         ck_assert_int_eq(r.status, 1);
         assert_result(&e, "void", "attempts", "4");
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
@@ -1026,6 +1029,154 @@ START_TEST(a_batch_started_in_the_background_gives_sessions_default_signals_and_
 }
 END_TEST
 
+/* Mistakes that would make a Trial void every time are found before
+ * anything runs, all of them at once, one line each: by `batch --check`,
+ * and by the start of every batch. */
+START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *src = path_in(e.dir, "src"), *plain = path_in(e.dir, "plain");
+        _cleanup_free_ char *home = path_in(e.dir, "home");
+        mkdir_p(src, 0755);
+        mkdir_p(plain, 0755);
+        mkdir_p(home, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > f && git add f && " GIT " commit -qm one", src);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "ok", "echo ran >> marker", NULL);
+        add_trial(&plan, "nobin", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "relbin", "true", "\"harness_bin\":\"missing/agent\"");
+        add_trial(&plan, "noskills", "true", "\"skills\":\"nowhere\"");
+        strbuf_add(&plan, "{\"id\":\"badrev\",\"harness\":\"shell\",\"repo_from\":\"src@no-such-rev\",\"output_dir\":\"out/badrev\"}\n"
+                          "{\"id\":\"notgit\",\"harness\":\"shell\",\"repo_from\":\"plain\",\"output_dir\":\"out/notgit\"}\n"
+                          "{\"id\":\"noplugin\",\"harness\":\"nosuchharness\",\"repo\":\"repo\",\"output_dir\":\"out/noplugin\"}\n"
+                          "{\"id\":\"nologin\",\"harness\":\"claude\",\"repo\":\"repo\",\"output_dir\":\"out/nologin\","
+                          "\"harness_bin\":\"/bin/sh\"}\n");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        /* A home without any Harness's login, and no Credentials. */
+        _cleanup_free_ char *env_home = xasprintf("HOME=%s", home);
+        static const char *const says[] = {
+                "plan.jsonl:2: field 'harness_bin': the shell binary '/nonexistent/agent' was not found",
+                "plan.jsonl:3: field 'harness_bin': the shell binary '",
+                "plan.jsonl:4: field 'skills': '",
+                "plan.jsonl:5: field 'repo_from': 'no-such-rev' is not a commit of the git repository '",
+                "plan.jsonl:6: field 'repo_from': '",
+                "plan.jsonl:7: field 'harness':",
+                "plan.jsonl:8: field 'harness': the claude plugin's preflight:",
+        };
+        for (int pass = 0; pass < 2; pass++) {
+                struct proc_result r;
+                batch_env(&r, &e, env_home, pass == 0 ? EXTRA("--check") : NULL);
+                ck_assert_msg(r.status == 2, "pass %d: status %d; stderr:\n%s", pass, r.status, r.err);
+                for (size_t i = 0; i < TB_ARRAY_SIZE(says); i++)
+                        assert_contains(r.err, says[i]);
+                assert_lacks(r.err, "plan.jsonl:1:");
+                ck_assert_msg(!exists_in(e.dir, "out") && !exists_in(e.repo, "marker"), "pass %d: something ran", pass);
+                ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
+                proc_result_free(&r);
+        }
+        /* A plan of lines that can run: --check says so, runs nothing. */
+        write_text(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n", 0644);
+        struct proc_result r;
+        batch_env(&r, &e, env_home, EXTRA("--check"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "1 Trials checked: nothing found");
+        ck_assert(!exists_in(e.dir, "out"));
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A void Trial that can never succeed (its binary is gone: here the Trial
+ * before it removed it) is not run again with backoff. */
+START_TEST(a_void_trial_whose_binary_is_gone_is_not_retried)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *agent = path_in(e.repo, "agent");
+        write_text(agent, "#!/bin/sh\nexec /bin/sh \"$@\"\n", 0755);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "remover", "rm -f agent", NULL);
+        add_trial(&plan, "victim", "echo ran >> marker", "\"harness_bin\":\"repo/agent\"");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "1", "--retries", "2"));
+        ck_assert_msg(r.status == 1, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "victim", "outcome", "void");
+        assert_result(&e, "victim", "attempts", "1");
+        assert_contains(r.err, "victim: void, and its shell binary '");
+        assert_contains(r.err, "is not there: it is not run again");
+        ck_assert(!exists_in(e.dir, "out/victim.attempt-1"));
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A finished Trial whose plan line (what it runs) or Harness binary changed
+ * since it ran: said, one line each, and nothing runs; with
+ * --rerun-changed it runs again, its last attempt kept aside. A line whose
+ * keys were only reordered has not changed. */
+START_TEST(a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *bin = path_in(e.dir, "bin"), *agent = path_in(e.dir, "bin/agent");
+        mkdir_p(bin, 0755);
+        write_text(agent, "#!/bin/sh\nexec /bin/sh \"$@\"\n", 0755);
+        write_plan(e.plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"args\":[\"-c\",\"echo a >> marker\"]}\n"
+                           "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/b\",\"args\":[\"-c\",\"echo b >> marker\"]}\n"
+                           "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/c\",\"harness_bin\":\"bin/agent\","
+                           "\"args\":[\"-c\",\"echo c >> marker\"]}\n");
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        json_object *line = result_of(&e, "c");
+        ck_assert_ptr_nonnull(line);
+        _cleanup_free_ char *fp = xstrdup(json_object_get_string(json_get(line, "plan_fingerprint")));
+        ck_assert_uint_eq(strlen(fp), 64);
+        ck_assert_str_eq(json_object_get_string(json_get(json_get(line, "harness_binary"), "path")), agent);
+        json_object_put(line);
+        /* a: other args; b: the same line, its keys in another order; c: its binary rebuilt. */
+        write_plan(e.plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"args\":[\"-c\",\"echo a2 >> marker\"]}\n"
+                           "{\"id\":\"b\",\"args\":[\"-c\",\"echo b >> marker\"], \"output_dir\":\"out/b\",\"repo\":\"repo\",\"harness\":\"shell\"}\n"
+                           "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/c\",\"harness_bin\":\"bin/agent\","
+                           "\"args\":[\"-c\",\"echo c >> marker\"]}\n");
+        write_text(agent, "#!/bin/sh\n# rebuilt\nexec /bin/sh \"$@\"\n", 0755);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 2, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "plan.jsonl:1: Trial 'a' finished, but its plan line changed: its result is kept; run with "
+                               "--rerun-changed to run it again");
+        assert_contains(r.err, "plan.jsonl:3: Trial 'c' finished, but its Harness binary '");
+        assert_lacks(r.err, "Trial 'b'");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "a") + count_at(e.repo, "marker", "b") +
+                                  count_at(e.repo, "marker", "c"),
+                          3);
+        ck_assert(!exists_in(e.dir, "out/a.attempt-1"));
+        proc_result_free(&r);
+        batch(&r, &e, EXTRA("--rerun-changed"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "Trial 'a' finished, but its plan line changed: it runs again");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "a2"), 1);
+        ck_assert_uint_eq(count_at(e.repo, "marker", "b"), 1);
+        ck_assert_uint_eq(count_at(e.repo, "marker", "c"), 2);
+        assert_result(&e, "a", "attempts", "2");
+        assert_result(&e, "b", "attempts", "1");
+        _cleanup_free_ char *kept = path_in(e.dir, "out/a.attempt-1");
+        _cleanup_free_ char *kind = outcome_field(kept, "outcome");
+        ck_assert_str_eq(kind, "completed");
+        proc_result_free(&r);
+        /* Nothing changed since: nothing runs. */
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        ck_assert_uint_eq(lines_of(path_in(e.repo, "marker")), 5);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
 {
         struct exp e;
@@ -1082,6 +1233,9 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
+        tcase_add_test(tc, lines_that_cannot_run_are_all_said_before_anything_runs);
+        tcase_add_test(tc, a_void_trial_whose_binary_is_gone_is_not_retried);
+        tcase_add_test(tc, a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked);
         tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
         tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);

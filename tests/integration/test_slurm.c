@@ -506,6 +506,7 @@ static void bexp_free(struct bexp *e)
         free(e->job);
 }
 
+/* Its void Trials (out/void*) are void because bwrap refuses their sandbox. */
 static void tb_batch(struct proc_result *r, const struct bexp *e, const char *const extra[])
 {
         char *argv[16] = { TRIALBOX_BIN, "batch", e->plan };
@@ -513,7 +514,7 @@ static void tb_batch(struct proc_result *r, const struct bexp *e, const char *co
         for (size_t i = 0; extra && extra[i] && n + 1 < 16; i++)
                 argv[n++] = (char *)extra[i];
         argv[n] = NULL;
-        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1", "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void"))), argv);
 }
 
 /* Trial `id`'s results line, parsed, or NULL. */
@@ -604,7 +605,7 @@ static char *without_durations(const char *table)
 static const char *const mixed[][3] = {
         { "ok0", "echo ok0 >> ran", NULL },
         { "fail", "echo fail >> ran; exit 3", NULL },
-        { "void", "true", "\"harness_bin\":\"/nonexistent/agent\"" },
+        { "void", "true", NULL }, /* void: bwrap refuses its sandbox (tb_batch) */
         { "ok1", "echo ok1 >> ran", NULL },
         { "killed", "echo killed >> ran; kill -KILL $$", NULL },
         { NULL, NULL, NULL },

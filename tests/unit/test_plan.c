@@ -130,6 +130,55 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
 }
 END_TEST
 
+/* A line's fingerprint: what it runs, whatever the order of its keys, its
+ * spacing, its id, output folder or nulls; another value of any other
+ * field (env included, nested keys in any order) changes it. */
+START_TEST(a_lines_fingerprint_is_what_it_runs)
+{
+        char *dir = tmpdir_new();
+        char *repo = path_in(dir, "repo");
+        mkdir_p(repo, 0755);
+        static const char *const base =
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"}}\n";
+        static const char *const same[] = {
+                "{ \"output_dir\" : \"elsewhere\", \"env\":{\"B\":\"2\",\"A\":\"1\"}, \"args\":[\"-c\",\"x\"], "
+                "\"repo\":\"repo\", \"harness\":\"shell\", \"id\":\"other\", \"user\": null }\n",
+        };
+        static const char *const other[] = {
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"y\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"}}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"3\"}}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"},\"harness_bin\":\"sh\"}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"},\"timeout\":60}\n",
+        };
+        struct plan plan;
+        struct tb_error err = { 0 };
+        char *path = plan_in(dir, base);
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        char want[SHA256_HEX_LEN + 1];
+        memcpy(want, plan.v[0].fingerprint, sizeof want);
+        ck_assert_uint_eq(strlen(want), 64);
+        plan_done(&plan);
+        free(path);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(same) + TB_ARRAY_SIZE(other); i++) {
+                bool is_same = i < TB_ARRAY_SIZE(same);
+                path = plan_in(dir, is_same ? same[i] : other[i - TB_ARRAY_SIZE(same)]);
+                ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+                ck_assert_msg((strcmp(plan.v[0].fingerprint, want) == 0) == is_same, "case %zu: fingerprint %s", i,
+                              is_same ? "changed" : "did not change");
+                plan_done(&plan);
+                free(path);
+        }
+        free(repo);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
 START_TEST(repo_from_takes_an_optional_revision)
 {
         char *dir = tmpdir_new();
@@ -228,6 +277,7 @@ TB_SUITE("plan", 0)
         tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
         tcase_add_test(tc, repo_from_takes_an_optional_revision);
         tcase_add_test(tc, env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its_argv);
+        tcase_add_test(tc, a_lines_fingerprint_is_what_it_runs);
         tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
         tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
         tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);

@@ -19,13 +19,19 @@
  *                           the plan: plan.jsonl's are plan.results.jsonl
  *
  * A Trial is final when OUTPUT_DIR/outcome.json is completed or failed, or
- * void with no retries left (1 + --retries attempts); a final Trial never
- * runs again. A `running` record (or a launcher.json without outcome.json)
+ * void with no retries left (1 + --retries attempts, not counting those the
+ * operator interrupted); a final Trial never runs again, but one whose plan
+ * line (its fingerprint) or Harness binary changed since, with
+ * --rerun-changed (without it, the batch says so and runs nothing). Before
+ * anything runs, the lines that will run are checked (batch_check.c): a
+ * mistake that would make a Trial void every time is said, and nothing runs. A `running` record (or a launcher.json without outcome.json)
  * whose launcher is alive is waited for, not started again. */
 #ifndef TB_BATCH_H
 #define TB_BATCH_H
 
 #include <stdbool.h>
+
+struct tb_env;
 
 /* Exit statuses of `batch` besides 0 (every Trial completed or failed),
  * TB_EXIT_USAGE (a bad plan or flags) and TB_EXIT_ERROR (the batch itself
@@ -47,6 +53,10 @@ struct batch_options {
         long index;            /* >= 0: run only this Trial (0-based), as a Slurm array task; -1: all */
         const char *plugin_path; /* tb_env's: where the Harnesses' plugins are (their exclusive resources) */
         long long backoff_ms;  /* TRIALBOX_BATCH_BACKOFF_MS, or the default */
+        const struct tb_env *env; /* the host environment (PATH for the Harness binaries, the plugins'
+                                   * preflight in checking mode); NULL: no login checks */
+        bool check;            /* --check: check every line, run nothing */
+        bool rerun_changed;    /* --rerun-changed: run again a finished Trial whose line or binary changed */
         /* Slurm: see "Slurm" below. */
         char **environ;        /* tb_env's environment: Slurm's clients, a task's job ids; NULL: this process's */
         bool slurm;            /* --slurm: submit the plan as one job array, wait, gather */

@@ -23,6 +23,7 @@
 
 struct report;
 struct tb_error;
+struct batch_harness;
 
 /* T_ELSEWHERE: running in a Slurm task still in the queue (not ours to wait for). */
 enum trial_state { T_PENDING, T_RUNNING, T_DONE, T_ELSEWHERE };
@@ -63,6 +64,9 @@ struct batch {
         /* Slurm */
         bool gather;        /* judge every Trial from disk, run nothing, retry nothing */
         long long job_id;   /* the array waited for, or 0 */
+        /* batch_check.c: the Harnesses' plugins, loaded once */
+        struct batch_harness *harnesses;
+        size_t n_harnesses, cap_harnesses;
 };
 
 enum { EV_SIGNAL = 1, EV_TIMER, EV_PIDFD };
@@ -79,6 +83,41 @@ void batch_trials_init(struct batch *b);
 int batch_begin(struct batch *b, struct tb_error *err);
 /* Rewrite PLAN.results.jsonl, print the summary; the batch's exit status. */
 int batch_finish(struct batch *b, struct tb_error *err);
+
+/* Move a void attempt (or a finished one to run again) aside, with its
+ * clone, as OUTPUT_DIR.attempt-`attempt`, so the next one gets OUTPUT_DIR.
+ * 0 or a negative errno. */
+int batch_move_aside(const struct btrial *t, unsigned attempt);
+
+/* ---- batch_check.c ---- */
+/* A line's Harness binary as the batch finds it now (on tb_env's PATH). */
+struct batch_binary {
+        char *wanted;        /* harness_bin, or its plugin's default binary; NULL: the plugin cannot be loaded */
+        char *path;          /* where it is found, or NULL: not there */
+        long long size, mtime_ns; /* -1 when not there */
+};
+void batch_binary_find(struct batch *b, const struct plan_trial *p, struct batch_binary *out);
+void batch_binary_done(struct batch_binary *bin);
+/* launcher.json's and the results' `harness_binary`: {"path", "size",
+ * "mtime_ns", "version"} (version null: no plugin hook says one). */
+json_object *batch_binary_json(const struct batch_binary *bin);
+/* Is `t`'s Harness binary not there now (a void that can never succeed:
+ * not retried)? *why says so (malloc'd). */
+bool batch_binary_gone(struct batch *b, const struct btrial *t, char **why);
+/* `batch --check`: every line checked (its Harness's plugin, its binary,
+ * its skills folder, its repo_from revision, its login or key through the
+ * plugin's preflight in checking mode), each problem one line
+ * "PLAN:LINE: field 'F': what"; 0, or TB_EXIT_USAGE. Runs nothing. */
+int batch_check_only(struct batch *b);
+/* The start of a batch: the finished Trials whose line (its fingerprint)
+ * or Harness binary (path, size, mtime) changed since they ran, each one
+ * line, and the lines that will run checked as batch_check_only does.
+ * Anything found: TB_EXIT_USAGE, nothing run or moved (but with
+ * --rerun-changed, changed Trials are not a problem: they are moved aside
+ * to run again). 0 otherwise. */
+int batch_check_start(struct batch *b);
+/* The plugins loaded for the checks, released. */
+void batch_check_done(struct batch *b);
 
 /* ---- batch_records.c ---- */
 /* OUTPUT_DIR.attempt-N, malloc'd. */
@@ -107,9 +146,11 @@ int batch_kind_from_name(const char *s);
 char *batch_log_tail(const char *out);
 /* The environment Slurm's clients and a task's job ids come from. */
 char *const *batch_environ(const struct batch *b);
-/* launcher.json in `out` for the child `pid`, before it runs, with the
- * attempt's `nonce`. */
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce);
+/* launcher.json in `t`'s OUTPUT_DIR for the child `pid`, before it runs,
+ * with the attempt's `nonce`, the line's fingerprint (`plan_fingerprint`)
+ * and its Harness binary (`harness_binary`, batch_binary_json): what it
+ * ran, for a later batch to tell that the line or the binary changed. */
+int batch_write_launcher(struct batch *b, const struct btrial *t, pid_t pid, const char *nonce);
 /* A fresh token (OUTCOME_NONCE_LEN hex digits, getrandom). */
 void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1]);
 /* Was `rec` (read from `out`/outcome.json) written by a run this batch
@@ -132,6 +173,9 @@ json_object *batch_record_interrupted_launcher(const struct btrial *t, json_obje
 bool batch_record_interrupted(json_object *rec);
 /* Of the attempts OUTPUT_DIR.attempt-1 … -asides, those void/interrupted. */
 unsigned batch_count_interrupted(const char *out, unsigned asides);
+/* Of them, those that count against --retries: void, not interrupted (a
+ * finished attempt moved aside to run again with a changed line does not). */
+unsigned batch_count_retried(const char *out, unsigned asides);
 /* The launcher ran the session (its record says `running`) but exited
  * with TB_EXIT_ERROR, its final Outcome unwritten: record it as
  * "unrecorded" in `out` (keeping the running record's fields); the new

@@ -196,8 +196,9 @@ void batch_set_aside_foreign(const char *out)
         }
 }
 
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce)
+int batch_write_launcher(struct batch *b, const struct btrial *t, pid_t pid, const char *nonce)
 {
+        const char *out = t->p->output_dir;
         char boot[40] = "";
         outcome_boot_id(boot, sizeof boot, NULL);
         json_object *j = json_object_new_object();
@@ -207,6 +208,12 @@ int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, cons
         json_object_object_add(j, "boot_id", json_object_new_string(boot));
         json_object_object_add(j, "started_at_unix_ms", json_object_new_int64(outcome_realtime_ms()));
         json_object_object_add(j, "nonce", json_object_new_string(nonce));
+        /* What it runs: a later batch tells from these that it changed. */
+        json_object_object_add(j, "plan_fingerprint", json_object_new_string(t->p->fingerprint));
+        struct batch_binary bin;
+        batch_binary_find(b, t->p, &bin);
+        json_object_object_add(j, "harness_binary", batch_binary_json(&bin));
+        batch_binary_done(&bin);
         /* In a Slurm task: its ids, by which a resumed batch judges it (the pid is this node's). */
         struct slurm_ids ids = slurm_ids_from_env(batch_environ(b));
         if (ids.job_id > 0) {
@@ -228,6 +235,20 @@ unsigned batch_count_interrupted(const char *out, unsigned asides)
                 _cleanup_free_ char *d = batch_attempt_dir(out, i);
                 json_object *rec = batch_read_record(d, "outcome.json");
                 n += batch_record_interrupted(rec);
+                json_object_put(rec);
+        }
+        return n;
+}
+
+unsigned batch_count_retried(const char *out, unsigned asides)
+{
+        unsigned n = 0;
+        for (unsigned i = 1; i <= asides; i++) {
+                _cleanup_free_ char *d = batch_attempt_dir(out, i);
+                json_object *rec = batch_read_record(d, "outcome.json");
+                const char *kind = batch_record_kind(rec);
+                /* A record that cannot be read counts: never more attempts on a guess. */
+                n += !kind || (strcmp(kind, "void") == 0 && !batch_record_interrupted(rec));
                 json_object_put(rec);
         }
         return n;
@@ -346,6 +367,19 @@ int batch_results_adopt_old(const struct batch *b)
 }
 
 
+/* What the attempt ran, from its launcher.json: the line's fingerprint and
+ * the Harness binary (null when an earlier trialbox did not record them). */
+static void result_line_what_ran(const struct btrial *t, json_object *j)
+{
+        json_object *launcher = batch_read_record(t->p->output_dir, "launcher.json"), *v = NULL;
+        const char *fingerprint = string_field(launcher, "plan_fingerprint");
+        json_object_object_add(j, "plan_fingerprint", fingerprint ? json_object_new_string(fingerprint) : NULL);
+        if (launcher)
+                json_object_object_get_ex(launcher, "harness_binary", &v);
+        json_object_object_add(j, "harness_binary", v ? json_object_get(v) : NULL);
+        json_object_put(launcher);
+}
+
 /* One results line: id, attempts, output_dir, repo (the clone, with
  * repo_from), then the Outcome's own fields as outcome.json has them
  * (`outcome` null for a Trial that never ran). malloc'd, with its newline. */
@@ -359,6 +393,8 @@ char *batch_result_line(const struct btrial *t, json_object *record)
                 _cleanup_free_ char *clone = plan_clone_dir(t->p->output_dir);
                 json_object_object_add(j, "repo", json_object_new_string(clone));
         }
+        if (record)
+                result_line_what_ran(t, j);
         if (record) {
                 json_object_object_foreach(record, key, v) {
                         if (!json_object_object_get_ex(j, key, NULL))

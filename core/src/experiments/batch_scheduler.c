@@ -132,8 +132,7 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
         batch_results_append(b, line);
 }
 
-/* Move a void attempt aside (with its clone) so the next one gets OUTPUT_DIR. */
-static int move_aside(const struct btrial *t, unsigned attempt)
+int batch_move_aside(const struct btrial *t, unsigned attempt)
 {
         _cleanup_free_ char *to = batch_attempt_dir(t->p->output_dir, attempt);
         if (renameat2(AT_FDCWD, t->p->output_dir, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
@@ -271,7 +270,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
 static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
 {
         _cleanup_free_ char *id = str_escape((t->p->id));
-        int r = move_aside(t, t->attempt);
+        int r = batch_move_aside(t, t->attempt);
         if (r < 0) {
                 log_error("%s: cannot move the void attempt '%s' aside: %s; it stays void", id,
                         t->p->output_dir, strerror(-r));
@@ -290,16 +289,24 @@ static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
 
 /* Does a void attempt run again? One the operator interrupted always does
  * (not now: the batch is stopping) and is not counted against --retries;
- * another while retries are left. `attempt` is its number, `asides` the
+ * another while retries are left, unless it can never succeed (its Harness
+ * binary is not there: no backoff can bring it). `asides` is the number of
  * attempts before it. */
-static bool void_again(const struct batch *b, const struct btrial *t, json_object *rec, unsigned asides)
+static bool void_again(struct batch *b, const struct btrial *t, json_object *rec, unsigned asides)
 {
         if (b->stopping || b->gather)
                 return false;
         if (batch_record_interrupted(rec))
                 return true;
-        unsigned counted = asides + 1 - batch_count_interrupted(t->p->output_dir, asides);
-        return counted < 1 + b->opt->retries;
+        if (1 + batch_count_retried(t->p->output_dir, asides) >= 1 + b->opt->retries)
+                return false;
+        _cleanup_free_ char *why = NULL;
+        if (batch_binary_gone(b, t, &why)) {
+                _cleanup_free_ char *id = str_escape(t->p->id);
+                log_error("%s: void, and %s: it is not run again", id, why);
+                return false;
+        }
+        return true;
 }
 
 /* Decide what a Trial is from its folders: final (DONE), running somewhere
@@ -516,7 +523,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                 close(go[1]);
                 return tb_fail(err, sr, "cannot start Trial '%s': fork: %s", p->id, strerror(-sr));
         }
-        r = batch_write_launcher(b, p->output_dir, pid, nonce);
+        r = batch_write_launcher(b, t, pid, nonce);
         if (r == 0)
                 r = loop_write(go[1], "g", 1);
         close(go[1]);
@@ -817,8 +824,12 @@ int batch_run(const struct batch_options *opt)
                 return TB_EXIT_USAGE;
         }
         b.results_path = batch_results_path(b.plan.file);
-        if (lock_plan(&b, &err) == 0 && adopt_old_results(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
-                if (batch_slurm_mode(&b))
+        if (opt->check) {
+                status = batch_check_only(&b);
+        } else if (lock_plan(&b, &err) == 0 && adopt_old_results(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
+                if (opt->index < 0 && batch_check_start(&b) != 0)
+                        status = TB_EXIT_USAGE;
+                else if (batch_slurm_mode(&b))
                         status = batch_slurm_run(&b, &err);
                 else if (batch_begin(&b, &err) == 0 && loop(&b, &err) == 0)
                         status = batch_finish(&b, &err);
@@ -832,6 +843,7 @@ int batch_run(const struct batch_options *opt)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(&fds[i]);
         free(b.t);
+        batch_check_done(&b);
         strv_done(&b.held);
         strv_done(&b.exclusive);
         strv_done(&b.repo_keys);

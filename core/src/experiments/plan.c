@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/path.h"
+#include "base/sha256.h"
 #include "base/strv.h"
 #include "trial/session_env.h"
 
@@ -310,6 +311,54 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
         return 0;
 }
 
+/* The fields that do not change what a Trial runs: its name, where its
+ * output goes, and how it is labelled or graded. */
+static bool fingerprint_skips(const char *key)
+{
+        static const char *const skip[] = { "id", "output_dir", "task", "arm", "labels", "grade" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(skip); i++)
+                if (strcmp(key, skip[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int by_key(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* `j` with its objects' keys sorted (and, at the top, without the skipped
+ * fields and nulls): the canonical form. A new reference. */
+static json_object *canonical(json_object *j, bool top)
+{
+        if (json_object_is_type(j, json_type_array)) {
+                json_object *a = json_object_new_array();
+                for (size_t i = 0; i < json_object_array_length(j); i++)
+                        json_object_array_add(a, canonical(json_object_array_get_idx(j, i), false));
+                return a;
+        }
+        if (!json_object_is_type(j, json_type_object))
+                return json_object_get(j);
+        size_t n = 0;
+        _cleanup_free_ const char **keys = xcalloc((size_t)json_object_object_length(j) + 1, sizeof *keys);
+        json_object_object_foreach(j, key, v)
+                if (!top || (v && !fingerprint_skips(key)))
+                        keys[n++] = key;
+        qsort(keys, n, sizeof *keys, by_key);
+        json_object *o = json_object_new_object();
+        for (size_t i = 0; i < n; i++)
+                json_object_object_add(o, keys[i], canonical(json_object_object_get(j, keys[i]), false));
+        return o;
+}
+
+/* The line's fingerprint: SHA-256 of its canonical JSON (keys sorted;
+ * without id, output_dir, task, arm, labels, grade and nulls): everything
+ * that changes what runs, as written ("60" and 60 differ). */
+static void line_fingerprint(json_object *j, char out[SHA256_HEX_LEN + 1])
+{
+        json_object *c = canonical(j, true);
+        const char *text = json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        sha256_hex(text, strlen(text), out);
+        json_object_put(c);
+}
+
 static int parse_line(const struct plan *plan, unsigned line, const char *text, size_t len, struct plan_trial *t,
                       struct tb_error *err)
 {
@@ -340,6 +389,8 @@ static int parse_line(const struct plan *plan, unsigned line, const char *text, 
                                 break;
                 }
         }
+        if (r == 0)
+                line_fingerprint(j, t->fingerprint);
         json_object_put(j);
         if (r == 0)
                 r = check_trial(plan, t, err);

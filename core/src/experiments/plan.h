@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "base/sha256.h"
 #include "base/strv.h"
 
 struct plan_trial {
@@ -40,6 +41,10 @@ struct plan_trial {
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
         char *shared_repo; /* the real path of `repo` when another line names it too, else NULL */
+        /* SHA-256 (hex) of the line's canonical JSON, keys sorted, without
+         * id, output_dir, task, arm, labels, grade and nulls: everything that
+         * changes what runs, as written. */
+        char fingerprint[SHA256_HEX_LEN + 1];
 };
 
 struct plan {
