@@ -203,16 +203,24 @@ static char *what_changed(struct batch *b, const struct btrial *t)
 
 /* ---- checking the lines ---- */
 
-/* Is REV (or HEAD) a commit of the repository `src`? */
-static bool revision_exists(const char *src, const char *rev)
+/* Is REV (or HEAD) a commit of the repository `src`? Asked of git once
+ * per repository and revision (`seen` keeps the answers). */
+static bool revision_exists(const char *src, const char *rev, struct strv *seen)
 {
+        _cleanup_free_ char *key = xasprintf("%s\n%s", src, rev ? rev : "");
+        for (size_t i = 0; i + 1 < seen->n; i += 2)
+                if (strcmp(seen->v[i], key) == 0)
+                        return seen->v[i + 1][0] == '1';
         _cleanup_free_ char *spec = xasprintf("%s^{commit}", rev ? rev : "HEAD");
         char *argv[] = { "git", "-C", (char *)src, "rev-parse", "--quiet", "--verify", spec, NULL };
         struct spawn s = { .argv = argv, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_DEV_NULL,
                            .std_err = SPAWN_DEV_NULL };
         int r = spawn_run(&s, NULL);
         spawn_done(&s);
-        return r == 0 && s.status == 0;
+        bool exists = r == 0 && s.status == 0;
+        strv_add(seen, key);
+        strv_add(seen, exists ? "1" : "0");
+        return exists;
 }
 
 /* One problem of line `p`: "PLAN:LINE: field 'F': what", into `out`. */
@@ -248,8 +256,14 @@ static const char *login_problem(struct batch *b, struct batch_harness *h, const
         return why ? seen->v[seen->n - 1] : NULL;
 }
 
+/* What the checks asked once, for every line: the plugins' preflights,
+ * git's answers. */
+struct check_memo {
+        struct strv logins, revisions;
+};
+
 /* Everything that would make line `p` void every time it runs. */
-static void check_line(struct batch *b, const struct plan_trial *p, struct strv *logins, struct strv *out)
+static void check_line(struct batch *b, const struct plan_trial *p, struct check_memo *memo, struct strv *out)
 {
         struct batch_harness *h = harness_of(b, p->harness);
         if (h->error) {
@@ -267,12 +281,12 @@ static void check_line(struct batch *b, const struct plan_trial *p, struct strv 
         struct stat st;
         if (p->skills && (stat(p->skills, &st) < 0 || !S_ISDIR(st.st_mode)))
                 problem(b, p, "skills", out, "'%s' is not a folder", p->skills);
-        if (p->repo_from && !revision_exists(p->repo_from, p->repo_rev))
+        if (p->repo_from && !revision_exists(p->repo_from, p->repo_rev, &memo->revisions))
                 problem(b, p, "repo_from", out,
                         p->repo_rev ? "'%s' is not a commit of the git repository '%s'"
                                     : "%s'%s' has no commit (is it a git repository?)",
                         p->repo_rev ? p->repo_rev : "", p->repo_from);
-        const char *login = login_problem(b, h, p->credentials, logins);
+        const char *login = login_problem(b, h, p->credentials, &memo->logins);
         if (login)
                 problem(b, p, "harness", out, "the %s plugin's preflight: %s", p->harness, login);
 }
@@ -281,11 +295,12 @@ static void check_line(struct batch *b, const struct plan_trial *p, struct strv 
  * line in `out`. */
 static void check_lines(struct batch *b, const bool *run, struct strv *out)
 {
-        struct strv logins = { 0 };
+        struct check_memo memo = { 0 };
         for (size_t i = 0; i < b->plan.n; i++)
                 if (!run || run[i])
-                        check_line(b, &b->plan.v[i], &logins, out);
-        strv_done(&logins);
+                        check_line(b, &b->plan.v[i], &memo, out);
+        strv_done(&memo.logins);
+        strv_done(&memo.revisions);
 }
 
 int batch_check_only(struct batch *b)
