@@ -109,8 +109,11 @@ static void slurm_scan(struct batch *b)
                 const char *k = batch_record_kind(rec);
                 if (k && strcmp(k, "running") != 0) {
                         int kind = batch_kind_from_name(k);
-                        unsigned attempt = batch_count_asides(t->p->output_dir) + 1;
-                        if (kind != OUTCOME_VOID || attempt >= 1 + b->opt->retries) {
+                        unsigned asides = batch_count_asides(t->p->output_dir), attempt = asides + 1;
+                        /* Void for good: its retries used, and not the operator's interruption. */
+                        bool spent = !batch_record_interrupted(rec) &&
+                                     1 + batch_count_retried(t->p->output_dir, asides) >= 1 + b->opt->retries;
+                        if (kind != OUTCOME_VOID || spent) {
                                 t->attempt = attempt;
                                 batch_mark_done(b, t, kind, rec);
                                 b->done_here++;
