@@ -849,6 +849,48 @@ START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_t
 }
 END_TEST
 
+/* A Trial of an array cancelled by SIGTERM to the waiting batch is
+ * void/interrupted, and the next --slurm submits it again, retries or not. */
+START_TEST(an_interrupted_trial_of_an_array_runs_again_in_the_next_one)
+{
+        static const char *const one[][3] = {
+                { "s", "echo s >> ran; while [ ! -e go ]; do sleep 0.1; done", NULL },
+                { NULL, NULL, NULL },
+        };
+        struct bexp e;
+        bexp_new(&e, one);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--slurm", "--retries", "0", NULL };
+        _cleanup_free_ char *err_file = path_in(e.dir, "batch.err");
+        pid_t pid = spawn_argv(tb_env(NULL), argv, "/dev/null", err_file);
+        _cleanup_free_ char *ran = path_in(e.dir, "repo/ran");
+        ck_assert_msg(wait_for_file(ran, 60000), "the Trial never started");
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
+        json_object *j = result_of(&e, "s");
+        ck_assert_ptr_nonnull(j);
+        char *kind = field_of(j, "outcome"), *cause = field_of(j, "cause");
+        ck_assert_str_eq(kind, "void");
+        ck_assert_str_eq(cause, "interrupted");
+        free(kind);
+        free(cause);
+        json_object_put(j);
+        _cleanup_free_ char *go = path_in(e.dir, "repo/go");
+        write_text(go, "", 0666);
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", "--retries", "0", NULL });
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        j = result_of(&e, "s");
+        kind = field_of(j, "outcome");
+        ck_assert_str_eq(kind, "completed");
+        free(kind);
+        json_object_put(j);
+        _cleanup_free_ char *text = read_text(ran);
+        ck_assert_msg(text && count_lines(text) == 2, "ran: %s", text ? text : "(nothing)");
+        proc_result_free(&r);
+        bexp_free(&e);
+}
+END_TEST
+
 /* SLURM_CONF from the environment, or tests/fixtures/slurm-cluster's; true when a
  * cluster answers there. */
 static bool cluster_up(void)
@@ -894,6 +936,7 @@ int main(void)
                 tcase_add_test(bt, a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid);
                 tcase_add_test(bt, sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes);
                 tcase_add_test(bt, a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it);
+                tcase_add_test(bt, an_interrupted_trial_of_an_array_runs_again_in_the_next_one);
         }
         int r = run_suite(s);
         if (r == 0 && !up) {
