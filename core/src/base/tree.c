@@ -213,7 +213,7 @@ int tree_walk(int root_fd, const struct tree_ops *ops, void *ctx)
         if (fd < 0)
                 return -errno;
         int r = push(&w, fd, NULL);
-        if (r == 0) {
+        if (r == 0 && w.n > 0) {
                 w.root_dev = w.f[0].d.dev;
                 r = ops->pre ? ops->pre(&w.f[0].d, ctx) : 0;
         }

@@ -85,7 +85,6 @@ struct scan {
         uid_t uid;
         size_t *bare; /* the depths of folders found in a git directory's shape, to move once walked */
         size_t n_bare, cap_bare;
-        int r;
 };
 
 static const struct guard_seen *seen_find(const struct repo_guard *g, const char *path)
