@@ -21,7 +21,8 @@ static void block(uint32_t h[8], const unsigned char *p)
 {
         uint32_t w[64];
         for (int i = 0; i < 16; i++)
-                w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+                w[i] = (uint32_t)p[4 * (size_t)i] << 24 | (uint32_t)p[4 * (size_t)i + 1] << 16 |
+                       (uint32_t)p[4 * (size_t)i + 2] << 8 | p[4 * (size_t)i + 3];
         for (int i = 16; i < 64; i++) {
                 uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
                 uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -69,5 +70,5 @@ void sha256_hex(const void *data, size_t n, char out[SHA256_HEX_LEN + 1])
         if (len == 128)
                 block(h, last + 64);
         for (int i = 0; i < 8; i++)
-                snprintf(out + 8 * i, 9, "%08x", h[i]);
+                snprintf(out + 8 * (size_t)i, 9, "%08x", h[i]);
 }

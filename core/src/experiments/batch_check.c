@@ -272,7 +272,7 @@ static void check_line(struct batch *b, const struct plan_trial *p, struct check
         }
         struct batch_binary bin;
         batch_binary_find(b, p, &bin);
-        if (!bin.path)
+        if (bin.wanted && !bin.path)
                 problem(b, p, p->harness_bin ? "harness_bin" : "harness", out,
                         "the %s binary '%s' was not found%s; install it or %s", p->harness, bin.wanted,
                         strchr(bin.wanted, '/') ? "" : " on the PATH",

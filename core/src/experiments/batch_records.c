@@ -393,9 +393,8 @@ char *batch_result_line(const struct btrial *t, json_object *record)
                 _cleanup_free_ char *clone = plan_clone_dir(t->p->output_dir);
                 json_object_object_add(j, "repo", json_object_new_string(clone));
         }
-        if (record)
-                result_line_what_ran(t, j);
         if (record) {
+                result_line_what_ran(t, j);
                 json_object_object_foreach(record, key, v) {
                         if (!json_object_object_get_ex(j, key, NULL))
                                 json_object_object_add(j, key, json_object_get(v));

@@ -534,12 +534,13 @@ static int check_places(struct plan *plan, struct tb_error *err)
 int plan_load(const char *path, struct plan *plan, struct tb_error *err)
 {
         *plan = (struct plan){ 0 };
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *file = realpath(path, NULL);
+        if (!file)
+                return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
-        plan->file = realpath(path, NULL);
-        if (!plan->file)
-                return tb_fail(err, -errno, "cannot resolve the plan '%s': %s", path, strerror(errno));
+        plan->file = TAKE_PTR(file);
         plan->path = xstrdup(path);
         plan->dir = path_dirname(plan->file);
         _cleanup_free_ char *line = NULL;
