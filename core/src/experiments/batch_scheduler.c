@@ -287,18 +287,23 @@ static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
         return 0;
 }
 
-/* Does a void attempt run again? One the operator interrupted always does
- * (not now: the batch is stopping) and is not counted against --retries;
- * another while retries are left, unless it can never succeed (its Harness
- * binary is not there: no backoff can bring it). `asides` is the number of
- * attempts before it. */
-static bool void_again(struct batch *b, const struct btrial *t, json_object *rec, unsigned asides)
+/* Does a void attempt run again? One the operator interrupted does when
+ * the batch starts (a resume), whatever its retries: interruptions are not
+ * counted against them. Any other while retries are left (an interrupted
+ * one too, while this batch runs: its run was signalled by someone else,
+ * and counting it keeps that from looping), unless it can never succeed
+ * (its Harness binary is not there: no backoff can bring it). `asides` is
+ * the number of attempts before it. */
+static bool void_again(struct batch *b, const struct btrial *t, json_object *rec, unsigned asides, bool at_start)
 {
         if (b->stopping || b->gather)
                 return false;
-        if (batch_record_interrupted(rec))
+        bool interrupted = batch_record_interrupted(rec);
+        if (interrupted && at_start)
                 return true;
-        if (1 + batch_count_retried(t->p->output_dir, asides) >= 1 + b->opt->retries)
+        const char *out = t->p->output_dir;
+        unsigned used = 1 + batch_count_retried(out, asides) + (interrupted ? batch_count_interrupted(out, asides) : 0);
+        if (used >= 1 + b->opt->retries)
                 return false;
         _cleanup_free_ char *why = NULL;
         if (batch_binary_gone(b, t, &why)) {
@@ -333,7 +338,7 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
                 return;
         }
         int kind = batch_kind_from_name(batch_record_kind(rec));
-        bool again = kind == OUTCOME_VOID && void_again(b, t, rec, asides);
+        bool again = kind == OUTCOME_VOID && void_again(b, t, rec, asides, at_start);
         if (!again || retry(b, t, ix, at_start) < 0)
                 batch_mark_done(b, t, kind, rec);
         json_object_put(rec);
