@@ -986,6 +986,48 @@ START_TEST(env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs)
 }
 END_TEST
 
+/* Someone else's SIGTERM to one Trial's `trialbox run` (not to the
+ * batch): the Trial is void/interrupted, and the batch, still going,
+ * counts it as any void attempt: with no retries it is not run again now
+ * (a resume would). */
+START_TEST(a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker; touch started; sleep 30", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--retries", "0", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
+        _cleanup_free_ char *started = path_in(e.repo, "started");
+        ck_assert_msg(wait_for_file(started, 30000), "the session never started");
+        /* Its run: the batch's child whose command line names the Trial's
+         * folder (the keeper under it has the same). */
+        pid_t found[8], run = 0;
+        _cleanup_free_ char *out = path_in(e.dir, "out/t");
+        size_t n = host_pids(out, "trialbox", NULL, found, 8);
+        for (size_t i = 0; i < n && !run; i++) {
+                char path[64];
+                snprintf(path, sizeof path, "/proc/%d/stat", (int)found[i]);
+                _cleanup_free_ char *stat = read_text(path);
+                const char *paren = stat ? strrchr(stat, ')') : NULL;
+                int ppid = 0;
+                if (paren && sscanf(paren + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+                        run = found[i];
+        }
+        ck_assert_msg(run > 0, "the Trial's run was not found");
+        ck_assert_int_eq(kill(run, SIGTERM), 0);
+        int status = wait_status(pid);
+        ck_assert_msg(status == 1, "status %d", status);
+        assert_result(&e, "t", "outcome", "void");
+        assert_result(&e, "t", "cause", "interrupted");
+        assert_result(&e, "t", "attempts", "1");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        exp_free(&e);
+}
+END_TEST
+
 /* A batch started as a script's background job (SIGINT and SIGQUIT
  * ignored) by a runner that left SIGINT blocked: its sessions still start
  * with every signal's default disposition and an empty mask, and SIGINT
@@ -1237,6 +1279,7 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, a_void_trial_whose_binary_is_gone_is_not_retried);
         tcase_add_test(tc, a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked);
         tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
+        tcase_add_test(tc, a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void);
         tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
 }
