@@ -30,7 +30,7 @@ _trialbox()
                 return ;;
         --allow-host|--user|--slurm-args|--env)
                 return ;;
-        --harness-bin|--credentials|--prices|--html|-o|--output)
+        --harness-bin|--credentials|--prices|--html|-o|--output|--env-file)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --by)
@@ -43,7 +43,8 @@ _trialbox()
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
+                        --cpus --network --allow-host --no-harness-endpoints --env-file --user --root-session
+                        --keep-control-files --" -- "$cur")) ;;
         plan)
                 COMPREPLY=($(compgen -f -W "-o --output --help" -- "$cur")) ;;
         grade)
@@ -51,8 +52,8 @@ _trialbox()
                         --network --allow-host --layer --user --root-session --json -v -q --help --timeout
                         --kill-after --memory --pids --cpus --" -- "$cur")) ;;
         batch)
-                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --grade-only --json -v -q
-                        --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --grade-only
+                        --check --rerun-changed --json -v -q --help" -- "$cur")) ;;
         report)
                 COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;
         harnesses)

@@ -5,7 +5,7 @@
 # experiment.json. Then:
 #   trialbox plan DIR/experiment.json -o DIR/plan.jsonl
 #   trialbox batch DIR/plan.jsonl
-#   trialbox report DIR/results.jsonl --by arm
+#   trialbox report DIR/plan.results.jsonl --by arm
 # Run as root, the Trials run as `nobody` (trialbox never runs a session as root).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

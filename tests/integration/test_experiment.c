@@ -35,7 +35,7 @@ static void exp_new(struct exp *e)
 {
         e->dir = tmpdir_new();
         e->plan = path_in(e->dir, "plan.jsonl");
-        e->results = path_in(e->dir, "results.jsonl");
+        e->results = path_in(e->dir, "plan.results.jsonl");
         sh_ok("'%s/setup.sh' '%s' >/dev/null", EXAMPLE, e->dir);
 }
 
@@ -209,6 +209,18 @@ START_TEST(an_experiment_of_two_arms_three_tasks_three_repetitions_gives_the_exp
         ck_assert_msg(strcmp(before, after) == 0, "grading again changed a Trial's repository or outcome.json");
         _cleanup_free_ char *aside = path_in(e.dir, "runs/add/hasty/2/grade.attempt-1");
         assert_record(aside, "grade.json", "status", "failed");
+        /* --grade-only runs nothing: a Trial's line is not checked again, nor
+         * run again when it changed, and --check has nothing to add to it. */
+        tb_command(&r, NULL, EXTRA("batch", e.plan, "--grade-only", "--rerun-changed"));
+        ck_assert_int_eq(r.status, 2);
+        assert_contains(r.err, "--grade-only runs no Trial; it does not go with --rerun-changed");
+        proc_result_free(&r);
+        tb_command(&r, NULL, EXTRA("batch", e.plan, "--grade-only", "--check"));
+        ck_assert_int_eq(r.status, 2);
+        assert_contains(r.err, "--check runs nothing");
+        proc_result_free(&r);
+        _cleanup_free_ char *unchanged = snapshot(&e);
+        ck_assert_msg(strcmp(before, unchanged) == 0, "a refused batch changed a Trial");
 
         /* The answer, by arm. */
         tb_command(&r, NULL, EXTRA("report", e.results, "--by", "arm", "--json"));

@@ -96,7 +96,7 @@ char *read_all(const char *path, size_t *len, bool follow_links);
  * with {"id": also gets "root_session": true, as root's Trials of root-owned
  * test repositories need (the suite runs again as nobody for the other path). */
 void write_plan(const char *path, const char *text);
-/* The line of a batch's results.jsonl whose "id" is `id`, parsed (json-c;
+/* The line of a batch's PLAN.results.jsonl whose "id" is `id`, parsed (json-c;
  * json_object_put it), or NULL when there is none. */
 struct json_object *results_line(const char *results_path, const char *id);
 /* Member `key` of the JSON object `j` (may be JSON null: NULL). (asserts it is there) */
@@ -139,6 +139,9 @@ struct tb_spawn_io {
         int keep_fd;           /* > 0: passed on as fd 9 */
         bool close_fds;        /* no other fd above 2 is passed on */
         bool own_group;        /* in a process group of its own (as a shell job) */
+        bool background;       /* SIGINT and SIGQUIT ignored, as a script's `&` leaves them */
+        int blocked;           /* > 0: this signal blocked when it starts */
+        int pending;           /* > 0: this signal blocked and already pending when it starts */
 };
 
 /* Start argv (argv[0] a path) with `env` ("NAME=value" to set, "NAME" alone

@@ -219,7 +219,7 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         ck_assert_str_eq(line, want);
         strv_done(&args);
         /* The run's own arguments know nothing of it. */
-        plan_trial_run_args(t, t->repo, &args);
+        plan_trial_run_args(t, t->repo, NULL, &args);
         _cleanup_free_ char *run = strv_joined(&args, "", "");
         assert_lacks(run, "grade");
         assert_lacks(run, "model");

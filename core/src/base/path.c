@@ -50,10 +50,16 @@ char *find_on_path(const char *prog, const char *path_env)
 
 char *path_dirname(const char *path)
 {
-        const char *slash = strrchr(path, '/');
-        if (!slash || slash == path)
-                return xstrdup("/");
-        return strndup(path, (size_t)(slash - path));
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/') /* "a/b/" is "a/b" */
+                n--;
+        while (n > 0 && path[n - 1] != '/')
+                n--;
+        if (n == 0) /* a bare name: the working folder's */
+                return xstrdup(".");
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        return xasprintf("%.*s", (int)n, path);
 }
 
 int mkdir_p(const char *path, mode_t mode)

@@ -2,7 +2,7 @@
  *   batch_scheduler.c the scheduler: settles each Trial from its folder, starts
  *                    what fits, waits (epoll: signals, pidfds, the progress timer)
  *   batch_records.c  the records batch reads and writes: outcome.json and
- *                    launcher.json in a Trial's folder, results.jsonl
+ *                    launcher.json in a Trial's folder, PLAN.results.jsonl
  *   batch_progress.c the live progress line and the finished lines
  *   batch_slurm.c    the Slurm driver: one job array for the plan
  * Everything here is experiments/batch.h's batch_run() underneath. */
@@ -23,6 +23,7 @@
 
 struct report;
 struct tb_error;
+struct batch_harness;
 
 /* T_ELSEWHERE: running in a Slurm task still in the queue (not ours to wait for). */
 enum trial_state { T_PENDING, T_RUNNING, T_DONE, T_ELSEWHERE };
@@ -75,6 +76,9 @@ struct batch {
         /* Slurm */
         bool gather;        /* judge every Trial from disk, run nothing, retry nothing */
         long long job_id;   /* the array waited for, or 0 */
+        /* batch_check.c: the Harnesses' plugins, loaded once */
+        struct batch_harness *harnesses;
+        size_t n_harnesses, cap_harnesses;
 };
 
 enum { EV_SIGNAL = 1, EV_TIMER, EV_PIDFD };
@@ -89,8 +93,43 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
 void batch_trials_init(struct batch *b);
 /* Settle every Trial from its folder, writing the results known so far. */
 int batch_begin(struct batch *b, struct tb_error *err);
-/* Rewrite results.jsonl, print the summary; the batch's exit status. */
+/* Rewrite PLAN.results.jsonl, print the summary; the batch's exit status. */
 int batch_finish(struct batch *b, struct tb_error *err);
+
+/* Move a void attempt (or a finished one to run again) aside, with its
+ * clone, as OUTPUT_DIR.attempt-`attempt`, so the next one gets OUTPUT_DIR.
+ * 0 or a negative errno. */
+int batch_move_aside(const struct btrial *t, unsigned attempt);
+
+/* ---- batch_check.c ---- */
+/* A line's Harness binary as the batch finds it now (on tb_env's PATH). */
+struct batch_binary {
+        char *wanted;        /* harness_bin, or its plugin's default binary; NULL: the plugin cannot be loaded */
+        char *path;          /* where it is found, or NULL: not there */
+        long long size, mtime_ns; /* -1 when not there */
+};
+void batch_binary_find(struct batch *b, const struct plan_trial *p, struct batch_binary *out);
+void batch_binary_done(struct batch_binary *bin);
+/* launcher.json's and the results' `harness_binary`: {"path", "size",
+ * "mtime_ns", "version"} (version null: no plugin hook says one). */
+json_object *batch_binary_json(const struct batch_binary *bin);
+/* Is `t`'s Harness binary not there now (a void that can never succeed:
+ * not retried)? *why says so (malloc'd). */
+bool batch_binary_gone(struct batch *b, const struct btrial *t, char **why);
+/* `batch --check`: every line checked (its Harness's plugin, its binary,
+ * its skills folder, its repo_from revision, its login or key through the
+ * plugin's preflight in checking mode), each problem one line
+ * "PLAN:LINE: field 'F': what"; 0, or TB_EXIT_USAGE. Runs nothing. */
+int batch_check_only(struct batch *b);
+/* The start of a batch: the finished Trials whose line (its fingerprint)
+ * or Harness binary (path, size, mtime) changed since they ran, each one
+ * line, and the lines that will run checked as batch_check_only does.
+ * Anything found: TB_EXIT_USAGE, nothing run or moved (but with
+ * --rerun-changed, changed Trials are not a problem: they are moved aside
+ * to run again). 0 otherwise. */
+int batch_check_start(struct batch *b);
+/* The plugins loaded for the checks, released. */
+void batch_check_done(struct batch *b);
 
 /* ---- batch_records.c ---- */
 /* OUTPUT_DIR.attempt-N, malloc'd. */
@@ -98,7 +137,14 @@ char *batch_attempt_dir(const char *out, unsigned n);
 /* How many attempts were moved aside: OUTPUT_DIR.attempt-1 … -N. */
 unsigned batch_count_asides(const char *out);
 /* The JSON object in `dir`/`name`, read without following links nor blocking
- * on a FIFO, a regular file of at most 1 MiB; NULL otherwise. */
+ * on a FIFO, a regular file of at most 1 MiB, into *rec: 0; -ENOENT when
+ * there is none; another negative errno when there is one that cannot be
+ * read (-EACCES, -EIO, a link, not a regular file, -EBADMSG: not a JSON
+ * object), *why saying so (malloc'd). Such a record is never taken for
+ * none: the batch does not run a Trial again on that guess. */
+int batch_load_record(const char *dir, const char *name, json_object **rec, char **why);
+/* The same, NULL for none and for one that cannot be read: for what only
+ * shows or counts (progress, results). */
 json_object *batch_read_record(const char *dir, const char *name);
 /* A record's "outcome" string, or NULL. */
 const char *batch_record_kind(json_object *j);
@@ -112,28 +158,56 @@ int batch_kind_from_name(const char *s);
 char *batch_log_tail(const char *out);
 /* The environment Slurm's clients and a task's job ids come from. */
 char *const *batch_environ(const struct batch *b);
-/* launcher.json in `out` for the child `pid`, before it runs, with the
- * attempt's `nonce`. */
-int batch_write_launcher(const struct batch *b, const char *out, pid_t pid, const char *nonce);
+/* launcher.json in `t`'s OUTPUT_DIR for the child `pid`, before it runs,
+ * with the attempt's `nonce`, the line's fingerprint (`plan_fingerprint`)
+ * and its Harness binary (`harness_binary`, batch_binary_json): what it
+ * ran, for a later batch to tell that the line or the binary changed. */
+int batch_write_launcher(struct batch *b, const struct btrial *t, pid_t pid, const char *nonce);
 /* A fresh token (OUTCOME_NONCE_LEN hex digits, getrandom). */
 void batch_nonce(char nonce[OUTCOME_NONCE_LEN + 1]);
 /* Was `rec` (read from `out`/outcome.json) written by a run this batch
- * started: its launcher_nonce the one launcher.json holds? */
-bool batch_record_ours(const char *out, json_object *rec);
+ * started: its launcher_nonce the one launcher.json holds? 1 or 0; a
+ * negative errno (*why says it, malloc'd) when launcher.json is there but
+ * cannot be read: cannot tell. */
+int batch_record_ours(const char *out, json_object *rec, char **why);
 /* Rename `out`/outcome.json to outcome.json.foreign (for review). */
 void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
 json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+/* A launcher the batch forwarded the operator's signal `sig` to ended
+ * without a final Outcome (before its session ran: e.g. while it cloned):
+ * recorded void/interrupted, like a run that got the signal (keeping
+ * `running`'s fields; may be NULL); the new record. */
+json_object *batch_record_interrupted_launcher(const struct btrial *t, json_object *running, int sig);
+/* Does `rec` say void/interrupted (the operator's signal: run again, not
+ * counted against --retries)? */
+bool batch_record_interrupted(json_object *rec);
+/* Of the attempts OUTPUT_DIR.attempt-1 … -asides, those void/interrupted. */
+unsigned batch_count_interrupted(const char *out, unsigned asides);
+/* Of them, those that count against --retries: void, not interrupted (a
+ * finished attempt moved aside to run again with a changed line does not). */
+unsigned batch_count_retried(const char *out, unsigned asides);
 /* The launcher ran the session (its record says `running`) but exited
  * with TB_EXIT_ERROR, its final Outcome unwritten: record it as
  * "unrecorded" in `out` (keeping the running record's fields); the new
  * record. */
 json_object *batch_record_unrecorded(const struct btrial *t, json_object *running);
-/* One results.jsonl line for `t` (its record may be NULL), with its newline. */
+/* The results of the plan `plan_file`: PLAN.results.jsonl beside it, its
+ * ".jsonl" replaced ("exp/plan.jsonl" gives "exp/plan.results.jsonl";
+ * "exp/plan" gives "exp/plan.results.jsonl"); malloc'd. */
+char *batch_results_path(const char *plan_file);
+/* The name an earlier trialbox gave every plan's results, in the plan's folder. */
+#define BATCH_RESULTS_OLD_NAME "results.jsonl"
+/* When b->results_path is missing and the plan's folder holds results.jsonl
+ * that are this plan's (its first lines the plan's Trials, in order, with
+ * their ids and output folders: what a batch writes), rename it to
+ * b->results_path. 1: renamed; 0: nothing to do; a negative errno. */
+int batch_results_adopt_old(const struct batch *b);
+/* One results line for `t` (its record may be NULL), with its newline. */
 char *batch_result_line(const struct btrial *t, json_object *record);
 void batch_results_append(struct batch *b, const char *line);
-/* results.jsonl rewritten whole in plan order; every line counted into `rep`. */
+/* The results rewritten whole in plan order; every line counted into `rep`. */
 int batch_results_rewrite(struct batch *b, struct report *rep, struct tb_error *err);
 
 /* ---- batch_grade.c ---- */

@@ -1,5 +1,5 @@
 /* An Experiment's labels: the `labels` object of a plan line (and of an
- * Experiment's arms and tasks), carried unchanged into results.jsonl, where
+ * Experiment's arms and tasks), carried unchanged into the results, where
  * `trialbox report --by NAME` groups by them. Bounded, so that a results
  * line stays small and a label reads well in a table:
  *   at most LABELS_MAX labels; a name of 1 to LABEL_NAME_MAX letters,

@@ -2,10 +2,12 @@
 #include "sandbox/spec.h"
 
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/path.h"
 #include "base/strbuf.h"
 #include "base/strv.h"
@@ -80,6 +82,24 @@ bool sandbox_env_name_valid(const char *name)
                 if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
                         return false;
         return true;
+}
+
+const char *sandbox_env_reserved(const char *name)
+{
+        static const char *const own[] = { "HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "XDG_CONFIG_HOME",
+                                           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR" };
+        static const char *const proxy[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(own); i++)
+                if (strcmp(name, own[i]) == 0)
+                        return "trialbox sets it for the session";
+        for (size_t i = 0; i < TB_ARRAY_SIZE(proxy); i++)
+                if (strcasecmp(name, proxy[i]) == 0)
+                        return "trialbox sets it for the session under --network allow";
+        if (strncmp(name, "TRIALBOX_", 9) == 0)
+                return "TRIALBOX_* are trialbox's own";
+        if (strncmp(name, "LD_", 3) == 0)
+                return "LD_* would reach bwrap's loader, outside the sandbox";
+        return NULL;
 }
 
 void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *value, bool secret)

@@ -90,6 +90,13 @@ void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *val
 const char *sandbox_getenv(const struct sandbox_spec *spec, const char *name);
 /* Is `name` a valid environment variable name? */
 bool sandbox_env_name_valid(const char *name);
+/* May a user's own variable for the session (a plan's `env`, `run
+ * --env-file`) have this name? Not one trialbox sets itself (HOME, PATH,
+ * USER, LOGNAME, TMPDIR, the XDG_*_HOME and XDG_RUNTIME_DIR folders, the
+ * proxy variables of --network allow in either case, TRIALBOX_*), nor LD_*
+ * (the environment reaches bwrap too, outside the sandbox, whose loader
+ * would take it). NULL when it may; else why not. */
+const char *sandbox_env_reserved(const char *name);
 
 /* The environment as "NAME=value" strings, for execve. */
 void sandbox_envp(const struct sandbox_spec *spec, struct strv *out);
