@@ -1093,7 +1093,9 @@ START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
                           "{\"id\":\"notgit\",\"harness\":\"shell\",\"repo_from\":\"plain\",\"output_dir\":\"out/notgit\"}\n"
                           "{\"id\":\"noplugin\",\"harness\":\"nosuchharness\",\"repo\":\"repo\",\"output_dir\":\"out/noplugin\"}\n"
                           "{\"id\":\"nologin\",\"harness\":\"claude\",\"repo\":\"repo\",\"output_dir\":\"out/nologin\","
-                          "\"harness_bin\":\"/bin/sh\"}\n");
+                          "\"harness_bin\":\"/bin/sh\"}\n"
+                          /* Not {"id": first: write_plan gives it no root_session. */
+                          "{\"harness\":\"shell\",\"id\":\"asroot\",\"repo\":\"repo\",\"output_dir\":\"out/asroot\"}\n");
         write_plan(e.plan, plan.s);
         free(plan.s);
         /* A home without any Harness's login, and no Credentials. */
@@ -1113,13 +1115,19 @@ START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
                 ck_assert_msg(r.status == 2, "pass %d: status %d; stderr:\n%s", pass, r.status, r.err);
                 for (size_t i = 0; i < TB_ARRAY_SIZE(says); i++)
                         assert_contains(r.err, says[i]);
+                /* As root, a root-owned repository's session would be root's. */
+                if (geteuid() == 0)
+                        assert_contains(r.err, "plan.jsonl:9: field 'user': started as root with a root-owned "
+                                               "repository");
+                else
+                        assert_lacks(r.err, "plan.jsonl:9: field");
                 assert_lacks(r.err, "plan.jsonl:1:");
                 ck_assert_msg(!exists_in(e.dir, "out") && !exists_in(e.repo, "marker"), "pass %d: something ran", pass);
                 ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
                 proc_result_free(&r);
         }
         /* A plan of lines that can run: --check says so, runs nothing. */
-        write_text(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n", 0644);
+        write_plan(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n");
         struct proc_result r;
         batch_env(&r, &e, env_home, EXTRA("--check"));
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);

@@ -236,6 +236,13 @@ const char *batch_harness_exclusive(struct batch *b, const char *harness);
 /* The environment a child of the batch gets: the batch's own, without a
  * Trial's token. */
 void batch_child_env(struct strv *envp);
+/* Where a launcher or a grader finds its `env` (--env-file /dev/fd/N): the
+ * read end of a pipe holding the JSON, whole (it fits: session_env.h), its
+ * write end closed. No value is ever in an argv, nor on disk. */
+#define BATCH_ENV_FD 3
+#define BATCH_ENV_FILE "/dev/fd/3"
+/* That pipe's read end for `env`, -1 when it is empty, or -errno. */
+int batch_env_pipe(const struct strv *env);
 
 /* ---- batch_progress.c ---- */
 size_t batch_total(const struct batch *b);

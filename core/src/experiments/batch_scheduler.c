@@ -447,30 +447,6 @@ static int launch_child(void *ctx)
         return 0;
 }
 
-/* Where a launcher finds its Trial's `env` (run --env-file /dev/fd/N):
- * the read end of a pipe holding the JSON, whole (it fits: session_env.h),
- * its write end closed. No value is ever in an argv, nor on disk. */
-#define BATCH_ENV_FD 3
-#define BATCH_ENV_FILE "/dev/fd/3"
-
-/* The pipe's read end, or -1 when the Trial has no `env`; -errno. */
-static int env_pipe(const struct plan_trial *p)
-{
-        if (p->env.n == 0)
-                return -1;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return -errno;
-        _cleanup_(erase_and_freep) char *json = session_env_to_json(&p->env);
-        int r = loop_write(fds[1], json, strlen(json));
-        close(fds[1]);
-        if (r < 0) {
-                close(fds[0]);
-                return r;
-        }
-        return fds[0];
-}
-
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
 {
         const struct plan_trial *p = t->p;
@@ -487,7 +463,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
-        _cleanup_close_ int env_fd = env_pipe(p);
+        _cleanup_close_ int env_fd = batch_env_pipe(&p->env);
         if (env_fd < -1) {
                 close(go[0]);
                 close(go[1]);
@@ -540,6 +516,23 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                 return tb_fail(err, r, "cannot record the launcher of Trial '%s' in '%s': %s", p->id, p->output_dir,
                                strerror(-r));
         return 0;
+}
+
+int batch_env_pipe(const struct strv *env)
+{
+        if (env->n == 0)
+                return -1;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        _cleanup_(erase_and_freep) char *json = session_env_to_json(env);
+        int r = loop_write(fds[1], json, strlen(json));
+        close(fds[1]);
+        if (r < 0) {
+                close(fds[0]);
+                return r;
+        }
+        return fds[0];
 }
 
 void batch_child_env(struct strv *envp)
