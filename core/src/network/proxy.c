@@ -530,16 +530,36 @@ static void read_response_head(struct conn *c)
         c->down.eof = eof;
 }
 
-static void relay(struct conn *c)
+/* The ways of a relay: up (client to server), down (server to client). */
+#define WAY_UP 1u
+#define WAY_DOWN 2u
+
+/* The ways an event on `e` concerns: its end is the source of one way and
+ * the destination of the other. A hang-up concerns both. */
+static unsigned ways_of(const struct conn *c, const struct end *e, uint32_t events)
 {
-        pump(c, &c->up, c->client.fd, c->upstream.fd);
-        /* Interim heads (100 Continue) first, then the final one read and rewritten. */
-        if (c->resp_head && c->down.pending && !send_pending(c, &c->down, c->client.fd) && c->down.shut)
-                c->resp_head = false; /* the client is gone: the relay winds down as usual */
-        if (c->resp_head && !c->down.pending && !c->down.shut)
-                read_response_head(c);
-        if (!c->resp_head)
-                pump(c, &c->down, c->upstream.fd, c->client.fd);
+        unsigned src = e == &c->client ? WAY_UP : WAY_DOWN, dst = src ^ (WAY_UP | WAY_DOWN);
+        if (events & EPOLLHUP)
+                return WAY_UP | WAY_DOWN;
+        return (events & EPOLLIN ? src : 0) | (events & EPOLLOUT ? dst : 0);
+}
+
+/* Move what `ways` can move: only the ways an event concerns (or with bytes
+ * of the proxy's own to send), so an idle way costs no splice that would
+ * only say EAGAIN. */
+static void relay(struct conn *c, unsigned ways)
+{
+        if (ways & WAY_UP || c->up.pending)
+                pump(c, &c->up, c->client.fd, c->upstream.fd);
+        if (ways & WAY_DOWN || c->down.pending) {
+                /* Interim heads (100 Continue) first, then the final one read and rewritten. */
+                if (c->resp_head && c->down.pending && !send_pending(c, &c->down, c->client.fd) && c->down.shut)
+                        c->resp_head = false; /* the client is gone: the relay winds down as usual */
+                if (c->resp_head && !c->down.pending && !c->down.shut)
+                        read_response_head(c);
+                if (!c->resp_head)
+                        pump(c, &c->down, c->upstream.fd, c->client.fd);
+        }
         if (c->up.shut && c->down.shut) {
                 conn_close(c);
                 return;
@@ -582,7 +602,8 @@ static void relay_start(struct conn *c)
         free(c->head);
         c->head = NULL;
         c->head_len = 0;
-        relay(c);
+        /* What is pending goes now; the sockets are watched from here for the rest. */
+        relay(c, 0);
 }
 
 /* ---- connecting ---- */
@@ -870,7 +891,7 @@ static void tick(struct proxy *p)
         }
 }
 
-static void conn_event(struct conn *c, uint32_t events)
+static void conn_event(struct conn *c, const struct end *e, uint32_t events)
 {
         if (c->state == ST_DEAD)
                 return;
@@ -885,7 +906,7 @@ static void conn_event(struct conn *c, uint32_t events)
                 if (events & EPOLLERR)
                         conn_close(c); /* reset: neither way can go on */
                 else
-                        relay(c);
+                        relay(c, ways_of(c, e, events));
                 break;
         case ST_RESPOND:
                 client_write(c);
@@ -940,7 +961,7 @@ int proxy_dispatch(struct proxy *p)
                         break;
                 case END_CLIENT:
                 case END_UPSTREAM:
-                        conn_event(e->c, ev[i].events);
+                        conn_event(e->c, e, ev[i].events);
                         break;
                 }
         }
