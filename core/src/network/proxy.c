@@ -107,6 +107,8 @@ struct proxy {
         struct conn *conns;     /* open */
         struct conn *dead;      /* closed during this dispatch, freed at its end */
         bool accept_paused, finished, saw_epipe;
+        bool sigpipe_held;       /* SIGPIPE blocked by sigpipe_hold() in this dispatch */
+        sigset_t sigpipe_old;    /* the thread's mask before that */
         long long allowed, denied;
         struct json_object *hosts, *other_hosts;
 };
@@ -389,6 +391,43 @@ static void drain(struct conn *c)
 
 /* ---- the relay ---- */
 
+/* splice() into a socket whose peer is gone raises SIGPIPE (it has no
+ * MSG_NOSIGNAL). From the first such splice of a dispatch to its end the
+ * signal is held back; then it is taken away and the thread's mask put
+ * back, so the process's disposition stays as it is. A dispatch that
+ * splices into no socket leaves the mask alone, and when the caller blocks
+ * SIGPIPE already (trialbox's loop takes it from its signalfd) the one call
+ * that finds so is all. */
+static void sigpipe_hold(struct proxy *p)
+{
+        if (p->sigpipe_held)
+                return;
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &p->sigpipe_old);
+        p->sigpipe_held = true;
+}
+
+static void sigpipe_release(struct proxy *p)
+{
+        if (!p->sigpipe_held)
+                return;
+        p->sigpipe_held = false;
+        if (sigismember(&p->sigpipe_old, SIGPIPE))
+                return; /* the caller's own mask: a SIGPIPE pending is the caller's to take */
+        if (p->saw_epipe) {
+                sigset_t pipe_set;
+                sigemptyset(&pipe_set);
+                sigaddset(&pipe_set, SIGPIPE);
+                struct timespec zero = { 0 };
+                while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+                        ;
+                p->saw_epipe = false;
+        }
+        pthread_sigmask(SIG_SETMASK, &p->sigpipe_old, NULL);
+}
+
 static int flow_start(struct flow *f)
 {
         if (pipe2(f->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -424,6 +463,7 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                         }
                 }
                 if (f->in_pipe > 0) {
+                        sigpipe_hold(c->p);
                         ssize_t n = RETRY_EINTR(
                                 splice(f->pipe[0], NULL, dst, NULL, f->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
                         if (n > 0) {
@@ -939,12 +979,6 @@ static void free_dead(struct proxy *p)
 int proxy_dispatch(struct proxy *p)
 {
         struct epoll_event ev[128];
-        sigset_t pipe_set, old;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        /* splice() into a socket whose peer is gone raises SIGPIPE (it has no MSG_NOSIGNAL): held
-         * back while dispatching, and taken away after, so the process's disposition stays as it is. */
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
         int n = epoll_wait(p->epfd, ev, (int)TB_ARRAY_SIZE(ev), 0);
         int r = n < 0 && errno != EINTR ? -errno : 0;
         for (int i = 0; i < n; i++) {
@@ -966,13 +1000,7 @@ int proxy_dispatch(struct proxy *p)
                 }
         }
         free_dead(p);
-        if (p->saw_epipe && !sigismember(&old, SIGPIPE)) {
-                struct timespec zero = { 0 };
-                while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
-                        ;
-                p->saw_epipe = false;
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        sigpipe_release(p);
         return r;
 }
 
