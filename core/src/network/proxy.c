@@ -27,7 +27,9 @@
 #include "base/macro.h"
 #include "base/strbuf.h"
 
-#define RELAY_PIPE_SIZE (1 << 20) /* a flow's pipe, asked for (the kernel may give less) */
+#define RELAY_PIPE_START 65536    /* a flow's pipe as the kernel makes it (a user past its quota gets less) */
+#define RELAY_PIPE_SIZE (1 << 20) /* ... and as a bulk flow asks for it (the kernel may give less) */
+#define RELAY_BULK (256 << 10)    /* bytes a flow relays before its pipe grows */
 #define DRAIN_MAX 65536           /* bytes read and dropped after a refusal before closing */
 #define DRAIN_MS 2000             /* how long a refused client may take to read the answer */
 #define LOOKUPS_MAX 256           /* name lookups at once (more are answered 503) */
@@ -59,6 +61,7 @@ struct flow {
         bool full;           /* the pipe took no more (its slots are per page, not per byte) */
         bool eof;            /* the source has no more to give */
         bool shut;           /* the destination was shut for writing */
+        bool grown;          /* its pipe was asked to grow (flow_grow) */
         uint64_t bytes;
 };
 
@@ -432,13 +435,25 @@ static int flow_start(struct flow *f)
 {
         if (pipe2(f->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                 return -errno;
-        /* A bigger pipe moves more per splice (fewer calls for bulk); pages are only taken while it is
-         * full, and past the user's pipe quota the kernel refuses: the default (64 KiB) then. */
-        int size = fcntl(f->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
-        if (size < 0)
-                size = fcntl(f->pipe[1], F_GETPIPE_SZ);
-        f->cap = size > 0 ? (size_t)size : 65536;
+        /* Not asked: a pipe smaller than this (past the user's pipe quota) makes a splice move less,
+         * and its being full is seen by the EAGAIN. */
+        f->cap = RELAY_PIPE_START;
         return 0;
+}
+
+/* A bigger pipe moves more per splice, and per wake-up: a flow that has
+ * relayed RELAY_BULK bytes is moving bulk data and asks for one, once.
+ * Pages are only taken while it is full, but the user's pipe quota
+ * (fs/pipe-user-pages-soft, shared by every process of the user) counts
+ * its size: were every flow's pipe grown, a few dozen connections of a
+ * user's Trials would use it up, and every pipe after that would get two
+ * pages. Past the quota the kernel refuses: the pipe stays as it is. */
+static void flow_grow(struct flow *f)
+{
+        f->grown = true;
+        int size = fcntl(f->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+        if (size > 0)
+                f->cap = (size_t)size;
 }
 
 /* Move what can be moved from `src` to `dst` without blocking. */
@@ -471,6 +486,8 @@ static void pump(struct conn *c, struct flow *f, int src, int dst)
                                 f->bytes += (uint64_t)n;
                                 f->full = false;
                                 moved = true;
+                                if (!f->grown && f->bytes >= RELAY_BULK)
+                                        flow_grow(f);
                         } else if (n < 0 && errno != EAGAIN) {
                                 /* The destination is gone: nothing more can be delivered this way. */
                                 c->p->saw_epipe |= errno == EPIPE;
