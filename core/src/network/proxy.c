@@ -456,12 +456,13 @@ static void flow_grow(struct flow *f)
                 f->cap = (size_t)size;
 }
 
-/* Move what can be moved from `src` to `dst` without blocking. */
-static void pump(struct conn *c, struct flow *f, int src, int dst)
+/* Send what is pending, then (when `ready`: an event concerns this way)
+ * move what can be moved from `src` to `dst`, without blocking. */
+static void pump(struct conn *c, struct flow *f, int src, int dst, bool ready)
 {
         if (f->pending && !send_pending(c, f, dst))
                 return;
-        for (int round = 0; round < PUMP_ROUNDS && !f->shut; round++) {
+        for (int round = 0; ready && round < PUMP_ROUNDS && !f->shut; round++) {
                 bool moved = false;
                 if (!f->eof && f->in_pipe < f->cap) {
                         ssize_t n = RETRY_EINTR(splice(src, NULL, f->pipe[1], NULL, f->cap - f->in_pipe,
@@ -601,13 +602,13 @@ static unsigned ways_of(const struct conn *c, const struct end *e, uint32_t even
         return (events & EPOLLIN ? src : 0) | (events & EPOLLOUT ? dst : 0);
 }
 
-/* Move what `ways` can move: only the ways an event concerns (or with bytes
- * of the proxy's own to send), so an idle way costs no splice that would
- * only say EAGAIN. */
+/* Move what `ways` can move, and what the proxy has of its own to send:
+ * only the ways an event concerns are spliced, so an idle way costs no
+ * splice that could only say EAGAIN. */
 static void relay(struct conn *c, unsigned ways)
 {
         if (ways & WAY_UP || c->up.pending)
-                pump(c, &c->up, c->client.fd, c->upstream.fd);
+                pump(c, &c->up, c->client.fd, c->upstream.fd, ways & WAY_UP);
         if (ways & WAY_DOWN || c->down.pending) {
                 /* Interim heads (100 Continue) first, then the final one read and rewritten. */
                 if (c->resp_head && c->down.pending && !send_pending(c, &c->down, c->client.fd) && c->down.shut)
@@ -615,7 +616,7 @@ static void relay(struct conn *c, unsigned ways)
                 if (c->resp_head && !c->down.pending && !c->down.shut)
                         read_response_head(c);
                 if (!c->resp_head)
-                        pump(c, &c->down, c->upstream.fd, c->client.fd);
+                        pump(c, &c->down, c->upstream.fd, c->client.fd, ways & WAY_DOWN);
         }
         if (c->up.shut && c->down.shut) {
                 conn_close(c);
@@ -850,24 +851,26 @@ static void decide(struct conn *c)
 
 /* ---- reading the head ---- */
 
+/* Read until the head is complete (or the buffer full): what follows it
+ * stays in the socket for the relay, and a read that could only say
+ * EAGAIN is not made. */
 static void read_head(struct conn *c)
 {
         if (!c->head)
                 c->head = xmalloc(PROXY_HEAD_MAX + 1);
-        for (;;) {
+        int r = 0;
+        while (r == 0 && c->head_len < PROXY_HEAD_MAX) {
                 ssize_t n = read_retry(c->client.fd, c->head + c->head_len, PROXY_HEAD_MAX - c->head_len);
                 if (n == -EAGAIN)
-                        break;
+                        return;
                 if (n <= 0) {
                         snprintf(c->reason, sizeof(c->reason), "the client closed before a complete request");
                         conn_close(c);
                         return;
                 }
                 c->head_len += (size_t)n;
-                if (c->head_len == PROXY_HEAD_MAX)
-                        break;
+                r = proxy_request_parse(c->head, c->head_len, &c->req);
         }
-        int r = proxy_request_parse(c->head, c->head_len, &c->req);
         if (r == 0)
                 return;
         if (r < 0) {
@@ -910,7 +913,11 @@ static void accept_some(struct proxy *p)
                         snprintf(c->reason, sizeof(c->reason), "the proxy cannot watch the connection: %s",
                                  strerror(errno));
                         conn_close(c);
+                        continue;
                 }
+                /* A client writes its head as soon as it is connected: it is often there already,
+                 * and reading it now saves a trip through the event loop. */
+                read_head(c);
         }
 }
 
