@@ -5,6 +5,8 @@
  *   FAKE_SIZE         declare this size
  *   FAKE_NO_SYMBOL    export no trialbox_harness
  *   FAKE_EXCLUSIVE    the exclusive resource it names (ABI 1.2)
+ *   (its `tokens` hook (ABI 1.4) records one unit; FAKE_SIZE_UPTO=tokens is
+ *   a plugin built against 1.3)
  *   FAKE_OLD_LAYOUT   built against ABI 1.0: the struct as it was then
  *   FAKE_NEWER_LAYOUT built against a newer minor: a member this core does
  *                     not know after its own, and a service it tests for */
@@ -52,6 +54,18 @@ static int fake_endpoints(const struct tb_host_services *svc, struct tb_host *ho
 {
         int r = svc->add_endpoint(host, "api.fake.test:443", TB_ENDPOINT_REQUIRED);
         return r < 0 ? r : svc->add_endpoint(host, "telemetry.fake.test", TB_ENDPOINT_OPTIONAL);
+}
+#endif
+
+#if !defined(FAKE_NO_SYMBOL) && !defined(FAKE_OLD_LAYOUT)
+static int fake_tokens(const struct tb_host_services *svc, struct tb_host *host)
+{
+        struct tb_tokens t = TB_TOKENS_INIT;
+        t.input = 10;
+        t.output = 1;
+        t.requests = 1;
+        t.model = "fake-model";
+        return svc->record_tokens(host, "fake", &t);
 }
 #endif
 
@@ -104,6 +118,7 @@ __attribute__((visibility("default"))) const struct tb_harness_newer trialbox_ha
                 .env = fake_env,
                 .flags = TB_HARNESS_NEEDS_USERNS | 0x80000000u,
                 .endpoints = fake_endpoints,
+                .tokens = fake_tokens,
         },
         .newer_hook = fake_newer_hook,
 };
@@ -119,5 +134,6 @@ __attribute__((visibility("default"))) const struct tb_harness trialbox_harness 
         .flags = TB_HARNESS_NEEDS_USERNS,
         .endpoints = fake_endpoints,
         .exclusive = FAKE_EXCLUSIVE,
+        .tokens = fake_tokens,
 };
 #endif

@@ -4,10 +4,10 @@
 #   tests/fuzz/run-long.sh [-b BUILD_DIR] [-w WORK_DIR] [-j JOBS] [MINUTES [TARGET...]]
 #
 # MINUTES per target (default 5); TARGETs among credentials, manifest,
-# supervisor_status, cli_run, term_filter (default all). BUILD_DIR is a build configured
-# with CC=clang -DTRIALBOX_FUZZ=ON -DTRIALBOX_SANITIZE=ON (default: build-fuzz);
-# the targets are looked for in BUILD_DIR/tests/fuzz. WORK_DIR (default
-# BUILD_DIR/fuzz-long) holds a writable corpus per target, seeded from
+# supervisor_status, cli_run, term_filter, lines, tokens_codex, tokens_claude
+# (default all). BUILD_DIR is a build configured with CC=clang -DTRIALBOX_FUZZ=ON
+# -DTRIALBOX_SANITIZE=ON (default: build-fuzz); the targets are looked for in
+# BUILD_DIR/tests/fuzz. WORK_DIR (default BUILD_DIR/fuzz-long) holds a writable corpus per target, seeded from
 # tests/fuzz/corpus/<target> and kept between runs so they build on each
 # other, the libFuzzer logs, and any crash/leak/timeout inputs (artifacts/).
 # JOBS targets run at once (default 1: each libFuzzer process uses one core).
@@ -35,7 +35,7 @@ shift $((OPTIND - 1))
 minutes=${1:-5}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(credentials manifest supervisor_status cli_run term_filter)
+[ ${#targets[@]} -gt 0 ] || targets=(credentials manifest supervisor_status cli_run term_filter lines tokens_codex tokens_claude)
 [[ $minutes =~ ^[0-9]+$ && $minutes -gt 0 ]] || { echo "$0: MINUTES must be a whole number above 0, not '$minutes'" >&2; usage; }
 [[ $jobs =~ ^[0-9]+$ && $jobs -gt 0 ]] || { echo "$0: JOBS must be a whole number above 0, not '$jobs'" >&2; usage; }
 work=${work:-$build/fuzz-long}

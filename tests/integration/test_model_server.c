@@ -11,84 +11,15 @@
  * unreachable (they retry for minutes): every run has --timeout. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tb_test.h"
-#include "network/proxy.h"
 
-#define MODEL_SERVER FAKE("model-server.py")
 #define REPLY "Hello from the stand-in model."
-
-struct model_server {
-        pid_t pid;
-        int port;
-        char *dir, *record;
-};
-
-/* Start the stand-in server on 127.0.0.1 (a free port it picks and prints). */
-static void model_server_start(struct model_server *m)
-{
-        m->dir = tmpdir_new();
-        m->record = path_in(m->dir, "record.jsonl");
-        _cleanup_free_ char *out = path_in(m->dir, "server.out"), *err = path_in(m->dir, "server.err");
-        char *argv[] = { "/usr/bin/env", "python3", MODEL_SERVER, "0", "--record", m->record, NULL };
-        m->pid = spawn_argv(NULL, argv, out, err);
-        m->port = 0;
-        for (int i = 0; i < 300 && !m->port; i++) {
-                _cleanup_free_ char *text = read_text(out);
-                if (!text || sscanf(text, "PORT=%d", &m->port) != 1)
-                        usleep(20000);
-        }
-        _cleanup_free_ char *why = read_text(err);
-        ck_assert_msg(m->port > 0, "the stand-in model server did not start: %s", why ? why : "");
-}
-
-static void model_server_stop(struct model_server *m)
-{
-        kill(m->pid, SIGKILL);
-        wait_status(m->pid);
-        tmpdir_remove(m->dir);
-        free(m->dir);
-        free(m->record);
-}
-
-/* A loopback port nothing listens on. */
-static int closed_port(void)
-{
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t len = sizeof a;
-        ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-        ck_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-        close(fd);
-        return ntohs(a.sin_port);
-}
-
-/* The name map that sends the Harness's own endpoints nowhere (a test build
- * honours it; a build that would not is refused here: the CLI would reach
- * its real API). Static storage. */
-static char *endpoints_nowhere(const char *names)
-{
-        ck_assert_msg(proxy_test_hosts_enabled(), "this build ignores TRIALBOX_TEST_HOSTS (TRIALBOX_TESTING=OFF): the "
-                                                  "CLI's own endpoints would be reached for real");
-        static char env[1024];
-        int port = closed_port();
-        size_t n = (size_t)snprintf(env, sizeof env, "TRIALBOX_TEST_HOSTS=");
-        _cleanup_free_ char *copy = xstrdup(names);
-        char *save = NULL;
-        for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
-                n += (size_t)snprintf(env + n, sizeof env - n, "%s%s=127.0.0.1:%d", n > 19 ? "," : "", name, port);
-        return env;
-}
 
 /* What every run checks: the session completed with the stand-in's reply,
  * its model call went through the proxy to the host's loopback port (in
@@ -109,9 +40,6 @@ static void assert_reached(const struct proc_result *r, const struct fixture *f,
         _cleanup_free_ char *call = xasprintf("\"api\": \"%s\"", api);
         ck_assert_msg(seen && strstr(seen, call), "the stand-in server saw no %s call:\n%s", api, seen ? seen : "");
 }
-
-#define CODEX_ENDPOINTS "api.openai.com,chatgpt.com,auth.openai.com,ab.chatgpt.com"
-#define CLAUDE_ENDPOINTS "api.anthropic.com"
 
 /* Codex: its plugin gives the session a CODEX_HOME in the fresh home, with
  * the plugin's own config.toml (the host's config does not reach a Trial);
@@ -161,7 +89,7 @@ START_TEST(the_real_cli_reaches_a_model_server_on_the_host_loopback_through_the_
         struct model_server m;
         struct fixture f;
         struct proc_result r;
-        model_server_start(&m);
+        model_server_start(&m, NULL);
         fixture_new(&f);
         if (strcmp(MODEL_CLI, "codex") == 0)
                 run_codex(&f, &m, &r);
@@ -195,7 +123,7 @@ START_TEST(without_the_port_named_the_host_loopback_is_out_of_reach)
         struct model_server m;
         struct fixture f;
         struct proc_result r;
-        model_server_start(&m);
+        model_server_start(&m, NULL);
         fixture_new(&f);
         _cleanup_free_ char *other = xasprintf("x.test:%d", m.port);
         const char *names = strcmp(MODEL_CLI, "codex") == 0 ? CODEX_ENDPOINTS : CLAUDE_ENDPOINTS;

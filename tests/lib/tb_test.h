@@ -7,6 +7,7 @@
  *   tb_test.c    files, text, JSON, the suite runner
  *   tb_proc.c    spawning and running programs, the host's processes, ptys
  *   tb_trial.c   fixtures, trialbox's command line and environment, outcome.json
+ *   tb_model.c   the stand-in model server, a closed port, the endpoints sent nowhere
  *
  * Helpers documented "(asserts)" fail the running test, naming what they were
  * doing, instead of returning an error; call them only inside a test or a
@@ -235,6 +236,30 @@ char *marker(const char *what);
 
 /* A field of OUTPUT/outcome.json as a string ("null" for JSON null); malloc'd, or NULL. */
 char *outcome_field(const char *output_dir, const char *field);
+
+/* ---- the stand-in model server (tb_model.c) ----
+ * tests/fakes/model-server.py: stdlib Python on 127.0.0.1, answering the
+ * OpenAI and Anthropic APIs with known usage and writing down every response
+ * it sent (one JSON line each in m->record). */
+
+struct model_server {
+        pid_t pid;
+        int port;
+        char *dir, *record;
+};
+/* Start it on a free port it picks, with the JSON `config` (its format is in
+ * the server's docstring; NULL: its defaults). (asserts) */
+void model_server_start(struct model_server *m, const char *config);
+void model_server_stop(struct model_server *m);
+/* A loopback port nothing listens on. (asserts) */
+int closed_port(void);
+/* "TRIALBOX_TEST_HOSTS=NAME=127.0.0.1:PORT,…": the Harness's own endpoints
+ * (comma-separated `names`) sent to a closed loopback port, so that nothing
+ * leaves the host under --network allow. Static storage. (asserts this test
+ * build honours the map) */
+char *endpoints_nowhere(const char *names);
+#define CODEX_ENDPOINTS "api.openai.com,chatgpt.com,auth.openai.com,ab.chatgpt.com"
+#define CLAUDE_ENDPOINTS "api.anthropic.com"
 
 /* ---- named assertions: each says what was expected and what was there ---- */
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model/outcome.h"
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "sandbox/spec.h"
@@ -118,6 +119,46 @@ START_TEST(the_exclusive_resource_of_abi_1_2_is_read_only_when_the_plugins_size_
         ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_old", "old"), "old", &p, &err), 0);
         ck_assert_ptr_null(p.exclusive);
         plugin_unload(&p);
+}
+END_TEST
+
+/* A plugin built against 1.3 loads unchanged: everything it has, and no
+ * tokens hook; a plugin of 1.4 gets its hook called after the session. */
+START_TEST(the_tokens_hook_of_abi_1_4_is_read_only_when_the_plugins_size_reaches_it)
+{
+        struct plugin p;
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_notokens", "notokens"), "notokens", &p, &err), 0);
+        ck_assert_uint_eq(p.harness->size, offsetof(struct tb_harness, tokens));
+        ck_assert_ptr_nonnull(p.preflight);
+        ck_assert_ptr_nonnull(p.env);
+        ck_assert_ptr_nonnull(p.endpoints);
+        ck_assert_str_eq(p.exclusive, "fake-resource");
+        ck_assert(plugin_needs_userns(&p));
+        ck_assert_ptr_null(p.tokens);
+        int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct tb_host host = { .harness = "notokens", .sandboxed = true, .home_fd = &fd };
+        struct trial_tokens t;
+        host_read_tokens(&host, p.tokens, &t);
+        ck_assert(!t.known);
+        host_done(&host);
+        plugin_unload(&p);
+
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_good", "good"), "good", &p, &err), 0);
+        ck_assert_ptr_nonnull(p.tokens);
+        host = (struct tb_host){ .harness = "good", .sandboxed = true, .home_fd = &fd };
+        host_read_tokens(&host, p.tokens, &t);
+        ck_assert(t.known);
+        ck_assert_int_eq(t.input, 10);
+        ck_assert_str_eq(t.models[0], "fake-model");
+        host_done(&host);
+        plugin_unload(&p);
+
+        /* Older still: none. */
+        ck_assert_int_eq(plugin_load_file(FAKE_SO("fp_old", "old"), "old", &p, &err), 0);
+        ck_assert_ptr_null(p.tokens);
+        plugin_unload(&p);
+        close(fd);
 }
 END_TEST
 
@@ -301,6 +342,7 @@ TB_SUITE("loader", 0)
         tcase_add_test(tc, a_plugin_whose_name_is_not_its_file_name_is_refused);
         tcase_add_test(tc, hooks_past_a_plugins_size_are_absent);
         tcase_add_test(tc, a_plugin_or_folder_writable_by_others_is_refused);
+        tcase_add_test(tc, the_tokens_hook_of_abi_1_4_is_read_only_when_the_plugins_size_reaches_it);
         tcase_add_test(tc, a_file_that_is_not_a_library_is_refused);
         tcase_add_test(tc, the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed);
         tcase_add_test(tc, harness_names_are_checked_before_any_file_is_looked_up);

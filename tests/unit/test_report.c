@@ -393,6 +393,32 @@ START_TEST(tokens_are_summed_and_priced_per_model)
 }
 END_TEST
 
+/* Claude Code's usage as a Trial records it (a real session's, 3 responses):
+ * `input` holds what was read from and written to the prompt cache;
+ * writes are priced apart when the table says, else as input. */
+START_TEST(cache_writes_are_summed_and_priced_apart_when_the_table_says)
+{
+        static const char results[] =
+                "{\"arm\":\"C\",\"task\":\"t1\",\"outcome\":\"completed\",\"tokens\":{\"input\":3906,"
+                "\"cached_input\":2445,\"cache_write_input\":217,\"output\":136,\"reasoning\":0,\"requests\":3,"
+                "\"models\":[\"claude-sonnet-5-5\"]}}\n"
+                "{\"arm\":\"C\",\"task\":\"t2\",\"outcome\":\"completed\",\"tokens\":{\"input\":10,"
+                "\"cached_input\":0,\"output\":1,\"reasoning\":0,\"requests\":1,\"models\":[\"claude-sonnet-5-5\"]}}\n";
+        json_object *top = answer_json(results, "arm",
+                                       "{\"claude-sonnet-5-5\": {\"input\": 3, \"cached_input\": 0.3,"
+                                       " \"cache_write_input\": 3.75, \"output\": 15}}");
+        json_object *c = group(top, "arm", "C");
+        ck_assert_int_eq((long long)num(field(c, "tokens"), "cache_write_input"), 217);
+        /* ((3906 - 2445 - 217) × 3 + 2445 × 0.3 + 217 × 3.75 + 136 × 15) / 1e6, + (10 × 3 + 1 × 15) / 1e6 */
+        assert_near(num(c, "cost_usd"), 0.00731925 + 0.000045, 1e-12);
+        json_object_put(top);
+        /* No price for them: as input. */
+        top = answer_json(results, "arm", "{\"claude-sonnet-5-5\": {\"input\": 3, \"cached_input\": 0.3, \"output\": 15}}");
+        assert_near(num(group(top, "arm", "C"), "cost_usd"), 0.0071565 + 0.000045, 1e-12);
+        json_object_put(top);
+}
+END_TEST
+
 START_TEST(a_model_without_a_price_makes_the_cost_unknown_never_zero)
 {
         static const char prices[] = "{\"gpt-5\": {\"input\": 1.25, \"output\": 10}}";
@@ -588,6 +614,7 @@ TB_SUITE("report", 0)
         tcase_add_test(tc, errors_voids_and_missing_grades_are_not_graded_and_no_graded_trial_is_null);
         tcase_add_test(tc, tokens_are_summed_and_priced_per_model);
         tcase_add_test(tc, a_model_without_a_price_makes_the_cost_unknown_never_zero);
+        tcase_add_test(tc, cache_writes_are_summed_and_priced_apart_when_the_table_says);
         tcase_add_test(tc, grouping_by_a_label_by_its_name_or_labels_dot_name);
         tcase_add_test(tc, the_csv_has_flat_columns_and_defuses_formulas);
         tcase_add_test(tc, the_per_harness_summary_without_grades_is_as_before);

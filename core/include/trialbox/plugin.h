@@ -10,7 +10,9 @@
  *   env            set the Harness's environment (self-update off, ...)
  *
  * and, outside that order, `endpoints` (1.1): the network hosts the Harness
- * needs, asked for by `trialbox harnesses` and by the network modes.
+ * needs, asked for by `trialbox harnesses` and by the network modes; and
+ * `tokens` (1.4), after the session: what its model calls cost, read from
+ * the Harness's own files in the Trial's home.
  *
  * A plugin never builds a command line and never touches bwrap: it describes
  * what it needs through the host services below, and the core turns that into
@@ -39,6 +41,8 @@
  *        add_endpoint.
  *   1.2  the member exclusive.
  *   1.3  the service keep_login.
+ *   1.4  the hook tokens; the services home_fd, read_jsonl, json_count,
+ *        json_string, record_tokens.
  *
  * Hooks return 0 on success or a negative errno value. A hook that decides the
  * session must not start calls `svc->void_trial()` and returns its result.
@@ -54,7 +58,7 @@ extern "C" {
 #endif
 
 #define TB_PLUGIN_ABI_MAJOR 1
-#define TB_PLUGIN_ABI_MINOR 3
+#define TB_PLUGIN_ABI_MINOR 4
 #define TB_PLUGIN_ABI_VERSION ((uint32_t)((TB_PLUGIN_ABI_MAJOR << 16) | TB_PLUGIN_ABI_MINOR))
 #define TB_PLUGIN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TB_PLUGIN_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -79,6 +83,39 @@ enum tb_log_level { TB_LOG_ERROR = 0, TB_LOG_WARNING = 1, TB_LOG_INFO = 2, TB_LO
 
 /* Bits of tb_harness.flags (1.1). The core ignores bits it does not know. */
 #define TB_HARNESS_NEEDS_USERNS 0x1u /* it runs its own sandbox: keep nested user namespaces */
+
+/* ---- what a Trial cost (1.4) ---- */
+
+/* One unit of a Harness's usage, for tb_host_services.record_tokens: one
+ * model response, or a session's running total. The counts are as the
+ * Outcome's `tokens` has them: `input` INCLUDES `cached_input` and
+ * `cache_write_input` (every token of the prompt, however the provider
+ * bills it), `output` INCLUDES `reasoning`. Each count is at most
+ * TB_TOKENS_COUNT_MAX. */
+struct tb_tokens {
+        uint32_t size;              /* sizeof(struct tb_tokens): TB_TOKENS_INIT sets it */
+        uint64_t input;             /* prompt tokens, all of them */
+        uint64_t cached_input;      /* of those, read from the provider's prompt cache */
+        uint64_t cache_write_input; /* of those, written to it */
+        uint64_t output;            /* tokens generated, all of them */
+        uint64_t reasoning;         /* of those, reasoning (thinking) tokens */
+        uint64_t requests;          /* the model responses this unit stands for */
+        const char *model;          /* the model that answered, or NULL */
+};
+#define TB_TOKENS_INIT { .size = sizeof(struct tb_tokens) }
+/* The largest count the core takes (2^53 - 1: every JSON reader holds it exactly). */
+#define TB_TOKENS_COUNT_MAX 9007199254740991ull
+
+/* Opaque: one line of a JSON Lines file, parsed: one JSON object. */
+struct tb_json;
+
+/* Called by read_jsonl for each line that is one JSON object, in file order;
+ * `file` numbers the files, 0 the newest. 0 goes on; anything else stops the
+ * reading and is returned by read_jsonl. `line` lives until it returns. */
+typedef int (*tb_jsonl_fn)(struct tb_host *host, const struct tb_json *line, unsigned file, void *ctx);
+
+/* Bits for tb_host_services.read_jsonl. */
+#define TB_JSONL_TAIL 0x1u /* of a file longer than the core reads, its end (the newest lines), not its start */
 
 /* The services the core offers a plugin. Every member takes the context
  * pointer it was handed with the table. Strings passed in are copied by the
@@ -207,6 +244,63 @@ struct tb_host_services {
          * folder is locked and wiped, before require_file. Does nothing in
          * `check` or a dry run; -EINVAL on a bad argument. */
         int (*keep_login)(struct tb_host *host, const char *path, unsigned format, size_t max_bytes);
+
+        /* ---- added in ABI 1.4: what a Trial cost ----
+         * For the `tokens` hook only, after the session (-EPERM anywhere
+         * else). The home is what the session left: attacker-made. These
+         * read it the one safe way: through the fd opened before the
+         * session, never following a link, opening regular files only
+         * (never a FIFO, never waiting), every size and count bounded; a
+         * forged file can change the Trial's own numbers, nothing else. */
+
+        /* The Trial's home, an O_DIRECTORY fd opened when the home was made,
+         * before the session; it belongs to the core (never close it).
+         * -EBADF when there is none: an unsandboxed Trial shares the real
+         * home, whose files are not this Trial's alone. For a plugin that
+         * must look for itself (openat with O_NOFOLLOW|O_NONBLOCK, fstat,
+         * regular files only); read_jsonl does the reading for it. */
+        int (*home_fd)(struct tb_host *host);
+
+        /* Read the JSON Lines files the session left under `folder` (relative
+         * to the home, no ".." and no link at any step): the regular files
+         * whose name ends in `suffix` (and starts with no '.'), at most
+         * `max_depth` folders below it (at most 8), owned by the session's
+         * user and with one link; newest (modification time) first, at most
+         * 256 of them, at most 128 MiB of each (TB_JSONL_TAIL: its last
+         * 128 MiB) and 512 MiB in all. Lines longer than 4 MiB, lines that
+         * hold none of `needles` (NULL-terminated; NULL: read every line;
+         * each at most 63 bytes) and lines that are not one JSON object (at
+         * most 128 deep) are skipped; `fn` gets the others. What a bound
+         * left out makes the Trial's tokens `partial`. 0 (also when there
+         * is no such folder or file), what `fn` stopped with, -EBADF
+         * without a home, -EINVAL on a bad argument. */
+        int (*read_jsonl)(struct tb_host *host, const char *folder, unsigned max_depth, const char *suffix,
+                          const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx);
+
+        /* The count at `path` in `line`: member names joined by '.'
+         * ("payload.info.total_token_usage.input_tokens"). 0 with *out set
+         * when it is an integer from 0 to TB_TOKENS_COUNT_MAX; -ENOENT when
+         * a member on the way is missing or null; -ERANGE when it is
+         * negative or larger (refused, never cut); -EINVAL when it is not an
+         * integer. */
+        int (*json_count)(struct tb_host *host, const struct tb_json *line, const char *path, uint64_t *out);
+
+        /* The string at `path` in `line` (as json_count), or NULL when it is
+         * missing or not a string. It belongs to the line. */
+        const char *(*json_string)(struct tb_host *host, const struct tb_json *line, const char *path);
+
+        /* Record one unit of usage named `key` (1 to 255 bytes): a later
+         * record with the same key replaces the earlier one (a session's
+         * running total, a response written once per content block), and
+         * the Trial's tokens are the sum over the keys (at most 65536 of
+         * them; saturated at TB_TOKENS_COUNT_MAX). The parts are cut to fit
+         * what includes them (cached_input + cache_write_input <= input,
+         * reasoning <= output). The models are those of every record
+         * (valid names: 1 to 64 bytes of printable ASCII but '"' and '\\').
+         * 0; -ERANGE (a count over TB_TOKENS_COUNT_MAX) or -ENOSPC (too many
+         * keys): nothing recorded, the tokens `partial`; -EINVAL on a bad
+         * argument. */
+        int (*record_tokens)(struct tb_host *host, const char *key, const struct tb_tokens *tokens);
 };
 
 /* Does this services table reach member `m`? */
@@ -248,6 +342,18 @@ struct tb_harness {
          * holding no slot while it waits. 1 to 64 characters of [a-z0-9._-];
          * a plugin naming anything else is refused. */
         const char *exclusive;
+
+        /* ---- added in ABI 1.4 ---- */
+
+        /* Read what the session's model calls cost from the Harness's own
+         * files in the Trial's home (its transcripts, its rollouts), with
+         * read_jsonl and json_count, and record it with record_tokens.
+         * Called once after every session that ran, whatever its end; never
+         * unsandboxed (the Trial's tokens are then null), never in `check`.
+         * It cannot void the Trial or change its sandbox: only the services
+         * of 1.4 and log work here. Recording nothing leaves the Outcome's
+         * tokens null: the Harness wrote nothing readable. */
+        tb_hook_fn tokens;
 };
 
 /* Declare the exported struct with the right version and size:

@@ -153,7 +153,8 @@ static int push(struct tree_walk *w, int fd, const char *name)
         }
         GREEDY_REALLOC(w->f, w->cap, w->n + 1);
         struct frame *fr = &w->f[w->n++];
-        *fr = (struct frame){ .d = { .fd = fd, .depth = w->n - 1, .dev = st.st_dev, .ino = st.st_ino, .walk = w },
+        *fr = (struct frame){ .d = { .fd = fd, .depth = w->n - 1, .dev = st.st_dev, .ino = st.st_ino,
+                                     .ctime = st.st_ctim, .walk = w },
                               .name = name ? xstrdup(name) : NULL };
         w->open++;
         /* Beyond the budget, the deepest ancestor still open gives its fd up. */
@@ -212,7 +213,7 @@ int tree_walk(int root_fd, const struct tree_ops *ops, void *ctx)
         if (fd < 0)
                 return -errno;
         int r = push(&w, fd, NULL);
-        if (r == 0) {
+        if (r == 0 && w.n > 0) {
                 w.root_dev = w.f[0].d.dev;
                 r = ops->pre ? ops->pre(&w.f[0].d, ctx) : 0;
         }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define TREE_MAX_OPEN 128
 
@@ -36,6 +37,8 @@ struct tree_dir {
         size_t depth;           /* 0: the root */
         dev_t dev;
         ino_t ino;
+        struct timespec ctime;  /* its change time when the walk entered it (an entry made or removed
+                                 * changes it, and so does forging its mtime) */
         struct tree_entry *v;   /* its entries but "." and "..", in the order the kernel gave them */
         size_t n;
         struct tree_walk *walk; /* the walk: tree_dir_path */

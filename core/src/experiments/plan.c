@@ -417,20 +417,21 @@ static int check_places(struct plan *plan, struct tb_error *err)
                 v[n++] = (struct place){ .path = own.v[own.n - 1], .t = t, .what = "repo" };
         }
         qsort(v, n, sizeof *v, by_place);
-        _cleanup_free_ const struct place **open = xcalloc(n + 1, sizeof *open);
+        _cleanup_free_ size_t *open = xcalloc(n + 1, sizeof(size_t)); /* indexes into v */
         size_t depth = 0;
         int r = 0;
         for (size_t i = 0; i < n && r == 0; i++) {
-                while (depth > 0 && !path_is_under(v[i].path, open[depth - 1]->path))
+                while (depth > 0 && !path_is_under(v[i].path, v[open[depth - 1]].path))
                         depth--;
                 for (size_t k = 0; k < depth && r == 0; k++)
-                        if (open[k]->t != v[i].t)
-                                r = overlap(plan, open[k], &v[i], err);
-                open[depth++] = &v[i];
+                        if (v[open[k]].t != v[i].t)
+                                r = overlap(plan, &v[open[k]], &v[i], err);
+                open[depth++] = i;
         }
         /* The same repository named twice: shared, never at once. */
         for (size_t i = 1; i < n && r == 0; i++) {
-                if (strcmp(v[i].what, "repo") || strcmp(v[i - 1].what, "repo") || strcmp(v[i].path, v[i - 1].path))
+                if (strcmp(v[i].what, "repo") != 0 || strcmp(v[i - 1].what, "repo") != 0 ||
+                    strcmp(v[i].path, v[i - 1].path) != 0)
                         continue;
                 struct plan_trial *a = (struct plan_trial *)v[i - 1].t, *b = (struct plan_trial *)v[i].t;
                 if (!a->shared_repo)

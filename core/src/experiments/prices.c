@@ -11,7 +11,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 
-static const char *const price_kinds[] = { "input", "cached_input", "output", "reasoning" };
+static const char *const price_kinds[] = { "input", "cached_input", "output", "reasoning", "cache_write_input" };
 
 /* Where each kind goes in a struct price. */
 static double *price_slot(struct price *p, size_t kind)
@@ -20,7 +20,8 @@ static double *price_slot(struct price *p, size_t kind)
         case 0: return &p->input;
         case 1: return &p->cached_input;
         case 2: return &p->output;
-        default: return &p->reasoning;
+        case 3: return &p->reasoning;
+        default: return &p->cache_write_input;
         }
 }
 
@@ -46,7 +47,7 @@ static int price_parse(struct price *p, const char *path, const char *model, jso
                 if (k < 0)
                         return tb_fail(err, -EINVAL,
                                        "prices '%s': field '%s.%s': unknown; the kinds are input, cached_input, "
-                                       "output and reasoning",
+                                       "cache_write_input, output and reasoning",
                                        path, model, key);
                 double d = json_object_get_double(v);
                 if (!(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) ||
@@ -57,7 +58,7 @@ static int price_parse(struct price *p, const char *path, const char *model, jso
                 *price_slot(p, (size_t)k) = d;
                 seen[k] = true;
         }
-        for (size_t k = 0; k < TB_ARRAY_SIZE(price_kinds); k += 2)
+        for (size_t k = 0; k <= 2; k += 2)
                 if (!seen[k])
                         return tb_fail(err, -EINVAL,
                                        "prices '%s': field '%s.%s': missing; input and output are required",
@@ -66,6 +67,8 @@ static int price_parse(struct price *p, const char *path, const char *model, jso
                 p->cached_input = p->input;
         if (!seen[3])
                 p->reasoning = p->output;
+        if (!seen[4])
+                p->cache_write_input = p->input;
         return 0;
 }
 
@@ -144,8 +147,9 @@ static double at_least_zero(long long v) { return v > 0 ? (double)v : 0; }
 
 double price_cost(const struct price *price, const struct token_counts *t)
 {
-        double usd = at_least_zero(t->input - t->cached_input) * price->input +
+        double usd = at_least_zero(t->input - t->cached_input - t->cache_write_input) * price->input +
                      at_least_zero(t->cached_input) * price->cached_input +
+                     at_least_zero(t->cache_write_input) * price->cache_write_input +
                      at_least_zero(t->output - t->reasoning) * price->output +
                      at_least_zero(t->reasoning) * price->reasoning;
         return usd / 1e6;

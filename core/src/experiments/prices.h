@@ -4,13 +4,16 @@
  *
  * The file is one JSON object, per model the USD per million tokens of each
  * kind:
- *   {"gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10, "reasoning": 10}}
- * `input` and `output` are required; `cached_input`, when absent, is priced
- * as `input`, and `reasoning`, when absent, as `output` (providers bill
- * reasoning tokens as output). The counts are read as the Outcome's `tokens`
- * has them: `input` includes the cached input tokens and `output` includes
- * the reasoning tokens, so a Trial costs
- *   (input - cached_input) × input + cached_input × cached_input
+ *   {"gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10, "reasoning": 10},
+ *    "claude-x": {"input": 3, "cached_input": 0.3, "cache_write_input": 3.75, "output": 15}}
+ * `input` and `output` are required; `cached_input` and `cache_write_input`,
+ * when absent, are priced as `input`, and `reasoning`, when absent, as
+ * `output` (providers bill reasoning tokens as output). The counts are read
+ * as the Outcome's `tokens` has them (model/outcome.h): `input` includes the
+ * cached input tokens and those written to the cache, `output` includes the
+ * reasoning tokens, so a Trial costs
+ *   (input - cached_input - cache_write_input) × input + cached_input × cached_input
+ *   + cache_write_input × cache_write_input
  *   + (output - reasoning) × output + reasoning × reasoning
  * (each difference at least 0), divided by one million. */
 #ifndef TB_PRICES_H
@@ -23,12 +26,13 @@
 /* A Trial's token counts (the Outcome's `tokens`, without its models). */
 struct token_counts {
         long long input, cached_input, output, reasoning, requests;
+        long long cache_write_input; /* 0 in a record older than it */
 };
 
 /* One model's prices, USD per million tokens. */
 struct price {
         char *model;
-        double input, cached_input, output, reasoning;
+        double input, cached_input, output, reasoning, cache_write_input;
 };
 
 struct prices {

@@ -198,9 +198,10 @@ static void add_tokens(struct report *r, struct trial_rec *t, json_object *tok)
         if (!tok || !json_object_is_type(tok, json_type_object))
                 return;
         r->any_tokens = t->has_tokens = true;
-        long long *slots[] = { &t->tok.input, &t->tok.cached_input, &t->tok.output, &t->tok.reasoning,
-                               &t->tok.requests };
-        static const char *const names[] = { "input", "cached_input", "output", "reasoning", "requests" };
+        long long *slots[] = { &t->tok.input,     &t->tok.cached_input, &t->tok.output,
+                               &t->tok.reasoning, &t->tok.requests,     &t->tok.cache_write_input };
+        static const char *const names[] = { "input",     "cached_input", "output",
+                                             "reasoning", "requests",     "cache_write_input" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(names); i++) {
                 long long v = get_count(tok, names[i]);
                 *slots[i] = v > 0 ? v : 0;

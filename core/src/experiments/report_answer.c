@@ -104,6 +104,7 @@ static void group_add_tokens(struct group *g, const struct trial_rec *t)
         g->token_trials++;
         g->tok.input += t->tok.input;
         g->tok.cached_input += t->tok.cached_input;
+        g->tok.cache_write_input += t->tok.cache_write_input;
         g->tok.output += t->tok.output;
         g->tok.reasoning += t->tok.reasoning;
         g->tok.requests += t->tok.requests;

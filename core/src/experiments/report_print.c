@@ -349,6 +349,7 @@ static void json_add_tokens(json_object *o, const struct group *g)
                 json_object_object_add(t, "trials", count(g->token_trials));
                 json_object_object_add(t, "input", json_object_new_int64(g->tok.input));
                 json_object_object_add(t, "cached_input", json_object_new_int64(g->tok.cached_input));
+                json_object_object_add(t, "cache_write_input", json_object_new_int64(g->tok.cache_write_input));
                 json_object_object_add(t, "output", json_object_new_int64(g->tok.output));
                 json_object_object_add(t, "reasoning", json_object_new_int64(g->tok.reasoning));
                 json_object_object_add(t, "requests", json_object_new_int64(g->tok.requests));

@@ -61,7 +61,7 @@ static char *normalize(const char *path)
 static void add_host_path(struct repo_guard *g, const char *abs)
 {
         _cleanup_free_ char *n = normalize(abs);
-        if (!path_is_under(n, g->repo) || strcmp(n, g->repo) == 0 || (g->common && path_is_under(n, g->common)))
+        if (!g->repo || !path_is_under(n, g->repo) || strcmp(n, g->repo) == 0 || (g->common && path_is_under(n, g->common)))
                 return;
         const char *rel = n + strlen(g->repo) + 1;
         if (!strv_contains(&g->host_paths, rel))
@@ -172,7 +172,7 @@ int guard_snap_tool_files(struct repo_guard *g)
                         guard_list_names(fd, &names);
                 for (size_t j = 0; r == 0 && j < names.n; j++) {
                         size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
-                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix) != 0)
                                 continue;
                         _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
                         strv_add(&g->tool_paths, rel);
@@ -256,7 +256,7 @@ int guard_fix_paths(struct repo_guard *g)
                         guard_list_names(fd, &names);
                 for (size_t j = 0; j < names.n; j++) {
                         size_t a = strlen(names.v[j]), b = strlen(t[i].suffix);
-                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix))
+                        if (!str_has_prefix(names.v[j], t[i].prefix) || a < b || strcmp(names.v[j] + a - b, t[i].suffix) != 0)
                                 continue;
                         _cleanup_free_ char *rel = xasprintf("%s/%s", t[i].path, names.v[j]);
                         if (!strv_contains(&g->tool_paths, rel))

@@ -100,6 +100,10 @@ int guard_fix_paths(struct repo_guard *g);
 int guard_cmp_seen(const void *a, const void *b);
 /* The walk's `pre` before the session (ctx: the guard). */
 int guard_seen_pre(struct tree_dir *d, void *ctx);
+/* A walk's `pre` that notes each folder's identity and change time only. */
+int guard_dirs_pre(struct tree_dir *d, void *ctx);
+/* Sort g->dirs, once every folder is noted. */
+void guard_sort_dirs(struct repo_guard *g);
 /* After the session: the worktree walked (above). */
 int guard_scan_worktree(struct repo_guard *g, uid_t session_uid);
 

@@ -45,9 +45,9 @@ static void make_name(struct quarantine *q, const char *name, char *buf, size_t 
 int quarantine_move(struct quarantine *q, int dirfd, const char *name, char **to)
 {
         *to = NULL;
-        char qname[96];
         int r = quarantine_open(q);
         if (r == 0) {
+                char qname[96];
                 for (int tries = 0; tries < 1000; tries++) {
                         make_name(q, name, qname, sizeof qname);
                         if (renameat2(dirfd, name, q->fd, qname, RENAME_NOREPLACE) == 0) {

@@ -26,9 +26,9 @@ static void add_list(json_object *o, const char *key, const char *more_key, size
                      json_object *(*one)(const void *list, size_t i), const void *list)
 {
         json_object *a = json_object_new_array();
-        size_t shown_n = n < REPO_GUARD_LIST_MAX ? n : REPO_GUARD_LIST_MAX;
-        for (size_t i = 0; i < shown_n; i++)
-                json_object_array_add(a, one(list, i));
+        size_t shown_n = 0;
+        for (; shown_n < n && shown_n < REPO_GUARD_LIST_MAX; shown_n++)
+                json_object_array_add(a, one(list, shown_n));
         json_object_object_add(o, key, a);
         json_object_object_add(o, more_key, json_object_new_int64((int64_t)(total - shown_n)));
 }

@@ -62,6 +62,11 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
                 r = tree_walk(g->repo_fd, &ops, g);
                 qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
         }
+        if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its setuid sweep skips those unchanged */
+                const struct tree_ops ops = { .pre = guard_dirs_pre };
+                r = tree_walk(g->common_fd, &ops, g);
+        }
+        guard_sort_dirs(g);
         if (r == -E2BIG)
                 return tb_fail(err, r, "the control files of '%s' are more than trialbox can keep (%zu); remove what "
                                "is not needed",
@@ -136,6 +141,7 @@ void repo_guard_done(struct repo_guard *g)
                 free(g->seen[i].data);
         }
         free(g->seen);
+        free(g->dirs);
         for (size_t i = 0; i < g->n_moved; i++) {
                 free(g->moved[i].path);
                 free(g->moved[i].to);

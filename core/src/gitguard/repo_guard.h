@@ -82,6 +82,15 @@ struct guard_seen {
         unsigned char type;
 };
 
+/* A folder of the worktree as it was before the session: one whose change
+ * time is the same after it holds the same entries (the session made,
+ * removed or renamed none in it). */
+struct guard_dir {
+        dev_t dev;
+        ino_t ino;
+        struct timespec ctime;
+};
+
 struct guard_move {
         char *path; /* where it was, from the repository's top (or absolute, outside it) */
         char *to;   /* its path from OUTPUT_DIR, or NULL when it could only be removed */
@@ -115,6 +124,8 @@ struct repo_guard {
         struct strv tool_paths; /* the other tools' control files present or named, from the top */
         struct guard_seen *seen;
         size_t n_seen, cap_seen;
+        struct guard_dir *dirs;  /* every folder of the worktree before the session, by identity */
+        size_t n_dirs, cap_dirs;
         struct quarantine q;
         /* What was done: the record. */
         enum guard_status status;

@@ -22,9 +22,36 @@ int guard_cmp_seen(const void *a, const void *b)
 
 /* The worktree before the session: its links, FIFOs, sockets and devices,
  * and the `.git` files below its top (a submodule's, a linked worktree's). */
+static int cmp_dir(const void *a, const void *b)
+{
+        const struct guard_dir *x = a, *y = b;
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+void guard_sort_dirs(struct repo_guard *g) { qsort(g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir); }
+
+/* Did the session make, remove or rename nothing directly in `d`? */
+static bool dir_unchanged(const struct repo_guard *g, const struct tree_dir *d)
+{
+        struct guard_dir k = { .dev = d->dev, .ino = d->ino };
+        const struct guard_dir *was = bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir);
+        return was && was->ctime.tv_sec == d->ctime.tv_sec && was->ctime.tv_nsec == d->ctime.tv_nsec;
+}
+
+int guard_dirs_pre(struct tree_dir *d, void *ctx)
+{
+        struct repo_guard *g = ctx;
+        GREEDY_REALLOC(g->dirs, g->cap_dirs, g->n_dirs + 1);
+        g->dirs[g->n_dirs++] = (struct guard_dir){ .dev = d->dev, .ino = d->ino, .ctime = d->ctime };
+        return 0;
+}
+
 int guard_seen_pre(struct tree_dir *d, void *ctx)
 {
         struct repo_guard *g = ctx;
+        guard_dirs_pre(d, g);
         for (size_t i = 0; i < d->n; i++) {
                 struct tree_entry *e = &d->v[i];
                 bool dotgit = strcmp(e->name, ".git") == 0;
@@ -58,7 +85,6 @@ struct scan {
         uid_t uid;
         size_t *bare; /* the depths of folders found in a git directory's shape, to move once walked */
         size_t n_bare, cap_bare;
-        int r;
 };
 
 static const struct guard_seen *seen_find(const struct repo_guard *g, const char *path)
@@ -141,9 +167,17 @@ static int guard_scan_pre(struct tree_dir *d, void *ctx)
                 s->bare[s->n_bare++] = d->depth;
                 return 0;
         }
+        /* A folder whose entries the session left as they were holds no new
+         * link or FIFO, and no file of the session's with a setuid bit (the
+         * sandbox's filter refuses the bits on what exists): only its .git
+         * entries are looked at again. Its change time says: making,
+         * removing or renaming an entry, or forging its mtime, changes it. */
+        bool same = dir_unchanged(g, d);
         for (size_t i = 0; i < d->n; i++) {
                 struct tree_entry *e = &d->v[i];
                 int r = 0;
+                if (same && strcmp(e->name, ".git") != 0 && !bare)
+                        continue;
                 if (d->depth == 0 && strcmp(e->name, ".git") == 0) {
                         e->skip = true; /* the repository's own: rebuilt above */
                         continue;
@@ -183,11 +217,14 @@ struct sweep {
         struct repo_guard *g;
         uid_t uid;
         const char *shown;
+        bool skip_unchanged; /* the folders noted before the session (g->dirs) that did not change */
 };
 
 static int sweep_pre(struct tree_dir *d, void *ctx)
 {
         struct sweep *s = ctx;
+        if (s->skip_unchanged && dir_unchanged(s->g, d))
+                return 0;
         for (size_t i = 0; i < d->n; i++) {
                 if (d->v[i].type != DT_REG)
                         continue;
@@ -200,7 +237,10 @@ static int sweep_pre(struct tree_dir *d, void *ctx)
 
 int repo_guard_clear_setuid(struct repo_guard *g, int dirfd, const char *shown_prefix, uid_t session_uid)
 {
-        struct sweep s = { .g = g, .uid = session_uid, .shown = shown_prefix };
+        /* The git folder's folders were noted before the session; the home's were not. */
+        struct stat st;
+        bool git = g->dotgit == 'd' && fstat(dirfd, &st) == 0 && st.st_dev == g->git_dev && st.st_ino == g->git_ino;
+        struct sweep s = { .g = g, .uid = session_uid, .shown = shown_prefix, .skip_unchanged = git };
         const struct tree_ops ops = { .pre = sweep_pre, .flags = TREE_FIX_MODES };
         return tree_walk(dirfd, &ops, &s);
 }

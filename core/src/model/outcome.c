@@ -208,6 +208,25 @@ static json_object *usage_to_json(const struct trial_usage *u)
         return j;
 }
 
+static json_object *tokens_to_json(const struct trial_tokens *t)
+{
+        json_object *j = json_object_new_object();
+        json_object_object_add(j, "input", json_object_new_int64(t->input));
+        json_object_object_add(j, "cached_input", json_object_new_int64(t->cached_input));
+        json_object_object_add(j, "cache_write_input", json_object_new_int64(t->cache_write_input));
+        json_object_object_add(j, "output", json_object_new_int64(t->output));
+        json_object_object_add(j, "reasoning", json_object_new_int64(t->reasoning));
+        json_object_object_add(j, "requests", json_object_new_int64(t->requests));
+        json_object *models = json_object_new_array();
+        for (size_t i = 0; i < t->n_models && i < TOKENS_MAX_MODELS; i++)
+                json_object_array_add(models, json_object_new_string(t->models[i]));
+        json_object_object_add(j, "models", models);
+        json_object_object_add(j, "models_more", json_object_new_int64(t->models_more));
+        json_object_object_add(j, "source", json_object_new_string(t->source));
+        json_object_object_add(j, "partial", json_object_new_boolean(t->partial));
+        return j;
+}
+
 static char *json_line(json_object *j)
 {
         char *s = xstrdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -244,6 +263,7 @@ static json_object *outcome_json(const struct outcome *o)
         trial_limits_init(&none);
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
+        json_object_object_add(j, "tokens", o->tokens.known ? tokens_to_json(&o->tokens) : NULL);
         json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
         json_object_object_add(j, "repo_guard", o->repo_guard ? json_object_get(o->repo_guard) : NULL);
         json_object_object_add(j, "control_files", o->control_files ? json_object_get(o->control_files) : NULL);

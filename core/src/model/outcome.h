@@ -46,6 +46,26 @@ void trial_usage_init(struct trial_usage *u);
  * process's max RSS as the peak (source USAGE_RUSAGE). */
 void trial_usage_fill_from_rusage(struct trial_usage *u, const struct rusage *ru);
 
+/* What the session's model calls cost, as its Harness's plugin read it
+ * from the Harness's own files after the session (plugin.h's `tokens`
+ * hook): outcome.json's `tokens`. The counts follow one convention,
+ * whatever the Harness's own: `input` INCLUDES `cached_input` and
+ * `cache_write_input` (every prompt token), `output` INCLUDES `reasoning`
+ * (every generated token), as experiments/prices.h prices them. */
+#define TOKENS_MAX_MODELS 8   /* names listed; the others counted in models_more */
+#define TOKENS_MODEL_MAX 64   /* bytes of one name */
+#define TOKENS_SOURCE_MAX 128 /* bytes of `source` */
+struct trial_tokens {
+        bool known; /* false: null (the Harness wrote nothing readable, or no session ran) */
+        long long input, cached_input, cache_write_input, output, reasoning;
+        long long requests; /* the model responses counted */
+        char models[TOKENS_MAX_MODELS][TOKENS_MODEL_MAX + 1]; /* sorted */
+        size_t n_models;
+        long long models_more;          /* further model names seen */
+        char source[TOKENS_SOURCE_MAX]; /* where in the home they were read: "~/.codex/sessions" */
+        bool partial;                   /* a bound left part of the Harness's files unread, or a count was refused */
+};
+
 /* How a session ended, as the supervisor saw it. */
 struct session_result {
         bool started;     /* the session's process ran (bwrap reported it) */
@@ -79,6 +99,7 @@ struct outcome {
         char host[256];                    /* "" : unknown (null) */
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
+        struct trial_tokens tokens;        /* tokens.known false: `tokens` is null */
         /* The Slurm job the Trial ran in (slurm_ids_from_env),
          * outcome.json's slurm_job_id and slurm_array_task_id, in the final
          * Outcome and the running record. <= 0 job id: not in a job (both

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "plugin/host.h"
+#include "plugin/tokens.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "logins/credentials.h"
+#include "model/outcome.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "sandbox/session_user.h"
@@ -41,6 +43,8 @@ static int svc_sandboxed(struct tb_host *h) { return h->sandboxed; }
 
 static int svc_setenv(struct tb_host *h, const char *name, const char *value, int secret)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!sandbox_env_name_valid(name) || !value)
                 return -EINVAL;
         if (h->spec)
@@ -50,6 +54,8 @@ static int svc_setenv(struct tb_host *h, const char *name, const char *value, in
 
 static int svc_void_trial(struct tb_host *h, const char *detail)
 {
+        if (h->after_session) /* the session ran: the Trial is not void */
+                return -EPERM;
         if (!h->voided) {
                 h->voided = true;
                 snprintf(h->void_detail, sizeof h->void_detail, "%s", detail ? detail : "the harness refused to start");
@@ -80,6 +86,8 @@ static bool in_session_home(const struct tb_host *h, const char *p)
 
 static int svc_login_in_place(struct tb_host *h, const char *host_path, const char *sandbox_path)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking)
                 return 0;
         if (!in_session_home(h, sandbox_path))
@@ -114,6 +122,8 @@ static int svc_login_in_place(struct tb_host *h, const char *host_path, const ch
 
 static int svc_login_synced(struct tb_host *h, const char *host_path, const char *sandbox_path)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking || h->dry_run)
                 return 0;
         if (!in_session_home(h, sandbox_path))
@@ -127,6 +137,8 @@ static int svc_login_synced(struct tb_host *h, const char *host_path, const char
 
 static int svc_bind(struct tb_host *h, const char *host_path, const char *sandbox_path, int writable)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed || h->checking)
                 return 0;
         if (!sandbox_path || sandbox_path[0] != '/')
@@ -169,6 +181,8 @@ static const char *svc_credential(struct tb_host *h, const char *key)
 
 static int svc_write_home_file(struct tb_host *h, const char *rel, const char *content)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!h->sandboxed)
                 return -EPERM;
         if (!rel || !*rel || rel[0] == '/' || strstr(rel, "..") || !content)
@@ -189,6 +203,8 @@ static int svc_write_home_file(struct tb_host *h, const char *rel, const char *c
 
 static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
 {
+        if (h->after_session)
+                return -EPERM;
         if (h->checking || h->dry_run)
                 return 0;
         if (h->n_locks == TB_ARRAY_SIZE(h->lock_fds))
@@ -206,6 +222,8 @@ static int svc_lock(struct tb_host *h, const char *path, long timeout_ms)
 
 static int svc_wipe_except(struct tb_host *h, const char *dir, const char *const keep[])
 {
+        if (h->after_session)
+                return -EPERM;
         if (h->checking || h->dry_run)
                 return 0;
         struct tb_error err = { 0 };
@@ -223,6 +241,8 @@ static void kept_login_said(const struct tb_host *h, const struct kept_login *k,
 
 static int svc_keep_login(struct tb_host *h, const char *path, unsigned format, size_t max_bytes)
 {
+        if (h->after_session)
+                return -EPERM;
         if (!path || path[0] != '/' || (format != TB_LOGIN_ANY && format != TB_LOGIN_JSON_OBJECT))
                 return -EINVAL;
         if (h->checking || h->dry_run)
@@ -405,6 +425,8 @@ bool host_endpoint_valid(const char *endpoint)
 
 static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned how)
 {
+        if (h->after_session)
+                return -EPERM;
         if (how != TB_ENDPOINT_REQUIRED && how != TB_ENDPOINT_OPTIONAL)
                 return -EINVAL;
         char *pattern = endpoint_normal(endpoint);
@@ -419,6 +441,32 @@ static int svc_add_endpoint(struct tb_host *h, const char *endpoint, unsigned ho
         h->endpoints = xrealloc(h->endpoints, (h->n_endpoints + 1) * sizeof *h->endpoints);
         h->endpoints[h->n_endpoints++] = (struct host_endpoint){ pattern, how == TB_ENDPOINT_REQUIRED };
         return 0;
+}
+
+/* ---- what a Trial cost (plugin/tokens.h): on the tally of the tokens hook
+ * that runs, NULL (-EPERM) anywhere else ---- */
+
+static int svc_home_fd(struct tb_host *h) { return tokens_home_fd(h->tally); }
+
+static int svc_read_jsonl(struct tb_host *h, const char *folder, unsigned max_depth, const char *suffix,
+                          const char *const needles[], unsigned flags, tb_jsonl_fn fn, void *ctx)
+{
+        return tokens_read_jsonl(h->tally, h, folder, max_depth, suffix, needles, flags, fn, ctx);
+}
+
+static int svc_json_count(struct tb_host *h, const struct tb_json *line, const char *path, uint64_t *out)
+{
+        return tokens_json_count(h->tally, line, path, out);
+}
+
+static const char *svc_json_string(struct tb_host *h, const struct tb_json *line, const char *path)
+{
+        return tokens_json_string(h->tally, line, path);
+}
+
+static int svc_record_tokens(struct tb_host *h, const char *key, const struct tb_tokens *t)
+{
+        return tokens_record(h->tally, key, t);
 }
 
 static const struct tb_host_services services = {
@@ -444,6 +492,11 @@ static const struct tb_host_services services = {
         .home_dir_from_env = svc_home_dir_from_env,
         .add_endpoint = svc_add_endpoint,
         .keep_login = svc_keep_login,
+        .home_fd = svc_home_fd,
+        .read_jsonl = svc_read_jsonl,
+        .json_count = svc_json_count,
+        .json_string = svc_json_string,
+        .record_tokens = svc_record_tokens,
 };
 
 const struct tb_host_services *host_services(void) { return &services; }
@@ -458,6 +511,38 @@ int host_call(struct tb_host *host, tb_hook_fn hook)
         return r > 0 ? 0 : r;
 }
 
+static void log_tokens(const struct tb_host *h, const struct trial_tokens *o)
+{
+        if (!o->known) {
+                log_full(TB_LOG_INFO, h->harness, "tokens: the harness wrote no usage that could be read");
+                return;
+        }
+        log_full(TB_LOG_INFO, h->harness,
+                 "tokens: %lld input (%lld cached), %lld output (%lld reasoning), %lld requests, from %s", o->input,
+                 o->cached_input, o->output, o->reasoning, o->requests, o->source);
+}
+
+void host_read_tokens(struct tb_host *h, tb_hook_fn hook, struct trial_tokens *out)
+{
+        *out = (struct trial_tokens){ 0 };
+        if (!hook || h->checking || h->dry_run || !h->sandboxed || !h->home_fd || *h->home_fd < 0)
+                return;
+        const struct session_user *u = h->session_user;
+        h->tally = tokens_tally_new(*h->home_fd, u && u->drop ? u->uid : geteuid());
+        h->after_session = true;
+        int r = hook(&services, h);
+        h->after_session = false;
+        if (r < 0)
+                log_warn("%s: reading what the session cost failed: %s", h->harness, strerror(-r));
+        const char *why;
+        tokens_tally_result(h->tally, out, &why);
+        if (out->partial)
+                log_warn("%s: the tokens recorded are a part only (%s)", h->harness, why);
+        log_tokens(h, out);
+        tokens_tally_free(h->tally);
+        h->tally = NULL;
+}
+
 const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n)
 {
         *n = host->n_endpoints;
@@ -466,6 +551,8 @@ const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n
 
 void host_done(struct tb_host *host)
 {
+        tokens_tally_free(host->tally);
+        host->tally = NULL;
         strv_done(&host->handed);
         for (size_t i = 0; i < host->n_endpoints; i++)
                 free(host->endpoints[i].pattern);

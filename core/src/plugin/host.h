@@ -13,6 +13,8 @@
 
 struct credentials;
 struct tb_env;
+struct tokens_tally;
+struct trial_tokens;
 
 /* A network endpoint a Harness declared with add_endpoint. */
 struct host_endpoint {
@@ -56,6 +58,13 @@ struct tb_host {
 
         /* Who the session runs as (session_user.h); NULL: trialbox's own. */
         const struct session_user *session_user;
+
+        /* What a Trial cost (plugin/tokens.h): the fresh home's fd, opened
+         * before the session (the Trial's; NULL or -1: none), and, only while
+         * the `tokens` hook runs after the session, what it reads and records. */
+        const int *home_fd;
+        bool after_session; /* in the tokens hook: nothing may change the Trial any more */
+        struct tokens_tally *tally;
 };
 
 
@@ -77,6 +86,14 @@ const struct host_endpoint *host_endpoints(const struct tb_host *host, size_t *n
  * put back where the session removed or broke them (a warning says so), or
  * kept when the session wrote newer valid ones. */
 void host_after_session(struct tb_host *host);
+
+/* After the session that ran (whatever its end), sandboxed: call the
+ * plugin's `tokens` hook (NULL: none) with the services of ABI 1.4 open,
+ * and put what it recorded into `out` (out->known false: the Harness wrote
+ * nothing readable; also unsandboxed, in `check` and in a dry run, where
+ * the hook is not called). Says the totals with -v, and warns when they
+ * are partial. */
+void host_read_tokens(struct tb_host *host, tb_hook_fn hook, struct trial_tokens *out);
 
 /* Release what the services hold (credentials, logins, locks); not `host` itself. */
 void host_done(struct tb_host *host);

@@ -111,6 +111,7 @@ static void plugin_take_harness(struct plugin *out, const struct tb_harness *h, 
         out->flags = REACHES(h, flags) ? h->flags : 0;
         out->endpoints = REACHES(h, endpoints) ? h->endpoints : NULL;
         out->exclusive = REACHES(h, exclusive) ? h->exclusive : NULL;
+        out->tokens = REACHES(h, tokens) ? h->tokens : NULL;
 }
 #undef REACHES
 

@@ -18,6 +18,8 @@ struct plugin {
         char *path;                    /* the file it was loaded from */
         /* The hooks the plugin's size reaches; NULL when absent. */
         tb_hook_fn preflight, prepare_login, env, endpoints;
+        /* What the session cost, read after it (ABI 1.4), or NULL. */
+        tb_hook_fn tokens;
         /* TB_HARNESS_* bits; 0 when the plugin's size does not reach them. */
         uint32_t flags;
         /* The resource its Trials cannot share at once (ABI 1.2), or NULL. */

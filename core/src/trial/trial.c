@@ -428,6 +428,7 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                 .dry_run = opt->dry_run,
                 .credentials_path = opt->credentials,
                 .session_user = &t->user,
+                .home_fd = &t->home_fd,
         };
 
         const char *want = opt->harness_bin ? opt->harness_bin : t->plugin.harness->default_binary;
@@ -877,6 +878,10 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         struct session_result res;
         r = trial_session(t, argv.v, envp.v, &res, err);
         trial_after_session(t);
+        /* What the session cost, from the Harness's own files: once the
+         * guard and the logins are done, whatever the session's end. */
+        if (r >= 0 && res.started)
+                host_read_tokens(&t->host, t->plugin.tokens, &t->outcome.tokens);
         if (r < 0) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return r;

@@ -1,0 +1,69 @@
+/* The toolkit's stand-in model server (tests/fakes/model-server.py) and the
+ * network around it: a real Harness CLI in a Trial reaching a model on the
+ * host's loopback, and nothing else (tb_test.h). */
+#define _GNU_SOURCE
+#include "tb_test.h"
+#include "network/proxy.h"
+
+#include <check.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void model_server_start(struct model_server *m, const char *config)
+{
+        m->dir = tmpdir_new();
+        m->record = path_in(m->dir, "record.jsonl");
+        _cleanup_free_ char *cfg = path_in(m->dir, "config.json");
+        if (config)
+                write_text(cfg, config, 0644);
+        _cleanup_free_ char *out = path_in(m->dir, "server.out"), *err = path_in(m->dir, "server.err");
+        char *argv[] = { "/usr/bin/env", "python3", FAKE("model-server.py"), "0", "--record", m->record,
+                         config ? "--config" : NULL, cfg, NULL };
+        m->pid = spawn_argv(NULL, argv, out, err);
+        m->port = 0;
+        for (int i = 0; i < 500 && !m->port; i++) {
+                _cleanup_free_ char *text = read_text(out);
+                if (!text || sscanf(text, "PORT=%d", &m->port) != 1)
+                        usleep(20000);
+        }
+        _cleanup_free_ char *why = read_text(err);
+        ck_assert_msg(m->port > 0, "the stand-in model server did not start: %s", why ? why : "");
+}
+
+void model_server_stop(struct model_server *m)
+{
+        kill(m->pid, SIGKILL);
+        wait_status(m->pid);
+        tmpdir_remove(m->dir);
+        free(m->dir);
+        free(m->record);
+}
+
+int closed_port(void)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof a;
+        ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        ck_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+        close(fd);
+        return ntohs(a.sin_port);
+}
+
+char *endpoints_nowhere(const char *names)
+{
+        ck_assert_msg(proxy_test_hosts_enabled(), "this build ignores TRIALBOX_TEST_HOSTS (TRIALBOX_TESTING=OFF): the "
+                                                  "CLI's own endpoints would be reached for real");
+        static char env[1024];
+        int port = closed_port();
+        size_t n = (size_t)snprintf(env, sizeof env, "TRIALBOX_TEST_HOSTS=");
+        _cleanup_free_ char *copy = xstrdup(names);
+        char *save = NULL;
+        for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
+                n += (size_t)snprintf(env + n, sizeof env - n, "%s%s=127.0.0.1:%d", n > 19 ? "," : "", name, port);
+        return env;
+}
