@@ -599,7 +599,7 @@ static unsigned ways_of(const struct conn *c, const struct end *e, uint32_t even
         unsigned src = e == &c->client ? WAY_UP : WAY_DOWN, dst = src ^ (WAY_UP | WAY_DOWN);
         if (events & EPOLLHUP)
                 return WAY_UP | WAY_DOWN;
-        return (events & EPOLLIN ? src : 0) | (events & EPOLLOUT ? dst : 0);
+        return ((events & EPOLLIN) ? src : 0) | ((events & EPOLLOUT) ? dst : 0);
 }
 
 /* Move what `ways` can move, and what the proxy has of its own to send:
