@@ -1083,12 +1083,13 @@ static void raise_nofile(void)
 /* The session's side of every connection is a loopback hop inside the
  * session's own network namespace: nothing is lost there, nothing needs
  * pacing. The host's default congestion control may pace (bbr does, with a
- * timer per packet where no fq qdisc paces for it), which made relaying bulk
- * data cost the proxy a third more CPU and halved what it moved; reno (always
- * built in, always allowed) does not pace. Set on the listening socket, before
- * any connection: accepted sockets inherit it, whereas a socket switched
- * once established keeps pacing (bbr turned it on for good). The upstream side
- * keeps the host's choice, made for the real network. Best effort. */
+ * timer per packet where no fq qdisc paces for it); reno (always built in,
+ * always allowed) does not. On a host defaulting to bbr, reno here cut the
+ * proxy's CPU per GB relayed by a fifth to a third and up to doubled bulk
+ * throughput. Set on the listening socket, before any connection: accepted
+ * sockets inherit it, whereas a socket switched once established keeps
+ * pacing (bbr turned it on for good). The upstream side keeps the host's
+ * choice, made for the real network. Best effort. */
 static void session_side_congestion(int listen_fd)
 {
         static const char reno[] = "reno";
