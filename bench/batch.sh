@@ -6,7 +6,7 @@
 #  - the batch's own memory: its peak RSS over plans of 1,000 and 10,000
 #    Trials that are all final already (each folder holds a completed
 #    outcome.json), so only the batch itself is measured: plan, resume scan,
-#    results.jsonl and the summary. The growth per plan line is the figure
+#    plan.results.jsonl and the summary. The growth per plan line is the figure
 #    that must stay at the size of a Trial's record.
 #
 #   bench/batch.sh     (BATCH_RUNS=5)
@@ -38,9 +38,9 @@ done >"$W/bare-lines"
 
 say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each"
 hyperfine --warmup 1 --runs "$runs" --export-csv "$W/h.csv" \
-        --prepare "rm -rf '$W/out' '$W/results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
+        --prepare "rm -rf '$W/out' '$W/plan.results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
         --prepare true -n "parallel" "parallel -j2 <'$W/bare-lines' >/dev/null" >&2
-completed=$(grep -c '"outcome":"completed"' "$W/results.jsonl" || true)
+completed=$(grep -c '"outcome":"completed"' "$W/plan.results.jsonl" || true)
 mb=$(hf_median "$W/h.csv" batch)
 mp=$(hf_median "$W/h.csv" parallel)
 r=$(ratio "$mb" "$mp")
@@ -67,7 +67,7 @@ final_plan() { # N DIR
 for k in 1000 10000; do
         final_plan "$k" "$W/m$k"
         /usr/bin/time -f %M -o "$W/rss$k" "$TB" batch "$W/m$k/plan.jsonl" -q >/dev/null
-        lines=$(wc -l <"$W/m$k/results.jsonl")
+        lines=$(wc -l <"$W/m$k/plan.results.jsonl")
         [ "$lines" = "$k" ] || die "the $k-line plan gave $lines results lines"
 done
 r1=$(cat "$W/rss1000")
@@ -78,4 +78,4 @@ plan_bytes=$(awk -v s="$(wc -c <"$W/m10000/plan.jsonl")" 'BEGIN { printf "%.0f",
 row batch "batch peak RSS, a plan of 1,000 / 10,000 final Trials" "$r1 KiB / $r10 KiB" "" ""
 row batch "growth per plan line (10,000 − 1,000, per line); a plan line / an outcome.json here" \
         "$growth B; $plan_bytes B / $out_bytes B" "< 1 KiB, not the Outcome's size" "$(verdict_le "$growth" 1023)"
-method "batch memory: GNU time's maximum RSS of \`trialbox batch PLAN -q\` over plans of 1,000 and 10,000 \`shell\` Trials whose folders already hold a completed outcome.json (the batch reads each, writes results.jsonl and the summary, and runs nothing); each outcome.json carries a 2,000-byte detail, so a batch that kept Outcomes would grow by more than that per line; growth = the difference / 9,000, which is the Trial's parsed plan record (struct, id, harness, paths, args) and its state."
+method "batch memory: GNU time's maximum RSS of \`trialbox batch PLAN -q\` over plans of 1,000 and 10,000 \`shell\` Trials whose folders already hold a completed outcome.json (the batch reads each, writes plan.results.jsonl and the summary, and runs nothing); each outcome.json carries a 2,000-byte detail, so a batch that kept Outcomes would grow by more than that per line; growth = the difference / 9,000, which is the Trial's parsed plan record (struct, id, harness, paths, args) and its state."

@@ -101,7 +101,7 @@ if [ -x "$TB" ] && "$TB" batch --help 2>&1 | grep -q -- '--slurm'; then
                 t0=$(now)
                 "$TB" batch "$plan" --slurm -q >/dev/null 2>>"$W/tb.stderr" || true
                 echo $(($(now) - t0)) >>"$W/tb.ms"
-                ok=$(grep -c '"outcome":"completed"' "$W/plan$i/results.jsonl" 2>/dev/null || true)
+                ok=$(grep -c '"outcome":"completed"' "$W/plan$i/plan.results.jsonl" 2>/dev/null || true)
                 [ "${ok:-0}" = "$tasks" ] ||
                         note "slurm: run $i of the trialbox array completed ${ok:-0} of $tasks Trials: $(tail -n 1 "$W/tb.stderr" | tr '|' ' ')"
                 i=$((i + 1))

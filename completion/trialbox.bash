@@ -12,22 +12,25 @@ _trialbox()
         prev=${COMP_WORDS[COMP_CWORD-1]}
         cmd=${COMP_WORDS[1]}
         if [ "$COMP_CWORD" -eq 1 ]; then
-                COMPREPLY=($(compgen -W "run batch report harnesses check credentials help --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan batch grade report harnesses check credentials help --help --version" -- "$cur"))
                 return
         fi
         case "$prev" in
         --harness)
                 COMPREPLY=($(compgen -W "$(_trialbox_harnesses)" -- "$cur"))
                 return ;;
-        --repo|--output-dir|--skills)
+        --repo|--output-dir|--skills|--trial-dir|--files)
                 COMPREPLY=($(compgen -d -- "$cur"))
                 return ;;
         --network)
                 COMPREPLY=($(compgen -W "host none allow" -- "$cur"))
                 return ;;
-        --allow-host|--user|--slurm-args)
+        --layer)
+                COMPREPLY=($(compgen -W "auto bwrap-overlay overlayfs copy" -- "$cur"))
                 return ;;
-        --harness-bin|--credentials|--prices|--html)
+        --allow-host|--user|--slurm-args|--env)
+                return ;;
+        --harness-bin|--credentials|--prices|--html|-o|--output|--env-file)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --by)
@@ -40,10 +43,17 @@ _trialbox()
         run)
                 COMPREPLY=($(compgen -W "--harness --repo --output-dir --harness-bin --skills --credentials
                         --no-sandbox --dry-run --json -v -q --help --timeout --kill-after --memory --pids
-                        --cpus --network --allow-host --user --root-session --keep-control-files --" -- "$cur")) ;;
+                        --cpus --network --allow-host --no-harness-endpoints --env-file --user --root-session
+                        --keep-control-files --" -- "$cur")) ;;
+        plan)
+                COMPREPLY=($(compgen -f -W "-o --output --help" -- "$cur")) ;;
+        grade)
+                COMPREPLY=($(compgen -W "--trial-dir --repo --harness --files --harness-bin --credentials --env
+                        --network --allow-host --layer --user --root-session --json -v -q --help --timeout
+                        --kill-after --memory --pids --cpus --" -- "$cur")) ;;
         batch)
-                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --json -v -q
-                        --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -f -W "--jobs --retries --index --slurm --slurm-args --no-wait --grade-only
+                        --check --rerun-changed --json -v -q --help" -- "$cur")) ;;
         report)
                 COMPREPLY=($(compgen -f -W "--by --prices --html --json --csv --help" -- "$cur")) ;;
         harnesses)
@@ -53,7 +63,7 @@ _trialbox()
         credentials)
                 COMPREPLY=($(compgen -W "set unset list --credentials --help" -- "$cur")) ;;
         help)
-                COMPREPLY=($(compgen -W "run batch report harnesses check credentials help --help" -- "$cur")) ;;
+                COMPREPLY=($(compgen -W "run plan batch grade report harnesses check credentials help --help" -- "$cur")) ;;
         esac
 }
 complete -F _trialbox trialbox

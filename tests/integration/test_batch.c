@@ -33,7 +33,7 @@ static void exp_new(struct exp *e)
         e->dir = tmpdir_new();
         snprintf(e->plan, sizeof e->plan, "%s/plan.jsonl", e->dir);
         snprintf(e->repo, sizeof e->repo, "%s/repo", e->dir);
-        snprintf(e->results, sizeof e->results, "%s/results.jsonl", e->dir);
+        snprintf(e->results, sizeof e->results, "%s/plan.results.jsonl", e->dir);
         mkdir_p(e->repo, 0755);
         chmod(e->repo, 0777); /* the unprivileged run writes markers into it */
 }
@@ -146,8 +146,10 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
                 snprintf(id, sizeof id, "fail%d", i);
                 add_trial(&plan, id, "echo ran >> marker-fail; exit 3", NULL);
         }
-        add_trial(&plan, "void0", "true", "\"harness_bin\":\"/nonexistent/agent\"");
-        add_trial(&plan, "void1", "true", "\"harness_bin\":\"missing/agent\"");
+        /* Void every time: bwrap refuses their sandbox (a missing binary
+         * would be refused by the batch's checks before anything runs). */
+        add_trial(&plan, "void0", "true", NULL);
+        add_trial(&plan, "void1", "true", NULL);
 #if RUN_HAS_TIMEOUT
         add_trial(&plan, "slow", "sleep 60", "\"timeout\":\"1s\"");
 #else
@@ -157,7 +159,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         free(plan.s);
 
         struct proc_result r;
-        batch(&r, &e, EXTRA("--jobs", "3", "--retries", "1"));
+        batch_env(&r, &e, "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void"), EXTRA("--jobs", "3", "--retries", "1"));
         ck_assert_msg(r.status == 1, "status %d (any void: 1); stderr:\n%s", r.status, r.err);
         ck_assert_uint_eq(lines_of(e.results), 12);
         assert_result(&e, "ok0", "outcome", "completed");
@@ -166,7 +168,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         assert_result(&e, "fail2", "exit_code", "3");
         assert_result(&e, "fail2", "attempts", "1");
         assert_result(&e, "void0", "outcome", "void");
-        assert_result(&e, "void0", "cause", "session_unavailable");
+        assert_result(&e, "void0", "cause", "sandbox_unavailable");
         assert_result(&e, "void0", "attempts", "2");
         assert_result(&e, "void1", "attempts", "2");
 #if RUN_HAS_TIMEOUT
@@ -175,7 +177,7 @@ START_TEST(a_plan_of_twelve_gives_its_results_summary_and_exit_status)
         assert_contains(r.out, "failed/timeout 1");
 #endif
         /* The summary: per Harness × outcome, and the causes. */
-        ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/session_unavailable 2") &&
+        ck_assert_msg(strstr(r.out, "shell") && strstr(r.out, "void/sandbox_unavailable 2") &&
                               strstr(r.out, "failed/nonzero_exit 3"),
                       "summary:\n%s", r.out);
         ck_assert_uint_eq(count_at(e.repo, "marker-ok", "ran"), RUN_HAS_TIMEOUT ? 6 : 7);
@@ -254,12 +256,13 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         struct exp e;
         exp_new(&e);
         struct strbuf plan = { 0 };
-        add_trial(&plan, "void", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "void", "true", NULL); /* bwrap refuses its sandbox */
         add_trial(&plan, "fail", "echo ran >> marker; exit 1", NULL);
         write_plan(e.plan, plan.s);
         free(plan.s);
         struct proc_result r;
-        batch(&r, &e, EXTRA("--retries", "2"));
+        const char *refuses = "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void");
+        batch_env(&r, &e, refuses, EXTRA("--retries", "2"));
         ck_assert_int_eq(r.status, 1);
         assert_result(&e, "void", "attempts", "3");
         ck_assert(exists_in(e.dir, "out/void.attempt-1/outcome.json"));
@@ -271,7 +274,7 @@ START_TEST(void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not)
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
         proc_result_free(&r);
         /* A resumed batch with more retries gives the void one more attempts; the failed none. */
-        batch(&r, &e, EXTRA("--retries", "3"));
+        batch_env(&r, &e, refuses, EXTRA("--retries", "3"));
         ck_assert_int_eq(r.status, 1);
         assert_result(&e, "void", "attempts", "4");
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
@@ -320,6 +323,58 @@ START_TEST(a_lost_launcher_is_void_kept_aside_and_runs_again)
         free(cause);
         free(kept);
         proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A record the batch cannot read (not JSON, a folder in its place, no
+ * permission; or its launcher.json, with no outcome.json) is not "no
+ * record": the batch says which file and why, and never runs the Trial a
+ * second time on that guess. */
+START_TEST(a_record_the_batch_cannot_read_is_said_and_its_trial_never_runs_again)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        static const char *const ids[] = { "garbled", "folder", "launcher", "denied" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(ids); i++) {
+                _cleanup_free_ char *script = xasprintf("echo %s >> marker", ids[i]);
+                add_trial(&plan, ids[i], script, NULL);
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        write_in(e.dir, "out/garbled/outcome.json", "{not json\n", 0644);
+        _cleanup_free_ char *folder = path_in(e.dir, "out/folder/outcome.json");
+        ck_assert_int_eq(unlink(folder), 0);
+        ck_assert_int_eq(mkdir(folder, 0755), 0);
+        _cleanup_free_ char *lost = path_in(e.dir, "out/launcher/outcome.json");
+        ck_assert_int_eq(unlink(lost), 0);
+        write_in(e.dir, "out/launcher/launcher.json", "\x01 garbage", 0600);
+        _cleanup_free_ char *denied = path_in(e.dir, "out/denied/outcome.json");
+        ck_assert_int_eq(chmod(denied, 0), 0);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 1, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "garbled: cannot read '");
+        assert_contains(r.err, "out/garbled/outcome.json': not a JSON object");
+        assert_contains(r.err, "out/folder/outcome.json': Is a directory");
+        assert_contains(r.err, "launcher: cannot read '");
+        assert_contains(r.err, "out/launcher/launcher.json': not a JSON object");
+        if (geteuid() != 0) /* root reads it all the same: then it is the completed Trial it was */
+                assert_contains(r.err, "out/denied/outcome.json': Permission denied");
+        assert_contains(r.err, "the Trial is not run");
+        for (size_t i = 0; i < TB_ARRAY_SIZE(ids); i++)
+                ck_assert_msg(count_at(e.repo, "marker", ids[i]) == 1, "%s ran %zu times", ids[i],
+                              count_at(e.repo, "marker", ids[i]));
+        assert_result(&e, "garbled", "outcome", "null");
+        assert_result(&e, "launcher", "outcome", "null");
+        ck_assert_msg(!exists_in(e.dir, "out/garbled.attempt-1") && !exists_in(e.dir, "out/launcher.attempt-1"),
+                      "an unreadable attempt was moved aside to run again");
+        proc_result_free(&r);
+        chmod(denied, 0644);
         exp_free(&e);
 }
 END_TEST
@@ -527,6 +582,110 @@ END_TEST
 
 /* Started as root, a Trial with a `user` gets a clone that user owns, and
  * its session runs as that user in it (no root_session needed). */
+/* `trialbox batch plan.jsonl` in the plan's folder: its results and the
+ * Trials' folders and clones are beside the plan, as with a path. */
+START_TEST(a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it)
+{
+        struct exp e;
+        exp_new(&e);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > file && git add file && " GIT " commit -qm one", src);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo t >> marker", NULL);
+        strbuf_add(&plan, "{\"id\":\"c\",\"harness\":\"shell\",\"repo_from\":\"src\",\"output_dir\":\"out/c\","
+                          "\"args\":[\"-c\",\"echo c > mine\"]}\n");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        if (geteuid() == 0)
+                chmod(e.dir, 0755);
+        char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                         "plan.jsonl", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "t", "outcome", "completed");
+        assert_result(&e, "c", "outcome", "completed");
+        _cleanup_free_ char *clone = path_in(e.dir, "out/c.repo");
+        assert_result(&e, "c", "repo", clone);
+        assert_file_in(clone, "mine", "c\n");
+        assert_file_in(e.repo, "marker", "t\n");
+        proc_result_free(&r);
+        free(src);
+        exp_free(&e);
+}
+END_TEST
+
+/* Two plans in one folder: each has its own results, named after it, and
+ * neither overwrites the other's. */
+START_TEST(two_plans_in_one_folder_keep_results_of_their_own)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf a = { 0 };
+        add_trial(&a, "a", "true", NULL);
+        write_plan(e.plan, a.s);
+        free(a.s);
+        _cleanup_free_ char *plan2 = path_in(e.dir, "other.jsonl");
+        write_plan(plan2, "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out2/b\","
+                          "\"args\":[\"-c\",\"true\"]}\n");
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        char *argv[] = { TRIALBOX_BIN, "batch", plan2, NULL };
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        _cleanup_free_ char *mine = path_in(e.dir, "plan.results.jsonl"), *other = path_in(e.dir, "other.results.jsonl");
+        json_object *ja = results_line(mine, "a"), *jb = results_line(other, "b");
+        ck_assert_msg(ja != NULL, "no line for 'a' in '%s'", mine);
+        ck_assert_msg(jb != NULL, "no line for 'b' in '%s'", other);
+        ck_assert_uint_eq(lines_of(mine), 1);
+        ck_assert_uint_eq(lines_of(other), 1);
+        json_object_put(ja);
+        json_object_put(jb);
+        exp_free(&e);
+}
+END_TEST
+
+/* The results an earlier trialbox wrote as results.jsonl become
+ * PLAN.results.jsonl when they are this plan's, and are left alone when
+ * they are another's. */
+START_TEST(results_an_earlier_trialbox_named_results_jsonl_are_taken_when_they_are_this_plans)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        _cleanup_free_ char *old = path_in(e.dir, "results.jsonl"), *now = path_in(e.dir, "plan.results.jsonl");
+        /* Another plan's (another id): not taken. */
+        write_text(old, "{\"id\":\"x\",\"attempts\":0,\"output_dir\":\"/elsewhere\",\"harness\":\"shell\",\"outcome\":null}\n",
+                   0644);
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        assert_file_holds(old,
+                          "{\"id\":\"x\",\"attempts\":0,\"output_dir\":\"/elsewhere\",\"harness\":\"shell\",\"outcome\":null}\n");
+        /* This plan's, as an earlier batch left them: renamed, then rewritten. */
+        _cleanup_free_ char *text = read_text(now);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_int_eq(unlink(now), 0);
+        write_text(old, text, 0644);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "results.jsonl' holds this plan's results");
+        ck_assert(!exists(old));
+        assert_result(&e, "t", "outcome", "completed");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
 START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
 {
         if (geteuid() != 0) {
@@ -660,7 +819,7 @@ START_TEST(index_runs_only_that_trial_as_an_array_task_would)
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
         assert_file_in(e.repo, "marker", "t1\n");
         ck_assert(!exists_in(e.dir, "out/t0") && !exists_in(e.dir, "out/t2"));
-        ck_assert(!exists_in(e.dir, "results.jsonl"));
+        ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
         proc_result_free(&r);
         batch(&r, &e, EXTRA("--index", "3"));
         ck_assert_int_eq(r.status, 2);
@@ -728,12 +887,335 @@ START_TEST(bad_plans_exit_2_with_the_line_and_the_field)
                 ck_assert_msg(r.status == 2, "case %zu: status %d, not 2", i, r.status);
                 ck_assert_msg(strstr(r.err, cases[i].want), "case %zu: '%s' not in: %s", i, cases[i].want, r.err);
                 assert_one_line(r.err);
-                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "results.jsonl"), "case %zu: something ran", i);
+                ck_assert_msg(!exists_in(e.dir, "o") && !exists_in(e.dir, "plan.results.jsonl"), "case %zu: something ran", i);
                 proc_result_free(&r);
                 exp_free(&e);
                 checked++;
         }
         ck_assert_uint_eq(checked, TB_ARRAY_SIZE(cases));
+}
+END_TEST
+
+/* A Trial the operator interrupted (SIGINT to the batch) is void/interrupted,
+ * and runs again when the batch is run again, even with no retries: the
+ * interruption is not counted against them. */
+START_TEST(an_interrupted_trial_runs_again_on_resume_whatever_its_retries)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial_own(&plan, &e, "a", "echo ran >> marker; while [ ! -e go ]; do sleep 0.05; done");
+        add_trial_own(&plan, &e, "b", "echo ran >> marker; while [ ! -e go ]; do sleep 0.05; done");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", "--retries", "0", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
+        for (int i = 0; i < 600 && lines_across(&e, "marker") < 2; i++)
+                usleep(50 * 1000);
+        ck_assert_uint_eq(lines_across(&e, "marker"), 2);
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGINT);
+        assert_result(&e, "a", "outcome", "void");
+        assert_result(&e, "a", "cause", "interrupted");
+        assert_result(&e, "b", "cause", "interrupted");
+        assert_result(&e, "a", "attempts", "1");
+        for (const char *const *id = (const char *const[]){ "a", "b", NULL }; *id; id++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s/go", *id);
+                write_in(e.dir, rel, "", 0644);
+        }
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "2", "--retries", "0"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "a", "outcome", "completed");
+        assert_result(&e, "b", "outcome", "completed");
+        assert_result(&e, "a", "attempts", "2");
+        ck_assert_uint_eq(lines_across(&e, "marker"), 4);
+        _cleanup_free_ char *aside = path_in(e.dir, "out/a.attempt-1");
+        _cleanup_free_ char *cause = outcome_field(aside, "cause");
+        ck_assert_str_eq(cause, "interrupted");
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A plan line's `env` reaches its session, and no process shows a value in
+ * its command line (ps): the batch hands it to its run through a pipe. Its
+ * `kill_after` is run's --kill-after. */
+START_TEST(env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *secret = marker("env-value");
+        _cleanup_free_ char *plan = xasprintf(
+                "{\"id\":\"env\",\"harness\":\"shell\",\"repo\":\"repos/env\",\"output_dir\":\"out/env\","
+                "\"env\":{\"TB_TEST_SECRET\":\"%s\",\"TB_TEST_MODE\":\"a b\"},"
+                "\"args\":[\"-c\",\"printf '%%s|%%s' \\\"$TB_TEST_SECRET\\\" \\\"$TB_TEST_MODE\\\" > got; sleep 2\"]}\n"
+                "{\"id\":\"grace\",\"harness\":\"shell\",\"repo\":\"repos/grace\",\"output_dir\":\"out/grace\","
+                "\"timeout\":\"1\",\"kill_after\":0,\"args\":[\"-c\",\"trap '' TERM; sleep 30\"]}\n",
+                secret);
+        for (const char *const *id = (const char *const[]){ "env", "grace", NULL }; *id; id++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s", *id);
+                _cleanup_free_ char *dir = path_in(e.dir, rel);
+                mkdir_p(dir, 0755);
+                chmod(dir, 0777);
+        }
+        write_plan(e.plan, plan);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", NULL };
+        _cleanup_free_ char *out = path_in(e.dir, "stdout"), *err = path_in(e.dir, "stderr");
+        pid_t pid = spawn_argv(tb_env(NULL), argv, out, err);
+        _cleanup_free_ char *got = path_in(e.dir, "repos/env/got");
+        bool wrote = wait_for_file(got, 30000);
+        bool shown = host_process_with(secret);
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text(err);
+        ck_assert_msg(wrote, "the session never wrote its variables; stderr:\n%s", errs);
+        ck_assert_msg(!shown, "a process shows the value in its command line");
+        ck_assert_msg(status == 0, "status %d; stderr:\n%s", status, errs);
+        _cleanup_free_ char *want = xasprintf("%s|a b", secret);
+        assert_file_holds(got, want);
+        assert_result(&e, "env", "outcome", "completed");
+        assert_result(&e, "grace", "outcome", "failed");
+        assert_result(&e, "grace", "cause", "timeout");
+        _cleanup_free_ char *grace = path_in(e.dir, "out/grace");
+        _cleanup_free_ char *detail = outcome_field(grace, "detail"), *limits = outcome_field(grace, "limits");
+        assert_contains(detail, "SIGKILL 0s later (--kill-after)");
+        assert_contains(limits, "\"kill_after_ms\": 0,");
+        _cleanup_free_ char *log = read_text_in(e.dir, "out/env/trialbox.log");
+        ck_assert_msg(log == NULL || !strstr(log, secret), "the value is in the Trial's log");
+        exp_free(&e);
+}
+END_TEST
+
+/* Someone else's SIGTERM to one Trial's `trialbox run` (not to the
+ * batch): the Trial is void/interrupted, and the batch, still going,
+ * counts it as any void attempt: with no retries it is not run again now
+ * (a resume would). */
+START_TEST(a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "t", "echo ran >> marker; touch started; sleep 30", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--retries", "0", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
+        _cleanup_free_ char *started = path_in(e.repo, "started");
+        ck_assert_msg(wait_for_file(started, 30000), "the session never started");
+        /* Its run: the batch's child whose command line names the Trial's
+         * folder (the keeper under it has the same). */
+        pid_t found[8], run = 0;
+        _cleanup_free_ char *out = path_in(e.dir, "out/t");
+        size_t n = host_pids(out, "trialbox", NULL, found, 8);
+        for (size_t i = 0; i < n && !run; i++) {
+                char path[64];
+                snprintf(path, sizeof path, "/proc/%d/stat", (int)found[i]);
+                _cleanup_free_ char *stat = read_text(path);
+                const char *paren = stat ? strrchr(stat, ')') : NULL;
+                int ppid = 0;
+                if (paren && sscanf(paren + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+                        run = found[i];
+        }
+        ck_assert_msg(run > 0, "the Trial's run was not found");
+        ck_assert_int_eq(kill(run, SIGTERM), 0);
+        int status = wait_status(pid);
+        ck_assert_msg(status == 1, "status %d", status);
+        assert_result(&e, "t", "outcome", "void");
+        assert_result(&e, "t", "cause", "interrupted");
+        assert_result(&e, "t", "attempts", "1");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        exp_free(&e);
+}
+END_TEST
+
+/* A batch started as a script's background job (SIGINT and SIGQUIT
+ * ignored) by a runner that left SIGINT blocked: its sessions still start
+ * with every signal's default disposition and an empty mask, and SIGINT
+ * to the batch ends a session that traps nothing at once (not after the
+ * grace's SIGKILL). */
+START_TEST(a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once)
+{
+        struct exp e;
+        exp_new(&e);
+        write_plan(e.plan, "{\"id\":\"sigs\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/sigs\","
+                           "\"harness_bin\":\"grep\",\"args\":[\"-E\",\"^Sig(Ign|Blk)\",\"/proc/self/status\"]}\n"
+                           "{\"id\":\"slow\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/slow\","
+                           "\"harness_bin\":\"sleep\",\"args\":[\"30\"]}\n");
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "1", "-q", NULL };
+        _cleanup_free_ char *out = path_in(e.dir, "stdout"), *err = path_in(e.dir, "stderr");
+        pid_t pid = spawn(tb_env(NULL), argv,
+                          &(struct tb_spawn_io){ .out = out, .err = err, .background = true, .blocked = SIGINT });
+        _cleanup_free_ char *slow = path_in(e.dir, "out/slow");
+        char *kind = NULL;
+        for (int i = 0; i < 400; i++) {
+                free(kind);
+                kind = outcome_field(slow, "outcome");
+                if (kind && strcmp(kind, "running") == 0)
+                        break;
+                usleep(50 * 1000);
+        }
+        ck_assert_msg(kind && strcmp(kind, "running") == 0, "the second session never started");
+        free(kind);
+        usleep(300 * 1000); /* its program executed */
+        long long t0 = now_ms();
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        int status = wait_status(pid);
+        long long took = now_ms() - t0;
+        ck_assert_msg(status == 128 + SIGINT, "status %d", status);
+        ck_assert_msg(took < 5000, "the session ended %lld ms after SIGINT: it did not get it", took);
+        _cleanup_free_ char *log = read_text_in(e.dir, "out/sigs/trialbox.log");
+        ck_assert_ptr_nonnull(log);
+        assert_line(log, "SigIgn:\t0000000000000000");
+        assert_line(log, "SigBlk:\t0000000000000000");
+        exp_free(&e);
+}
+END_TEST
+
+/* Mistakes that would make a Trial void every time are found before
+ * anything runs, all of them at once, one line each: by `batch --check`,
+ * and by the start of every batch. */
+START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *src = path_in(e.dir, "src"), *plain = path_in(e.dir, "plain");
+        _cleanup_free_ char *home = path_in(e.dir, "home");
+        mkdir_p(src, 0755);
+        mkdir_p(plain, 0755);
+        mkdir_p(home, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > f && git add f && " GIT " commit -qm one", src);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "ok", "echo ran >> marker", NULL);
+        add_trial(&plan, "nobin", "true", "\"harness_bin\":\"/nonexistent/agent\"");
+        add_trial(&plan, "relbin", "true", "\"harness_bin\":\"missing/agent\"");
+        add_trial(&plan, "noskills", "true", "\"skills\":\"nowhere\"");
+        strbuf_add(&plan, "{\"id\":\"badrev\",\"harness\":\"shell\",\"repo_from\":\"src@no-such-rev\",\"output_dir\":\"out/badrev\"}\n"
+                          "{\"id\":\"notgit\",\"harness\":\"shell\",\"repo_from\":\"plain\",\"output_dir\":\"out/notgit\"}\n"
+                          "{\"id\":\"noplugin\",\"harness\":\"nosuchharness\",\"repo\":\"repo\",\"output_dir\":\"out/noplugin\"}\n"
+                          "{\"id\":\"nologin\",\"harness\":\"claude\",\"repo\":\"repo\",\"output_dir\":\"out/nologin\","
+                          "\"harness_bin\":\"/bin/sh\"}\n");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        /* A home without any Harness's login, and no Credentials. */
+        _cleanup_free_ char *env_home = xasprintf("HOME=%s", home);
+        static const char *const says[] = {
+                "plan.jsonl:2: field 'harness_bin': the shell binary '/nonexistent/agent' was not found",
+                "plan.jsonl:3: field 'harness_bin': the shell binary '",
+                "plan.jsonl:4: field 'skills': '",
+                "plan.jsonl:5: field 'repo_from': 'no-such-rev' is not a commit of the git repository '",
+                "plan.jsonl:6: field 'repo_from': '",
+                "plan.jsonl:7: field 'harness':",
+                "plan.jsonl:8: field 'harness': the claude plugin's preflight:",
+        };
+        for (int pass = 0; pass < 2; pass++) {
+                struct proc_result r;
+                batch_env(&r, &e, env_home, pass == 0 ? EXTRA("--check") : NULL);
+                ck_assert_msg(r.status == 2, "pass %d: status %d; stderr:\n%s", pass, r.status, r.err);
+                for (size_t i = 0; i < TB_ARRAY_SIZE(says); i++)
+                        assert_contains(r.err, says[i]);
+                assert_lacks(r.err, "plan.jsonl:1:");
+                ck_assert_msg(!exists_in(e.dir, "out") && !exists_in(e.repo, "marker"), "pass %d: something ran", pass);
+                ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
+                proc_result_free(&r);
+        }
+        /* A plan of lines that can run: --check says so, runs nothing. */
+        write_text(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n", 0644);
+        struct proc_result r;
+        batch_env(&r, &e, env_home, EXTRA("--check"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "1 Trials checked: nothing found");
+        ck_assert(!exists_in(e.dir, "out"));
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A void Trial that can never succeed (its binary is gone: here the Trial
+ * before it removed it) is not run again with backoff. */
+START_TEST(a_void_trial_whose_binary_is_gone_is_not_retried)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *agent = path_in(e.repo, "agent");
+        write_text(agent, "#!/bin/sh\nexec /bin/sh \"$@\"\n", 0755);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "remover", "rm -f agent", NULL);
+        add_trial(&plan, "victim", "echo ran >> marker", "\"harness_bin\":\"repo/agent\"");
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--jobs", "1", "--retries", "2"));
+        ck_assert_msg(r.status == 1, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "victim", "outcome", "void");
+        assert_result(&e, "victim", "attempts", "1");
+        assert_contains(r.err, "victim: void, and its shell binary '");
+        assert_contains(r.err, "is not there: it is not run again");
+        ck_assert(!exists_in(e.dir, "out/victim.attempt-1"));
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A finished Trial whose plan line (what it runs) or Harness binary changed
+ * since it ran: said, one line each, and nothing runs; with
+ * --rerun-changed it runs again, its last attempt kept aside. A line whose
+ * keys were only reordered has not changed. */
+START_TEST(a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *bin = path_in(e.dir, "bin"), *agent = path_in(e.dir, "bin/agent");
+        mkdir_p(bin, 0755);
+        write_text(agent, "#!/bin/sh\nexec /bin/sh \"$@\"\n", 0755);
+        write_plan(e.plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"args\":[\"-c\",\"echo a >> marker\"]}\n"
+                           "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/b\",\"args\":[\"-c\",\"echo b >> marker\"]}\n"
+                           "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/c\",\"harness_bin\":\"bin/agent\","
+                           "\"args\":[\"-c\",\"echo c >> marker\"]}\n");
+        struct proc_result r;
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        proc_result_free(&r);
+        json_object *line = result_of(&e, "c");
+        ck_assert_ptr_nonnull(line);
+        _cleanup_free_ char *fp = xstrdup(json_object_get_string(json_get(line, "plan_fingerprint")));
+        ck_assert_uint_eq(strlen(fp), 64);
+        ck_assert_str_eq(json_object_get_string(json_get(json_get(line, "harness_binary"), "path")), agent);
+        json_object_put(line);
+        /* a: other args; b: the same line, its keys in another order; c: its binary rebuilt. */
+        write_plan(e.plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"args\":[\"-c\",\"echo a2 >> marker\"]}\n"
+                           "{\"id\":\"b\",\"args\":[\"-c\",\"echo b >> marker\"], \"output_dir\":\"out/b\",\"repo\":\"repo\",\"harness\":\"shell\"}\n"
+                           "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/c\",\"harness_bin\":\"bin/agent\","
+                           "\"args\":[\"-c\",\"echo c >> marker\"]}\n");
+        write_text(agent, "#!/bin/sh\n# rebuilt\nexec /bin/sh \"$@\"\n", 0755);
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 2, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "plan.jsonl:1: Trial 'a' finished, but its plan line changed: its result is kept; run with "
+                               "--rerun-changed to run it again");
+        assert_contains(r.err, "plan.jsonl:3: Trial 'c' finished, but its Harness binary '");
+        assert_lacks(r.err, "Trial 'b'");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "a") + count_at(e.repo, "marker", "b") +
+                                  count_at(e.repo, "marker", "c"),
+                          3);
+        ck_assert(!exists_in(e.dir, "out/a.attempt-1"));
+        proc_result_free(&r);
+        batch(&r, &e, EXTRA("--rerun-changed"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_contains(r.err, "Trial 'a' finished, but its plan line changed: it runs again");
+        ck_assert_uint_eq(count_at(e.repo, "marker", "a2"), 1);
+        ck_assert_uint_eq(count_at(e.repo, "marker", "b"), 1);
+        ck_assert_uint_eq(count_at(e.repo, "marker", "c"), 2);
+        assert_result(&e, "a", "attempts", "2");
+        assert_result(&e, "b", "attempts", "1");
+        _cleanup_free_ char *kept = path_in(e.dir, "out/a.attempt-1");
+        _cleanup_free_ char *kind = outcome_field(kept, "outcome");
+        ck_assert_str_eq(kind, "completed");
+        proc_result_free(&r);
+        /* Nothing changed since: nothing runs. */
+        batch(&r, &e, NULL);
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        ck_assert_uint_eq(lines_of(path_in(e.repo, "marker")), 5);
+        proc_result_free(&r);
+        exp_free(&e);
 }
 END_TEST
 
@@ -761,10 +1243,11 @@ START_TEST(sigterm_stops_starting_waits_for_the_running_and_writes_results)
         ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
         ck_assert_uint_eq(lines_across(&e, "marker"), 2);
         ck_assert_uint_eq(lines_of(e.results), 6);
-        assert_result(&e, "t0", "outcome", "failed");
-        assert_result(&e, "t0", "signal", "15");
+        /* The operator stopped them: void/interrupted, not the agent's failure. */
+        assert_result(&e, "t0", "outcome", "void");
+        assert_result(&e, "t0", "cause", "interrupted");
         assert_result(&e, "t5", "outcome", "null");
-        ck_assert_uint_eq(count_at(e.dir, "stdout", "causes: shell failed/signal 2"), 1);
+        ck_assert_uint_eq(count_at(e.dir, "stdout", "causes: shell void/interrupted 2"), 1);
         free(out);
         exp_free(&e);
 }
@@ -777,15 +1260,26 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, void_trials_run_again_in_folders_of_their_own_and_failed_ones_do_not);
         tcase_add_test(tc, a_lost_launcher_is_void_kept_aside_and_runs_again);
         tcase_add_test(tc, a_trial_whose_outcome_could_not_be_written_is_unrecorded_and_not_run_again);
+        tcase_add_test(tc, a_record_the_batch_cannot_read_is_said_and_its_trial_never_runs_again);
         tcase_add_test(tc, trials_sharing_a_repository_never_run_at_once_and_the_plan_says_so);
         tcase_add_test(tc, an_output_folder_inside_another_trials_repository_or_clone_is_refused);
         tcase_add_test(tc, an_outcome_the_batch_did_not_see_its_run_write_is_not_taken);
         tcase_add_test(tc, a_batch_gives_a_trials_output_the_modes_run_gives_it);
         tcase_add_test(tc, repo_from_gives_each_trial_its_own_clone_at_its_revision);
+        tcase_add_test(tc, a_plan_named_without_a_folder_keeps_its_results_and_clones_beside_it);
+        tcase_add_test(tc, two_plans_in_one_folder_keep_results_of_their_own);
+        tcase_add_test(tc, results_an_earlier_trialbox_named_results_jsonl_are_taken_when_they_are_this_plans);
         tcase_add_test(tc, as_root_a_clone_is_given_to_the_trial_s_user);
         tcase_add_test(tc, concurrency_never_exceeds_jobs);
         tcase_add_test(tc, grok_trials_run_one_at_a_time_without_holding_a_slot);
         tcase_add_test(tc, bad_plans_exit_2_with_the_line_and_the_field);
         tcase_add_test(tc, index_runs_only_that_trial_as_an_array_task_would);
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
+        tcase_add_test(tc, lines_that_cannot_run_are_all_said_before_anything_runs);
+        tcase_add_test(tc, a_void_trial_whose_binary_is_gone_is_not_retried);
+        tcase_add_test(tc, a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked);
+        tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
+        tcase_add_test(tc, a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void);
+        tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
+        tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
 }

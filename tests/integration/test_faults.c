@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -797,6 +798,50 @@ START_TEST(a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last
 }
 END_TEST
 
+/* trialbox's stdout is a pipe nobody reads, and the session prints without
+ * end: the relay never blocks, so the deadline still comes on time, the
+ * Trial is failed/timeout, and the output its reader never took is
+ * counted. Its stderr the same. */
+START_TEST(a_reader_of_trialboxs_output_that_stops_never_stalls_the_timeout_or_the_record)
+{
+        struct fixture f;
+        fixture_new(&f);
+        int out[2], err[2];
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+        char *argv[64];
+        const char *stream = _i == 0 ? "yes session-output-that-nobody-reads" : "yes session-errors >&2";
+        tb_argv(argv, 64, "shell", &f, EXTRA("--timeout", "2", "--json", "--", "-c", stream));
+        long long t0 = now_ms();
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .out_fd = out[1], .err_fd = err[1] });
+        close(out[1]);
+        close(err[1]);
+        int w = 0;
+        pid_t done = 0;
+        while ((done = waitpid(pid, &w, WNOHANG)) == 0 && now_ms() - t0 < 20000)
+                usleep(20 * 1000);
+        long long took = now_ms() - t0;
+        if (done == 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &w, 0);
+        }
+        ck_assert_msg(done == pid, "trialbox still ran after %lld ms: its relay waited on a reader", took);
+        ck_assert_msg(took < 6000, "trialbox took %lld ms for a 2 s timeout", took);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 124, "wait status %#x", w);
+        assert_outcome(&f, "outcome", "failed");
+        assert_outcome(&f, "cause", "timeout");
+        _cleanup_free_ char *dropped = outcome_field(f.out, "output_dropped");
+        json_object *j = dropped ? json_tokener_parse(dropped) : NULL;
+        ck_assert_msg(j != NULL, "no output_dropped: %s", dropped ? dropped : "(none)");
+        long long n = json_object_get_int64(json_get(j, _i == 0 ? "stdout" : "stderr"));
+        ck_assert_msg(n > 0, "nothing counted as dropped: %s", dropped);
+        json_object_put(j);
+        close(out[0]);
+        close(err[0]);
+        fixture_free(&f);
+}
+END_TEST
+
 START_TEST(a_fake_outcome_printed_last_by_the_session_is_not_the_last_line)
 {
         struct fixture f;
@@ -827,9 +872,10 @@ static pid_t start_session_job(struct fixture *f, const char *script, bool sandb
 
 /* timeout(1), Ctrl-C and runners signal trialbox's whole process group:
  * trialbox alone may receive it, forward it, and record the session as
- * killed by it, whatever "bwrap: " lines the session printed. Run 0 is
+ * interrupted by it (void: the operator's signal, not the agent's
+ * failure), whatever "bwrap: " lines the session printed. Run 0 is
  * sandboxed, run 1 unsandboxed. */
-START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal)
+START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_void_interrupted_by_that_signal)
 {
         struct fixture f;
         fixture_new(&f);
@@ -842,8 +888,9 @@ START_TEST(a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_tha
         int status = wait_status(pid);
         _cleanup_free_ char *errs = read_text(errp);
         ck_assert_msg(status == 128 + SIGTERM, "status %d; stderr: %s", status, errs);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "signal", "15");
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
+        assert_outcome_has(&f, "detail", "SIGTERM reached trialbox, which forwarded it to the session");
         assert_outcome(&f, "exit_code", "null");
         _cleanup_free_ char *detail = outcome_field(f.out, "detail");
         ck_assert_msg(!strstr(detail, "fake"), "the session's line became the detail: %s", detail);
@@ -873,8 +920,8 @@ START_TEST(signals_that_keep_coming_as_the_session_ends_never_stop_trialbox_befo
         _cleanup_free_ char *errs = read_text(errp);
         ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 128 + SIGTERM, "wait status %#x after %d signals; stderr: %s",
                       w, sent, errs);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "signal", "15");
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
         fixture_free(&f);
 }
 END_TEST
@@ -1093,7 +1140,8 @@ TB_SUITE("faults", 120)
         tcase_add_test(tc, a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_the_login_intact);
         tcase_add_test(tc, a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line);
         tcase_add_test(tc, a_fake_outcome_printed_last_by_the_session_is_not_the_last_line);
-        tcase_add_loop_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_failed_by_that_signal, 0, 2);
+        tcase_add_loop_test(tc, a_reader_of_trialboxs_output_that_stops_never_stalls_the_timeout_or_the_record, 0, 2);
+        tcase_add_loop_test(tc, a_signal_to_trialboxs_process_group_ends_the_session_as_void_interrupted_by_that_signal, 0, 2);
         tcase_add_loop_test(tc, signals_that_keep_coming_as_the_session_ends_never_stop_trialbox_before_its_outcome, 0,
                             2);
         tcase_add_test(tc, a_session_that_prints_a_bwrap_message_and_exits_1_is_failed_without_it);

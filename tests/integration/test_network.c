@@ -306,6 +306,48 @@ START_TEST(allow_reaches_allowed_names_only_and_records_every_decision)
 }
 END_TEST
 
+/* --no-harness-endpoints: under allow, the Harness's own endpoints (the
+ * fake plugin's api.fake.test:443) are not allowed, only --allow-host, and
+ * the Outcome says so. */
+START_TEST(no_harness_endpoints_leaves_only_the_allow_host_patterns)
+{
+        struct server s;
+        server_start(&s, NULL);
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *map = xasprintf("TRIALBOX_TEST_HOSTS=api.fake.test=127.0.0.1:%d,listed.test=127.0.0.1:%d",
+                                             s.port, s.port);
+        const char *script = "c() { n=$1; shift; echo $n=$(curl -s -o /dev/null -w '%{http_code}' \"$@\"); }; "
+                             "c own http://api.fake.test:443/; c listed http://listed.test/";
+        char *const env[] = { map, "TRIALBOX_PLUGIN_PATH=" FAKE_PLUGIN_DIR "/fp_good", NULL };
+        struct proc_result r;
+        tb_run(&r, "good", &f, env, EXTRA("--harness-bin", "/bin/sh", "--network", "allow", "--", "-c", script));
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(result(r.out, "own"), "200");
+        ck_assert_str_eq(result(r.out, "listed"), "403");
+        ck_assert_str_eq(network_field(f.out, "harness_endpoints"), "true");
+        proc_result_free(&r);
+        fixture_next_out(&f);
+        tb_run(&r, "good", &f, env,
+               EXTRA("--harness-bin", "/bin/sh", "--no-harness-endpoints", "--allow-host", "listed.test", "--", "-c",
+                     script));
+        ck_assert_msg(r.status == 0, "%s\n%s", r.out, r.err);
+        ck_assert_str_eq(result(r.out, "own"), "403");
+        ck_assert_str_eq(result(r.out, "listed"), "200");
+        ck_assert_str_eq(network_field(f.out, "mode"), "allow"); /* implied */
+        ck_assert_str_eq(network_field(f.out, "harness_endpoints"), "false");
+        proc_result_free(&r);
+        /* With another mode it means nothing: a usage error. */
+        fixture_next_out(&f);
+        tb_run(&r, "good", &f, env, EXTRA("--harness-bin", "/bin/sh", "--network", "none", "--no-harness-endpoints"));
+        ck_assert_int_eq(r.status, 2);
+        assert_contains(r.err, "--no-harness-endpoints needs --network allow");
+        proc_result_free(&r);
+        server_stop(&s);
+        fixture_free(&f);
+}
+END_TEST
+
 /* A session that asks the proxy for hundreds of long, distinct names (a
  * failing session did, and its Outcome outgrew the space reserved for it:
  * no final Outcome, and a batch counted the Trial void and ran it again).
@@ -686,6 +728,7 @@ TB_SUITE("network", 120)
         tcase_add_test(tc, none_leaves_only_loopback_and_no_host_service_is_reachable);
         tcase_add_test(tc, two_concurrent_trials_cannot_reach_each_other);
         tcase_add_test(tc, allow_reaches_allowed_names_only_and_records_every_decision);
+        tcase_add_test(tc, no_harness_endpoints_leaves_only_the_allow_host_patterns);
         tcase_add_test(tc, host_mode_keeps_the_host_network);
         tcase_add_test(tc, hundreds_of_long_names_asked_of_the_proxy_never_break_the_outcome);
         tcase_add_test(tc, dry_run_shows_unshare_net_and_bad_network_flags_are_usage_errors);

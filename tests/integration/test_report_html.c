@@ -42,7 +42,7 @@ struct page {
 static void page_new(struct page *p)
 {
         p->dir = tmpdir_new();
-        p->results = path_in(p->dir, "results.jsonl");
+        p->results = path_in(p->dir, "plan.results.jsonl");
         p->prices = path_in(p->dir, "prices.json");
         p->html = path_in(p->dir, "report.html");
         p->url = xasprintf("file://%s", p->html);
@@ -129,7 +129,7 @@ START_TEST(the_page_is_self_contained_and_escapes_every_name)
         ck_assert_ptr_nonnull(strstr(html, "&quot;&gt;&lt;b onmouseover=alert(3)&gt;x"));
         /* Written atomically: no temporary file is left beside it. */
         char *names = listing(p.dir);
-        ck_assert_str_eq(names, "prices.json report.html results.jsonl");
+        ck_assert_str_eq(names, "plan.results.jsonl prices.json report.html");
         free(names);
         free(html);
         page_free(&p);

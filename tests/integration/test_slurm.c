@@ -94,6 +94,38 @@ START_TEST(a_plan_becomes_one_array_with_the_largest_limits_of_its_trials)
 }
 END_TEST
 
+/* The array's time limit covers what each task may run: every attempt a
+ * void Trial is given (1 + --retries, each its timeout and its kill-after)
+ * and the backoff between them, not one timeout. Seen through a stand-in
+ * sbatch on PATH that records its arguments (and a squeue that says the job
+ * is gone): no cluster needed. */
+START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them)
+{
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *bin = path_in(dir, "bin"), *args = path_in(dir, "sbatch.args");
+        mkdir_p(bin, 0755);
+        _cleanup_free_ char *sbatch = xasprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\necho 4242\n", args);
+        write_in(bin, "sbatch", sbatch, 0755);
+        write_in(bin, "squeue", "#!/bin/sh\nexit 0\n", 0755);
+        _cleanup_free_ char *repo = path_in(dir, "repo"), *plan = path_in(dir, "plan.jsonl");
+        mkdir_p(repo, 0755);
+        write_plan(plan, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/a\",\"timeout\":\"10m\"}\n"
+                         "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/b\",\"timeout\":\"5m\"}\n");
+        _cleanup_free_ char *path = xasprintf("PATH=%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+        char *argv[] = { TRIALBOX_BIN, "batch", plan, "--slurm", "--retries", "2", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(ENV(path, "TRIALBOX_BATCH_BACKOFF_MS=1000")), argv);
+        _cleanup_free_ char *got = read_text(args);
+        ck_assert_msg(got != NULL, "sbatch was not run: %d %s", r.status, r.err);
+        /* 3 attempts of (600 s + the default 10 s kill-after), 1 s + 2 s of
+         * backoff, 120 s for trialbox: 1953 s, 33 minutes. */
+        assert_line(got, "--time=33");
+        proc_result_free(&r);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
 START_TEST(limits_given_in_slurm_args_are_not_asked_twice)
 {
         struct slurm_array_request req = request("--time=5 -c4 --mem-per-cpu=1G --job-name=mine -p 'big one'");
@@ -446,7 +478,7 @@ static void bexp_new(struct bexp *e, const char *const trials[][3])
         e->dir = tmpdir_new();
         ck_assert_int_eq(chmod(e->dir, 0777), 0);
         e->plan = path_in(e->dir, "plan.jsonl");
-        e->results = path_in(e->dir, "results.jsonl");
+        e->results = path_in(e->dir, "plan.results.jsonl");
         e->job = path_in(e->dir, "plan.jsonl.slurm-job");
         char *repo = path_in(e->dir, "repo");
         ck_assert_int_eq(mkdir(repo, 0777), 0);
@@ -474,6 +506,7 @@ static void bexp_free(struct bexp *e)
         free(e->job);
 }
 
+/* Its void Trials (out/void*) are void because bwrap refuses their sandbox. */
 static void tb_batch(struct proc_result *r, const struct bexp *e, const char *const extra[])
 {
         char *argv[16] = { TRIALBOX_BIN, "batch", e->plan };
@@ -481,7 +514,7 @@ static void tb_batch(struct proc_result *r, const struct bexp *e, const char *co
         for (size_t i = 0; extra && extra[i] && n + 1 < 16; i++)
                 argv[n++] = (char *)extra[i];
         argv[n] = NULL;
-        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv);
+        run_argv(r, tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1", "TRIALBOX_BWRAP=" FAKE("bwrap-refuses-void"))), argv);
 }
 
 /* Trial `id`'s results line, parsed, or NULL. */
@@ -572,7 +605,7 @@ static char *without_durations(const char *table)
 static const char *const mixed[][3] = {
         { "ok0", "echo ok0 >> ran", NULL },
         { "fail", "echo fail >> ran; exit 3", NULL },
-        { "void", "true", "\"harness_bin\":\"/nonexistent/agent\"" },
+        { "void", "true", NULL }, /* void: bwrap refuses its sandbox (tb_batch) */
         { "ok1", "echo ok1 >> ran", NULL },
         { "killed", "echo killed >> ran; kill -KILL $$", NULL },
         { NULL, NULL, NULL },
@@ -717,6 +750,51 @@ START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its
 }
 END_TEST
 
+/* `trialbox batch plan.jsonl` run in the plan's folder: every path derived
+ * from the plan (the saved job id, the tasks' logs, the results, the
+ * clones) is beside it, and the next plain batch finds the job and waits
+ * for it instead of running the Trials here. */
+START_TEST(a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it)
+{
+        static const char *const one[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
+        struct bexp e;
+        bexp_new(&e, one);
+        char *src = path_in(e.dir, "src");
+        mkdir_p(src, 0755);
+        sh_ok("cd '%s' && git init -q -b main && echo one > file && git add file && " GIT " commit -qm one", src);
+        _cleanup_free_ char *plan = read_text(e.plan);
+        _cleanup_free_ char *more = xasprintf("%s{\"id\":\"c\",\"harness\":\"shell\",\"repo_from\":\"src\","
+                                              "\"output_dir\":\"out/c\",\"args\":[\"-c\",\"echo c > mine\"]}\n",
+                                              plan);
+        write_plan(e.plan, more);
+        char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                         "plan.jsonl", "--slurm", "--no-wait", NULL };
+        struct proc_result r;
+        run_argv(&r, tb_env(NULL), argv);
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        long long job = saved_job(&e); /* in the plan's folder */
+        proc_result_free(&r);
+        char *again[] = { "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", e.dir, TRIALBOX_BIN, "batch",
+                          "plan.jsonl", NULL };
+        run_argv(&r, tb_env(NULL), again);
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        assert_contains(r.err, "plan.jsonl.slurm-job");
+        assert_slurm_ids(&e, (const char *const[][3]){ { "t", NULL, NULL }, { "c", NULL, NULL }, { NULL, NULL, NULL } },
+                         job);
+        json_object *j = result_of(&e, "c");
+        ck_assert_msg(j != NULL, "no results line for 'c' in '%s'", e.results);
+        json_object_put(j);
+        assert_file_in(e.dir, "out/c.repo/mine", "c\n");
+        _cleanup_free_ char *logs = path_in(e.dir, "slurm-logs");
+        _cleanup_free_ char *names = listing(logs);
+        _cleanup_free_ char *want = xasprintf("slurm-%lld_0.out", job);
+        assert_contains(names, want);
+        proc_result_free(&r);
+        free(src);
+        bexp_free(&e);
+}
+END_TEST
+
 START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes)
 {
         static const char *const slow[][3] = {
@@ -771,6 +849,48 @@ START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_t
 }
 END_TEST
 
+/* A Trial of an array cancelled by SIGTERM to the waiting batch is
+ * void/interrupted, and the next --slurm submits it again, retries or not. */
+START_TEST(an_interrupted_trial_of_an_array_runs_again_in_the_next_one)
+{
+        static const char *const one[][3] = {
+                { "s", "echo s >> ran; while [ ! -e go ]; do sleep 0.1; done", NULL },
+                { NULL, NULL, NULL },
+        };
+        struct bexp e;
+        bexp_new(&e, one);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--slurm", "--retries", "0", NULL };
+        _cleanup_free_ char *err_file = path_in(e.dir, "batch.err");
+        pid_t pid = spawn_argv(tb_env(NULL), argv, "/dev/null", err_file);
+        _cleanup_free_ char *ran = path_in(e.dir, "repo/ran");
+        ck_assert_msg(wait_for_file(ran, 60000), "the Trial never started");
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
+        json_object *j = result_of(&e, "s");
+        ck_assert_ptr_nonnull(j);
+        char *kind = field_of(j, "outcome"), *cause = field_of(j, "cause");
+        ck_assert_str_eq(kind, "void");
+        ck_assert_str_eq(cause, "interrupted");
+        free(kind);
+        free(cause);
+        json_object_put(j);
+        _cleanup_free_ char *go = path_in(e.dir, "repo/go");
+        write_text(go, "", 0666);
+        struct proc_result r;
+        tb_batch(&r, &e, (const char *const[]){ "--slurm", "--retries", "0", NULL });
+        ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+        j = result_of(&e, "s");
+        kind = field_of(j, "outcome");
+        ck_assert_str_eq(kind, "completed");
+        free(kind);
+        json_object_put(j);
+        _cleanup_free_ char *text = read_text(ran);
+        ck_assert_msg(text && count_lines(text) == 2, "ran: %s", text ? text : "(nothing)");
+        proc_result_free(&r);
+        bexp_free(&e);
+}
+END_TEST
+
 /* SLURM_CONF from the environment, or tests/fixtures/slurm-cluster's; true when a
  * cluster answers there. */
 static bool cluster_up(void)
@@ -795,6 +915,7 @@ int main(void)
         tcase_add_test(tc, slurm_args_split_like_a_shell_without_expanding_anything);
         tcase_add_test(tc, a_plan_becomes_one_array_with_the_largest_limits_of_its_trials);
         tcase_add_test(tc, limits_given_in_slurm_args_are_not_asked_twice);
+        tcase_add_test(tc, the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them);
         tcase_add_test(tc, a_trial_without_a_limit_keeps_the_array_from_asking_for_it);
         tcase_add_test(tc, the_job_shell_line_quotes_paths_and_flags_and_holds_no_plan_data);
         tcase_add_test(tc, slurm_args_may_not_take_over_the_array_or_the_wait);
@@ -814,6 +935,8 @@ int main(void)
                 tcase_add_test(bt, no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers);
                 tcase_add_test(bt, a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid);
                 tcase_add_test(bt, sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_the_outcomes);
+                tcase_add_test(bt, a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it);
+                tcase_add_test(bt, an_interrupted_trial_of_an_array_runs_again_in_the_next_one);
         }
         int r = run_suite(s);
         if (r == 0 && !up) {

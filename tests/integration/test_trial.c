@@ -175,7 +175,7 @@ START_TEST(a_background_child_left_by_the_session_is_gone_after_it_ends)
 }
 END_TEST
 
-START_TEST(sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal)
+START_TEST(sigterm_to_trialbox_ends_the_session_as_void_interrupted)
 {
         struct fixture f;
         char script[512], num[64];
@@ -186,9 +186,15 @@ START_TEST(sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal)
         ck_assert(host_process_with(num));
         ck_assert_int_eq(kill(pid, SIGTERM), 0);
         ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "signal", "15");
+        /* The operator's signal, not the agent's failure: void, and how
+         * the session ended is in the detail. */
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
+        assert_outcome_has(&f, "detail", "the session was then killed by signal 15 (SIGTERM)");
+        assert_outcome(&f, "signal", "null");
         assert_outcome(&f, "exit_code", "null");
+        _cleanup_free_ char *cpu = outcome_field(f.out, "usage");
+        ck_assert_msg(cpu && strcmp(cpu, "null") != 0, "a session that ran has its usage: %s", cpu);
         ck_assert(!host_process_with(num));
         fixture_free(&f);
 }
@@ -205,9 +211,112 @@ START_TEST(a_second_signal_kills_a_session_that_ignores_the_first)
         /* Still running: it ignored SIGINT. */
         ck_assert_int_eq(kill(pid, 0), 0);
         ck_assert_int_eq(kill(pid, SIGINT), 0);
-        ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "signal", "9");
+        /* Interrupted by the operator's SIGINT, however it then ended. */
+        ck_assert_int_eq(wait_status(pid), 128 + SIGINT);
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
+        assert_outcome_has(&f, "detail", "killed by signal 9 (SIGKILL)");
+        fixture_free(&f);
+}
+END_TEST
+
+/* SIGINT while bwrap is still setting up (a slow one): the session never
+ * starts after it, and the Trial is void/interrupted, not a sandbox that
+ * failed. */
+START_TEST(a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_session)
+{
+        struct fixture f;
+        fixture_new(&f);
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f, EXTRA("--", "-c", "touch RAN"));
+        _cleanup_free_ char *errp = path_in(f.dir, "stderr");
+        pid_t pid = spawn(tb_env(ENV("TRIALBOX_BWRAP=" FAKE("fault-slow-bwrap"))), argv,
+                          &(struct tb_spawn_io){ .err = errp, .out = "/dev/null" });
+        bool slow = false;
+        for (int i = 0; i < 400 && !slow; i++) {
+                slow = host_process_with(FAKE("fault-slow-bwrap"));
+                if (!slow)
+                        usleep(5000);
+        }
+        ck_assert_msg(slow, "the slow bwrap never ran");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text(errp);
+        ck_assert_msg(status == 128 + SIGINT, "status %d; stderr: %s", status, errs);
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
+        assert_outcome_has(&f, "detail", "before the session started");
+        usleep(700000); /* the slow bwrap's half second, had it gone on */
+        ck_assert_msg(!exists_in(f.repo, "RAN"), "the session ran after the signal");
+        fixture_free(&f);
+}
+END_TEST
+
+/* A signal that came before trialbox could set anything up (here: already
+ * pending when it starts) is not lost: nothing is started, the Trial is
+ * void/interrupted. */
+START_TEST(a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing_runs)
+{
+        struct fixture f;
+        fixture_new(&f);
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f, EXTRA("--", "-c", "touch RAN"));
+        _cleanup_free_ char *errp = path_in(f.dir, "stderr");
+        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .err = errp, .out = "/dev/null", .pending = SIGTERM });
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text(errp);
+        ck_assert_msg(status == 128 + SIGTERM, "status %d; stderr: %s", status, errs);
+        assert_outcome(&f, "outcome", "void");
+        assert_outcome(&f, "cause", "interrupted");
+        assert_outcome_has(&f, "detail", "SIGTERM reached trialbox before the session started");
+        ck_assert_msg(!exists_in(f.repo, "RAN"), "the session ran");
+        fixture_free(&f);
+}
+END_TEST
+
+/* --env-file: the session's own variables, from a file (a pipe works
+ * too); --dry-run shows their names, never their values; a name trialbox
+ * keeps, or a file that is not one JSON object of strings, is a usage
+ * error of one line. */
+START_TEST(env_file_variables_reach_the_session_and_dry_run_redacts_them)
+{
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *secret = marker("env-file-value");
+        _cleanup_free_ char *file = path_in(f.dir, "env.json");
+        _cleanup_free_ char *json = xasprintf("{\"TB_TEST_KEY\": \"%s\", \"GREETING\": \"hello world\"}", secret);
+        write_text(file, json, 0600);
+        struct proc_result r;
+        tb_shell(&r, &f, NULL, EXTRA("--env-file", file, "--dry-run", "--", "-c", "true"));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        assert_contains(r.out, "TB_TEST_KEY=<redacted>");
+        assert_lacks(r.out, secret);
+        assert_lacks(r.err, secret);
+        proc_result_free(&r);
+        tb_shell(&r, &f, NULL,
+                 EXTRA("--env-file", file, "--", "-c", "printf '%s|%s' \"$TB_TEST_KEY\" \"$GREETING\" > got"));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        _cleanup_free_ char *want = xasprintf("%s|hello world", secret);
+        assert_file_in(f.repo, "got", want);
+        proc_result_free(&r);
+        static const char *const bad[][2] = {
+                { "{\"HOME\": \"/tmp\"}", "'HOME' cannot be set" },
+                { "{\"LD_PRELOAD\": \"x\"}", "'LD_PRELOAD' cannot be set" },
+                { "{\"A\": 1}", "'A' must be a string" },
+                { "[\"A=1\"]", "must be an object" },
+                { "{oops", "not JSON" },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
+                write_text(file, bad[i][0], 0600);
+                fixture_next_out(&f);
+                tb_shell(&r, &f, NULL, EXTRA("--env-file", file, "--", "-c", "true"));
+                ck_assert_msg(r.status == 2, "case %zu: status %d: %s", i, r.status, r.err);
+                assert_one_line(r.err);
+                assert_contains(r.err, bad[i][1]);
+                assert_contains(r.err, "--env-file '");
+                ck_assert_msg(!exists_in(f.out, "outcome.json"), "case %zu: a Trial ran", i);
+                proc_result_free(&r);
+        }
         fixture_free(&f);
 }
 END_TEST
@@ -463,8 +572,11 @@ TB_SUITE("trial", 60)
         tcase_add_test(tc, a_bound_toolchain_is_on_the_session_path);
         tcase_add_test(tc, a_host_secret_variable_does_not_reach_the_session);
         tcase_add_test(tc, a_background_child_left_by_the_session_is_gone_after_it_ends);
-        tcase_add_test(tc, sigterm_to_trialbox_ends_the_session_as_failed_with_the_signal);
+        tcase_add_test(tc, sigterm_to_trialbox_ends_the_session_as_void_interrupted);
+        tcase_add_test(tc, env_file_variables_reach_the_session_and_dry_run_redacts_them);
         tcase_add_test(tc, a_second_signal_kills_a_session_that_ignores_the_first);
+        tcase_add_test(tc, a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_session);
+        tcase_add_test(tc, a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing_runs);
         tcase_add_test(tc, no_bwrap_is_void_sandbox_unavailable);
         tcase_add_test(tc, a_bwrap_that_refuses_is_void_with_its_own_message);
         tcase_add_test(tc, a_commit_inside_a_worktree_trial_succeeds);

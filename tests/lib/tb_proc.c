@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,17 @@ static int redirect(int target, const char *file, int fd, int tty_fd)
 static int child_setup(const struct tb_spawn_io *io)
 {
         if (io->own_group && setpgid(0, 0) < 0)
+                return -1;
+        if (io->background && (signal(SIGINT, SIG_IGN) == SIG_ERR || signal(SIGQUIT, SIG_IGN) == SIG_ERR))
+                return -1;
+        int block[] = { io->blocked, io->pending };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(block); i++) {
+                sigset_t set;
+                sigemptyset(&set);
+                if (block[i] > 0 && (sigaddset(&set, block[i]) < 0 || sigprocmask(SIG_BLOCK, &set, NULL) < 0))
+                        return -1;
+        }
+        if (io->pending > 0 && raise(io->pending) != 0) /* blocked: it stays pending across the exec */
                 return -1;
         if (io->tty && setsid() < 0)
                 return -1;

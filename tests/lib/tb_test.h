@@ -96,7 +96,7 @@ char *read_all(const char *path, size_t *len, bool follow_links);
  * with {"id": also gets "root_session": true, as root's Trials of root-owned
  * test repositories need (the suite runs again as nobody for the other path). */
 void write_plan(const char *path, const char *text);
-/* The line of a batch's results.jsonl whose "id" is `id`, parsed (json-c;
+/* The line of a batch's PLAN.results.jsonl whose "id" is `id`, parsed (json-c;
  * json_object_put it), or NULL when there is none. */
 struct json_object *results_line(const char *results_path, const char *id);
 /* Member `key` of the JSON object `j` (may be JSON null: NULL). (asserts it is there) */
@@ -139,6 +139,9 @@ struct tb_spawn_io {
         int keep_fd;           /* > 0: passed on as fd 9 */
         bool close_fds;        /* no other fd above 2 is passed on */
         bool own_group;        /* in a process group of its own (as a shell job) */
+        bool background;       /* SIGINT and SIGQUIT ignored, as a script's `&` leaves them */
+        int blocked;           /* > 0: this signal blocked when it starts */
+        int pending;           /* > 0: this signal blocked and already pending when it starts */
 };
 
 /* Start argv (argv[0] a path) with `env` ("NAME=value" to set, "NAME" alone
@@ -225,7 +228,7 @@ void tb_shell(struct proc_result *r, const struct fixture *f, char *const env[],
  * if it never does). Returns trialbox's pid. (asserts) */
 pid_t tb_shell_start(const struct fixture *f, const char *const extra[], const char *ready, bool own_group);
 /* Run `trialbox ARGS...` (NULL-terminated) with tb_env(env), and wait; as
- * root, a `run` also gets --root-session, as tb_argv gives it. */
+ * root, a `run` or a `grade` also gets --root-session, as tb_argv gives it. */
 void tb_command(struct proc_result *r, char *const env[], const char *const args[]);
 
 #define EXTRA(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -236,6 +239,21 @@ char *marker(const char *what);
 
 /* A field of OUTPUT/outcome.json as a string ("null" for JSON null); malloc'd, or NULL. */
 char *outcome_field(const char *output_dir, const char *field);
+/* The same of DIR/NAME (grade.json). */
+char *record_field(const char *dir, const char *name, const char *field);
+/* Assert that DIR/NAME's `field` reads `want`. */
+#define assert_record(dir, name, field, want)                                                               \
+        do {                                                                                                \
+                char *v_ = record_field((dir), (name), (field));                                            \
+                ck_assert_msg(v_ != NULL, "%s/%s has no '%s'", (dir), (name), (field));                     \
+                ck_assert_msg(strcmp(v_, (want)) == 0, "%s %s is '%s', not '%s'", (name), (field), v_, (want)); \
+                free(v_);                                                                                   \
+        } while (0)
+/* A listing of the tree at `dir` that changes when anything in it does:
+ * each entry's type, mode, owner, size, modification and change times,
+ * inode, path and link target, then each regular file's SHA-256; malloc'd.
+ * (asserts) */
+char *tree_manifest(const char *dir);
 
 /* ---- the stand-in model server (tb_model.c) ----
  * tests/fakes/model-server.py: stdlib Python on 127.0.0.1, answering the

@@ -170,6 +170,18 @@ static const struct {
           OUTCOME_FAILED, CAUSE_TIMEOUT, 124, "5s limit" },
         { "never started", { .started = false, .void_cause = CAUSE_SESSION_UNAVAILABLE, .detail = "no login" },
           OUTCOME_VOID, CAUSE_SESSION_UNAVAILABLE, TB_EXIT_VOID, "no login" },
+        { "the operator's SIGINT, then exit 1 (as Claude Code does): void, interrupted, 130",
+          { .started = true, .exit_code = 1, .interrupted = 2 }, OUTCOME_VOID, CAUSE_INTERRUPTED, 130,
+          "the operator's SIGINT reached trialbox, which forwarded it to the session; the session then exited with "
+          "status 1: no fault of the agent" },
+        { "the operator's SIGTERM, the session killed by it: void, interrupted, 143",
+          { .started = true, .signal = 15, .interrupted = 15 }, OUTCOME_VOID, CAUSE_INTERRUPTED, 143,
+          "the session was then killed by signal 15 (SIGTERM)" },
+        { "the operator's SIGHUP, exit 0: still void, interrupted, 129",
+          { .started = true, .interrupted = 1 }, OUTCOME_VOID, CAUSE_INTERRUPTED, 129, "SIGHUP" },
+        { "the operator's SIGINT before the start: void, interrupted, 130",
+          { .started = false, .void_cause = CAUSE_INTERRUPTED, .interrupted = 2, .detail = "it was never started" },
+          OUTCOME_VOID, CAUSE_INTERRUPTED, 130, "SIGINT reached trialbox before the session started (it was never started)" },
 };
 
 START_TEST(each_way_a_session_ends_maps_to_its_kind_cause_status_and_detail)

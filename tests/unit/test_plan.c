@@ -38,7 +38,7 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         ck_assert_uint_eq(t->slots, 2);         /* ceil(1.5) */
         ck_assert_ptr_null(t->user);
         struct strv args = { 0 };
-        plan_trial_run_args(t, t->repo, &args);
+        plan_trial_run_args(t, t->repo, NULL, &args);
         char *line = strv_joined(&args, "", "");
         char *want;
         if (asprintf(&want,
@@ -57,6 +57,122 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         plan_done(&plan);
         free(want_out);
         free(path);
+        free(repo);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+/* `env`, `kill_after` and `harness_endpoints`: what reaches `run`, and the
+ * values never in its argv (they go through --env-file, the batch's pipe). */
+START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its_argv)
+{
+        char *dir = tmpdir_new();
+        char *repo = path_in(dir, "repo");
+        mkdir_p(repo, 0755);
+        char *path = plan_in(dir, "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\","
+                                  "\"timeout\":\"1m\",\"kill_after\":0,\"harness_endpoints\":false,"
+                                  "\"env\":{\"API_KEY\":\"s3cret-value\",\"MODE\":\"fast\"}}\n"
+                                  "{\"id\":\"u\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"p\","
+                                  "\"harness_endpoints\":true}\n");
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        struct strv args = { 0 };
+        plan_trial_run_args(&plan.v[0], plan.v[0].repo, "/dev/fd/3", &args);
+        char *line = strv_joined(&args, "", "");
+        assert_contains(line, "--env-file /dev/fd/3");
+        assert_contains(line, "--timeout 1m");
+        assert_contains(line, "--kill-after 0");
+        assert_contains(line, "--no-harness-endpoints");
+        assert_lacks(line, "s3cret");
+        assert_lacks(line, "API_KEY");
+        ck_assert_uint_eq(plan.v[0].env.n, 2);
+        free(line);
+        strv_done(&args);
+        plan_trial_run_args(&plan.v[1], plan.v[1].repo, "/dev/fd/3", &args);
+        line = strv_joined(&args, "", "");
+        assert_lacks(line, "--no-harness-endpoints");
+        assert_lacks(line, "--env-file");
+        free(line);
+        strv_done(&args);
+        plan_done(&plan);
+        free(path);
+        static const struct {
+                const char *fields, *says;
+        } bad[] = {
+                { "\"env\":{\"HOME\":\"/x\"}", "field 'env': 'HOME' cannot be set: trialbox sets it" },
+                { "\"env\":{\"PATH\":\"/x\"}", "field 'env': 'PATH' cannot be set" },
+                { "\"env\":{\"TRIALBOX_DEADLINE\":\"1\"}", "'TRIALBOX_DEADLINE' cannot be set: TRIALBOX_* are" },
+                { "\"env\":{\"https_proxy\":\"x\"}", "'https_proxy' cannot be set" },
+                { "\"env\":{\"LD_PRELOAD\":\"/x.so\"}", "'LD_PRELOAD' cannot be set: LD_*" },
+                { "\"env\":{\"1X\":\"a\"}", "'1X' is not a variable name" },
+                { "\"env\":{\"A-B\":\"a\"}", "'A-B' is not a variable name" },
+                { "\"env\":{\"N\":3}", "field 'env': 'N' must be a string" },
+                { "\"env\":[\"A=b\"]", "field 'env': must be an object" },
+                { "\"kill_after\":\"5s\"", "field 'kill_after': needs 'timeout'" },
+                { "\"timeout\":5,\"kill_after\":\"soon\"", "field 'kill_after':" },
+                { "\"harness_endpoints\":\"no\"", "field 'harness_endpoints': must be true or false" },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
+                _cleanup_free_ char *text = xasprintf("{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\","
+                                                      "\"output_dir\":\"o\",%s}\n", bad[i].fields);
+                path = plan_in(dir, text);
+                struct tb_error e = { 0 };
+                ck_assert_int_eq(plan_load(path, &plan, &e), -EINVAL);
+                ck_assert_msg(strstr(e.msg, bad[i].says), "case %zu: '%s'", i, e.msg);
+                ck_assert_msg(!strstr(e.msg, "/x"), "case %zu: a value is shown: %s", i, e.msg);
+                free(path);
+        }
+        free(repo);
+        tmpdir_remove(dir);
+        free(dir);
+}
+END_TEST
+
+/* A line's fingerprint: what it runs, whatever the order of its keys, its
+ * spacing, its id, output folder or nulls; another value of any other
+ * field (env included, nested keys in any order) changes it. */
+START_TEST(a_lines_fingerprint_is_what_it_runs)
+{
+        char *dir = tmpdir_new();
+        char *repo = path_in(dir, "repo");
+        mkdir_p(repo, 0755);
+        static const char *const base =
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"}}\n";
+        static const char *const same[] = {
+                "{ \"output_dir\" : \"elsewhere\", \"env\":{\"B\":\"2\",\"A\":\"1\"}, \"args\":[\"-c\",\"x\"], "
+                "\"repo\":\"repo\", \"harness\":\"shell\", \"id\":\"other\", \"user\": null }\n",
+        };
+        static const char *const other[] = {
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"y\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"}}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"3\"}}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"},\"harness_bin\":\"sh\"}\n",
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\",\"args\":[\"-c\",\"x\"],"
+                "\"env\":{\"A\":\"1\",\"B\":\"2\"},\"timeout\":60}\n",
+        };
+        struct plan plan;
+        struct tb_error err = { 0 };
+        char *path = plan_in(dir, base);
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        char want[SHA256_HEX_LEN + 1];
+        memcpy(want, plan.v[0].fingerprint, sizeof want);
+        ck_assert_uint_eq(strlen(want), 64);
+        plan_done(&plan);
+        free(path);
+        for (size_t i = 0; i < TB_ARRAY_SIZE(same) + TB_ARRAY_SIZE(other); i++) {
+                bool is_same = i < TB_ARRAY_SIZE(same);
+                path = plan_in(dir, is_same ? same[i] : other[i - TB_ARRAY_SIZE(same)]);
+                ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+                ck_assert_msg((strcmp(plan.v[0].fingerprint, want) == 0) == is_same, "case %zu: fingerprint %s", i,
+                              is_same ? "changed" : "did not change");
+                plan_done(&plan);
+                free(path);
+        }
         free(repo);
         tmpdir_remove(dir);
         free(dir);
@@ -160,6 +276,8 @@ TB_SUITE("plan", 0)
 {
         tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
         tcase_add_test(tc, repo_from_takes_an_optional_revision);
+        tcase_add_test(tc, env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its_argv);
+        tcase_add_test(tc, a_lines_fingerprint_is_what_it_runs);
         tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
         tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
         tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);

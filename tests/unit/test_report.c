@@ -147,7 +147,7 @@ static void report_on(struct run *r, const char *results, const char *by, const 
                       enum report_format format)
 {
         *r = (struct run){ .dir = tmpdir_new() };
-        char *rpath = path_in(r->dir, "results.jsonl"), *ppath = path_in(r->dir, "prices.json");
+        char *rpath = path_in(r->dir, "plan.results.jsonl"), *ppath = path_in(r->dir, "prices.json");
         write_text(rpath, results, 0644);
         if (prices)
                 write_text(ppath, prices, 0644);
@@ -561,7 +561,7 @@ END_TEST
 /* The real command: one line on stderr, exit 2, nothing on stdout. */
 START_TEST(the_command_says_one_line_and_exits_2_on_bad_input)
 {
-        char *dir = tmpdir_new(), *results = path_in(dir, "results.jsonl"), *prices = path_in(dir, "p.json");
+        char *dir = tmpdir_new(), *results = path_in(dir, "plan.results.jsonl"), *prices = path_in(dir, "p.json");
         write_text(results, "{\"arm\":\"A\"}\n{oops\n", 0644);
         write_text(prices, "{\"gpt-5\": {\"input\": 1, \"output\": \"ten\"}}", 0644);
         char *const argvs[][8] = {

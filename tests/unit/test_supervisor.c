@@ -76,9 +76,32 @@ static const struct result_case cases[] = {
         { "bwrap exited after the session started with no exit-code: its status",
           { RAN, .exit_code = -1, .wait_status = W_EXITCODE(1, 0), .bwrap_msg = "bwrap: execvp x: No such file" },
           true, CAUSE_NONE, 1, 0, NULL },
-        { "killed by trialbox before the child pid: void, how bwrap ended",
-          { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(0, SIGKILL), .forwarded = SIGTERM, .killed = true },
+        { "killed by trialbox before the child pid, the operator's SIGTERM: void, interrupted, how bwrap ended",
+          { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(0, SIGKILL), .forwarded = SIGTERM, .interrupted = SIGTERM,
+            .killed = true },
+          false, CAUSE_INTERRUPTED, 0, 0, "bwrap was killed by signal 9 before the session started" },
+        { "killed by trialbox before the child pid, past the deadline: void, sandbox unavailable",
+          { BWRAP, .exit_code = -1, .wait_status = W_EXITCODE(0, SIGKILL), .forwarded = SIGTERM, .killed = true,
+            .timed_out = true },
           false, CAUSE_SANDBOX_UNAVAILABLE, 0, 0, "bwrap was killed by signal 9 before the session started" },
+        /* The operator's signal: the Trial is interrupted, whatever the session did. */
+        { "the operator's SIGINT, then exit 1: started, exit code 1, interrupted",
+          { RAN, .exit_code = 1, .forwarded = SIGINT, .interrupted = SIGINT }, true, CAUSE_NONE, 1, 0, NULL },
+        { "the operator's SIGTERM, the session ended on it: started, signal 15, interrupted",
+          { RAN, .exit_code = 128 + SIGTERM, .forwarded = SIGTERM, .interrupted = SIGTERM },
+          true, CAUSE_NONE, 0, SIGTERM, NULL },
+        { "unsandboxed, the operator's SIGHUP, exit 0: started, interrupted",
+          { DIRECT, .exit_code = -1, .wait_status = W_EXITCODE(0, 0), .forwarded = SIGHUP, .interrupted = SIGHUP },
+          true, CAUSE_NONE, 0, 0, NULL },
+        { "the operator's SIGINT pending before anything was started: void, interrupted",
+          { BWRAP, .exit_code = -1, .forwarded = SIGINT, .interrupted = SIGINT, .before_start = true },
+          false, CAUSE_INTERRUPTED, 0, 0, "it was never started" },
+        { "unsandboxed, the same: void, interrupted",
+          { DIRECT, .exit_code = -1, .forwarded = SIGINT, .interrupted = SIGINT, .before_start = true },
+          false, CAUSE_INTERRUPTED, 0, 0, "it was never started" },
+        { "past the deadline, then the operator's SIGINT: timed out, not interrupted",
+          { RAN, .exit_code = 128 + SIGTERM, .timed_out = true, .forwarded = SIGINT, .timeout_ms = 1000 },
+          true, CAUSE_NONE, 143, 0, NULL },
         { "a setup that failed after the child pid: void with bwrap's message",
           { BWRAP, .child_pid = 42, .exit_code = -1, .wait_status = W_EXITCODE(1, 0),
             .bwrap_msg = "bwrap: Can't find source path /x: No such file or directory" },
@@ -138,6 +161,8 @@ START_TEST(what_was_seen_maps_to_one_session_result)
         ck_assert_msg(res.exit_code == c->exit_code, "%s: exit_code is %d", c->name, res.exit_code);
         ck_assert_msg(res.signal == c->signal, "%s: signal is %d", c->name, res.signal);
         ck_assert_msg(res.void_cause == c->void_cause, "%s: void_cause is %d", c->name, (int)res.void_cause);
+        /* The operator's signal passes into the result, started or not. */
+        ck_assert_msg(res.interrupted == c->seen.interrupted, "%s: interrupted is %d", c->name, res.interrupted);
         ck_assert_msg(strcmp(res.detail, c->detail ? c->detail : "") == 0, "%s: detail is '%s'", c->name,
                       res.detail);
         /* The limits' part passes through for a session that started, and

@@ -11,6 +11,7 @@
 
 #include "base/env.h"
 #include "tb_test.h"
+#include "base/sha256.h"
 #include "base/util.h"
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
@@ -94,6 +95,50 @@ START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos
 }
 END_TEST
 
+/* A path's folder, whatever the path: a name without a folder is in ".",
+ * never in "/" (a plan named "plan.jsonl" keeps its files beside it). */
+START_TEST(path_dirname_gives_the_folder_of_absolute_relative_and_bare_names)
+{
+        static const char *const cases[][2] = {
+                { "/a/b", "/a" },       { "/a", "/" },    { "/", "/" },          { "/a/b/", "/a" },
+                { "//a", "/" },         { "/a//b", "/a" }, { "plan.jsonl", "." }, { "plan.jsonl/", "." },
+                { "exp/plan.jsonl", "exp" }, { "a/b/c", "a/b" }, { "./p", "." },   { "", "." },
+        };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                _cleanup_free_ char *d = path_dirname(cases[i][0]);
+                ck_assert_msg(strcmp(d, cases[i][1]) == 0, "path_dirname('%s') is '%s', not '%s'", cases[i][0], d,
+                              cases[i][1]);
+        }
+}
+END_TEST
+
+/* SHA-256 against FIPS 180-4's examples, and across its block edges. */
+START_TEST(sha256_gives_the_standard_digests)
+{
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+                { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+                { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+                { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+                { "The quick brown fox jumps over the lazy dog",
+                  "d7a8fbb307d7809469ca9abcb0082e4f8d5651e46d3cdb762d02d0bf37c9e592" },
+        };
+        char hex[SHA256_HEX_LEN + 1];
+        for (size_t i = 0; i < TB_ARRAY_SIZE(cases); i++) {
+                sha256_hex(cases[i].in, strlen(cases[i].in), hex);
+                ck_assert_msg(strcmp(hex, cases[i].want) == 0, "sha256('%s') is %s", cases[i].in, hex);
+        }
+        /* A million 'a's: many blocks. */
+        char *a = xmalloc(1000000);
+        memset(a, 'a', 1000000);
+        sha256_hex(a, 1000000, hex);
+        ck_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+        free(a);
+}
+END_TEST
+
 START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
 {
         int *v = NULL;
@@ -149,5 +194,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
+        tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
+        tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
 }

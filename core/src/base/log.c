@@ -2,11 +2,37 @@
 #include "base/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/sink.h"
 #include "base/str.h"
 
 static int log_verbosity = 1;
+
+/* stderr as the logger writes it: a reader that stopped never blocks
+ * trialbox (base/sink.h); what it has not taken is given a second at exit. */
+static struct sink log_sink;
+static bool log_sink_ready;
+
+static void log_sink_drain(void)
+{
+        sink_drain(&log_sink, 1000);
+        sink_done(&log_sink);
+}
+
+static void log_write(const char *line)
+{
+        if (!log_sink_ready) {
+                fflush(stderr);
+                sink_init(&log_sink, STDERR_FILENO, 256u << 10);
+                log_sink_ready = true;
+                atexit(log_sink_drain);
+        }
+        sink_write(&log_sink, line, strlen(line));
+}
 
 void log_set_verbosity(int verbosity) { log_verbosity = verbosity; }
 int log_get_verbosity(void) { return log_verbosity; }
@@ -22,7 +48,10 @@ static void vlog(int level, const char *who, const char *tag, const char *fmt, v
         if (vasprintf(&msg, fmt, ap) < 0)
                 return;
         _cleanup_free_ char *shown = str_escape(msg);
-        fprintf(stderr, LOG_PREFIX "%s%s%s%s\n", who ? who : "", who ? ": " : "", tag, shown);
+        _cleanup_free_ char *line = NULL;
+        if (asprintf(&line, LOG_PREFIX "%s%s%s%s\n", who ? who : "", who ? ": " : "", tag, shown) < 0)
+                return;
+        log_write(line);
 }
 
 void log_fullv(int level, const char *who, const char *fmt, va_list ap)

@@ -5,7 +5,11 @@
  *
  * Every message is passed through str_escape() whole, so user input quoted in
  * it (paths, arguments, a plugin's text) sends the terminal no control
- * character or escape sequence. */
+ * character or escape sequence.
+ *
+ * A reader of stderr that stops reading never blocks trialbox (base/sink.h):
+ * what it has not taken is held (256 KiB), the rest dropped, and at exit it
+ * gets a second without progress before the rest is dropped. */
 #ifndef TB_LOG_H
 #define TB_LOG_H
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/cleanup.h"
 
 bool path_is_under(const char *path, const char *dir)
 {
@@ -49,10 +50,16 @@ char *find_on_path(const char *prog, const char *path_env)
 
 char *path_dirname(const char *path)
 {
-        const char *slash = strrchr(path, '/');
-        if (!slash || slash == path)
-                return xstrdup("/");
-        return strndup(path, (size_t)(slash - path));
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/') /* "a/b/" is "a/b" */
+                n--;
+        while (n > 0 && path[n - 1] != '/')
+                n--;
+        if (n == 0) /* a bare name: the working folder's */
+                return xstrdup(".");
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        return xasprintf("%.*s", (int)n, path);
 }
 
 int mkdir_p(const char *path, mode_t mode)
@@ -76,4 +83,30 @@ int mkdir_p(const char *path, mode_t mode)
                 r = -errno;
         free(copy);
         return r;
+}
+
+char *path_clean(const char *base, const char *p)
+{
+        _cleanup_free_ char *joined = p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", base, p);
+        char *out = xmalloc(strlen(joined) + 2);
+        size_t n = 0;
+        for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                        continue;
+                }
+                out[n++] = '/';
+                size_t l = strlen(c);
+                memcpy(out + n, c, l);
+                n += l;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = '\0';
+        return out;
 }

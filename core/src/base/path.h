@@ -8,7 +8,10 @@
 /* Is `path` equal to `dir` or inside it? Both must be absolute and clean. */
 bool path_is_under(const char *path, const char *dir);
 
-/* The parent folder of an absolute path, malloc'd ("/" for "/x"). */
+/* The folder `path` is in, as dirname(1) says, malloc'd: "/a" for "/a/b"
+ * and "/a/b/", "/" for "/x" and "/", "a" for "a/b", and "." for a name
+ * without a folder ("plan.jsonl"): a relative path stays relative, to the
+ * working folder. */
 char *path_dirname(const char *path);
 
 /* Look `prog` up on `path_env` (a PATH value), or take it as a path when it
@@ -21,5 +24,10 @@ char *find_on_path(const char *prog, const char *path_env);
 
 /* mkdir -p with `mode` for the folders it makes. 0 or negative errno. */
 int mkdir_p(const char *path, mode_t mode);
+
+/* `p` made absolute against the absolute folder `base` (when relative) and
+ * lexically clean: no "//", ".", ".." (taken lexically: links are not
+ * resolved) or trailing '/'. malloc'd. */
+char *path_clean(const char *base, const char *p);
 
 #endif

@@ -22,7 +22,8 @@
  *  - the keeper's bwrap child (sandbox/keeper.c) switches to the session's
  *    user and sets a parent-death signal between fork and exec, in a
  *    process that must not allocate or unwind (it is the sandbox's reaper).
- * Both reset the dispositions with spawn_reset_signals() all the same. */
+ * Both reset the dispositions with spawn_reset_signals() all the same, and
+ * the session each starts gets an empty mask, whatever trialbox's own. */
 #ifndef TB_SPAWN_H
 #define TB_SPAWN_H
 

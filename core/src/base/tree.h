@@ -90,4 +90,23 @@ int tree_remove_at(int dirfd, const char *name);
 int tree_copy_at(int from_dirfd, const char *from, int to_dirfd, const char *to, size_t max_depth,
                  size_t *skipped);
 
+/* What tree_clone_at() made. */
+struct tree_clone_stats {
+        size_t files, dirs, links;
+        size_t reflinked; /* files whose blocks are shared with the source (FICLONE), not copied */
+        size_t skipped;   /* FIFOs, sockets, devices, and folders the caller cannot read (made empty) */
+        long long bytes;  /* of the regular files */
+};
+
+/* A faithful copy of the folder `from` in `from_dirfd` as the new folder
+ * `to` in `to_dirfd` (tree_clone.c): folders, regular files and links (as
+ * links), with their permission bits (setuid and setgid dropped), their
+ * access and modification times, and, when the caller may (root), their
+ * owners. A file's blocks are shared with the source where the filesystem
+ * can (ioctl FICLONE: btrfs, XFS), else copied (copy_file_range). Nothing
+ * of the source is changed, not even a mode: a folder the caller cannot
+ * read is made empty and counted as skipped, and so are FIFOs, sockets and
+ * devices. `st` (may be NULL) is filled. 0 or a negative errno. */
+int tree_clone_at(int from_dirfd, const char *from, int to_dirfd, const char *to, struct tree_clone_stats *st);
+
 #endif

@@ -14,7 +14,7 @@
 
 struct batch_args {
         long jobs, retries, index;
-        bool jobs_given, json, slurm, no_wait;
+        bool jobs_given, json, slurm, no_wait, grade_only, check, rerun_changed;
         const char *slurm_args;
         int v, q, verbosity;
 };
@@ -68,6 +68,15 @@ static const struct cli_option batch_options[] = {
         { .kind = CLI_FLAG, .name = "no-wait", .offset = offsetof(struct batch_args, no_wait),
           .help = "return once the array is submitted; 'trialbox batch PLAN'\n"
                   "gathers later (with --slurm)" },
+        { .kind = CLI_FLAG, .name = "grade-only", .offset = offsetof(struct batch_args, grade_only),
+          .help = "run no Trial: grade again every Trial that ran (the plan's\n"
+                  "graders), and write PLAN.results.jsonl" },
+        { .kind = CLI_FLAG, .name = "check", .offset = offsetof(struct batch_args, check),
+          .help = "check every line (its Harness, binary, repo_from revision,\n"
+                  "login or key) and run nothing" },
+        { .kind = CLI_FLAG, .name = "rerun-changed", .offset = offsetof(struct batch_args, rerun_changed),
+          .help = "run again a finished Trial whose plan line or Harness binary\n"
+                  "changed since it ran (without it: said, exit 2)" },
         { .kind = CLI_FLAG, .name = "json", .offset = offsetof(struct batch_args, json),
           .help = "print the summary as JSON" },
         { .kind = CLI_COUNT, .name = "verbose", .short_name = 'v', .offset = offsetof(struct batch_args, v),
@@ -79,20 +88,21 @@ static const struct cli_option batch_options[] = {
 
 static const struct cli_status batch_statuses[] = {
         { "0", "every Trial completed or failed (--no-wait: the array was submitted)" },
-        { "1", "some Trial stayed void" },
-        { "2", "a usage error or a bad plan: nothing run" },
+        { "1", "some Trial, or some Trial's grade, stayed void" },
+        { "2", "a usage error, a bad plan, a line that cannot run, or a changed finished Trial: nothing run" },
         { "126", "the batch itself failed" },
         { "128+N", "interrupted by signal N" },
 };
 
 const struct cli_usage cmd_batch_usage = {
         .synopsis = "trialbox batch PLAN [--jobs N] [--retries K] [--index I] "
-                    "[--slurm [--slurm-args ARGS] [--no-wait]] [--json] [-v|-q]",
+                    "[--slurm [--slurm-args ARGS] [--no-wait]] [--grade-only] [--check] [--rerun-changed] "
+                    "[--json] [-v|-q]",
         .description = "Runs every Trial of PLAN (JSON Lines, one Trial per line) as a 'trialbox run',\n"
                        "up to --jobs at once, void ones again up to --retries times; writes\n"
-                       "results.jsonl beside PLAN and prints the summary. Run the same command again\n"
-                       "to resume. With --slurm, the plan's folders and trialbox must be at the same\n"
-                       "paths on every node.\n",
+                       "PLAN.results.jsonl beside PLAN (plan.jsonl: plan.results.jsonl) and prints the\n"
+                       "summary. Run the same command again to resume. With --slurm, the plan's\n"
+                       "folders and trialbox must be at the same paths on every node.\n",
         .options = batch_options,
         .n_options = TB_ARRAY_SIZE(batch_options),
         .statuses = batch_statuses,
@@ -104,9 +114,15 @@ static int check_batch_args(const struct cli_command *cmd, struct batch_args *a,
 {
         if (!a->slurm && (a->slurm_args || a->no_wait))
                 return cli_usage_error(cmd->name, "--slurm-args and --no-wait go with --slurm");
+        if (a->slurm && a->grade_only)
+                return cli_usage_error(cmd->name, "--grade-only grades on this machine; it does not go with --slurm");
         if (a->slurm && a->index >= 0)
                 return cli_usage_error(cmd->name,
                                        "--index runs one Trial on this machine; it does not go with --slurm");
+        if (a->grade_only && a->rerun_changed)
+                return cli_usage_error(cmd->name, "--grade-only runs no Trial; it does not go with --rerun-changed");
+        if (a->check && (a->slurm || a->index >= 0 || a->rerun_changed || a->grade_only))
+                return cli_usage_error(cmd->name, "--check runs nothing; it goes with no other batch option");
         if (cli_verbosity(cmd, a->v, a->q, &a->verbosity) != 0)
                 return TB_EXIT_USAGE;
         if (n_args != 1)
@@ -148,10 +164,14 @@ int cmd_batch(const struct cli_command *self, const struct tb_env *env, int argc
                 .backoff_ms = backoff_ms,
                 .environ = env->environ,
                 .plugin_path = env->plugin_path,
+                .env = env,
+                .check = a.check,
+                .rerun_changed = a.rerun_changed,
                 .slurm = a.slurm,
                 .slurm_args = a.slurm_args,
                 .no_wait = a.no_wait,
                 .slurm_max_running = a.slurm && a.jobs_given ? (unsigned)a.jobs : 0,
+                .grade_only = a.grade_only,
         };
         return batch_run(&opt);
 }

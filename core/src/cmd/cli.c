@@ -17,7 +17,10 @@
 
 const struct cli_command cli_commands[] = {
         { "run", cmd_run, "run one Trial: a Harness's session in the sandbox", &cmd_run_usage },
+        { "plan", cmd_plan, "expand an Experiment (arms × tasks × repetitions) into a plan", &cmd_plan_usage },
         { "batch", cmd_batch, "run a plan of Trials, here or as a Slurm job array; resumable", &cmd_batch_usage },
+        { "grade", cmd_grade, "grade a Trial that ran: a grader in its own sandbox, on a throwaway layer",
+          &cmd_grade_usage },
         { "report", cmd_report, "print the Experiment's answer from a batch's results", &cmd_report_usage },
         { "harnesses", cmd_harnesses, "list the Harnesses' plugins and whether each is ready", &cmd_harnesses_usage },
         { "check", cmd_check, "can a Trial start here? bwrap, namespaces, limits, logins; the fix", &cmd_check_usage },

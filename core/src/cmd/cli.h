@@ -26,13 +26,15 @@ void cli_print_usage(FILE *out);
 
 /* The commands' handlers and usages (run.c, batch.c, ...); the table joins them. */
 int cmd_run(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
+int cmd_plan(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
+int cmd_grade(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_batch(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_report(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_harnesses(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_check(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_credentials(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
 int cmd_help(const struct cli_command *self, const struct tb_env *env, int argc, char **argv);
-extern const struct cli_usage cmd_run_usage, cmd_batch_usage, cmd_report_usage, cmd_harnesses_usage,
+extern const struct cli_usage cmd_run_usage, cmd_plan_usage, cmd_grade_usage, cmd_batch_usage, cmd_report_usage, cmd_harnesses_usage,
         cmd_check_usage, cmd_credentials_usage, cmd_help_usage;
 
 /* Parse `run`'s arguments (argv[0] is "run") into `out` (pointing into argv).

@@ -43,11 +43,11 @@ static const struct cli_status report_statuses[] = {
 
 const struct cli_usage cmd_report_usage = {
         .synopsis = "trialbox report RESULTS [--by KEYS] [--prices FILE] [--html FILE] [--json|--csv]",
-        .description = "Prints the answer of a batch's results.jsonl per group of Trials: the Trials\n"
-                       "by outcome, the causes of voids and failures, durations, CPU time, peak memory;\n"
-                       "when they were graded, the pass rate with its Wilson 95% interval, the mean\n"
-                       "score, pass@k and, by arm, each arm's paired difference against the first;\n"
-                       "tokens and cost.\n",
+        .description = "Prints the answer of a batch's results (PLAN.results.jsonl) per group of\n"
+                       "Trials: the Trials by outcome, the causes of voids and failures, durations,\n"
+                       "CPU time, peak memory; when they were graded, the pass rate with its Wilson\n"
+                       "95% interval, the mean score, pass@k and, by arm, each arm's paired difference\n"
+                       "against the first; tokens and cost.\n",
         .options = report_options,
         .n_options = TB_ARRAY_SIZE(report_options),
         .statuses = report_statuses,
@@ -63,7 +63,7 @@ int cmd_report(const struct cli_command *self, const struct tb_env *env, int arg
         if (r != 0)
                 return r == CLI_HELP_SHOWN ? 0 : r;
         if (argc - first != 1)
-                return cli_usage_error(self->name, "report needs one RESULTS file (a batch's results.jsonl)");
+                return cli_usage_error(self->name, "report needs one RESULTS file (a batch's PLAN.results.jsonl)");
         a.results = argv[first];
         r = report_run(&a, stdout, &err);
         return r != 0 ? cli_fail(r, "%s", err.msg) : 0;

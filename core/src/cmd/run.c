@@ -73,6 +73,12 @@ static const struct cli_option run_options[] = {
           .help = "also allow host[:port], *.domain[:port], an IP or [IPv6];\n"
                   "a host loopback port by name: 127.0.0.1:8000, localhost:8000\n"
                   "(repeatable; implies --network allow)" },
+        { .kind = CLI_FLAG, .name = "no-harness-endpoints", .offset = OPT(no_harness_endpoints),
+          .help = "under allow, not the Harness's own endpoints: only --allow-host\n"
+                  "(implies --network allow)" },
+        STRING_ONCE("env-file", "FILE", env_file,
+                    "the session's own variables: one JSON object {\"NAME\": \"value\"}\n"
+                    "(not HOME, PATH, TRIALBOX_*, ...; values redacted by --dry-run)"),
         { .kind = CLI_FLAG, .name = "json", .offset = OPT(json),
           .help = "print the Outcome as one JSON line on stdout at the end" },
         STRING_ONCE("user", "NAME|UID", user, "as root: run the session (and bwrap) as this user, who must\n"
@@ -102,6 +108,7 @@ static const struct cli_status run_statuses[] = {
         { "123", "the session ran, but its repository's .git was quarantined" },
         { "124", "the session ran past --timeout (failed/timeout)" },
         { "125", "the Trial is void: outcome.json says why" },
+        { "128+N", "the operator's signal N (SIGINT, SIGTERM, SIGHUP) stopped it (void/interrupted)" },
         { "126", "trialbox itself failed, or the repository guard could not finish" },
         { "2", "a usage error: nothing run, nothing written" },
 };
@@ -109,7 +116,8 @@ static const struct cli_status run_statuses[] = {
 const struct cli_usage cmd_run_usage = {
         .synopsis = "trialbox run --harness NAME --repo DIR --output-dir DIR [--harness-bin PATH] [--skills DIR] "
                     "[--credentials FILE] [--no-sandbox] [--dry-run] [--network host|none|allow] "
-                    "[--allow-host PATTERN]... [--json] [-v|-q] [--timeout DURATION [--kill-after DURATION]] "
+                    "[--allow-host PATTERN]... [--no-harness-endpoints] [--env-file FILE] [--json] [-v|-q] "
+                    "[--timeout DURATION [--kill-after DURATION]] "
                     "[--memory SIZE] [--pids N] [--cpus N] [--user NAME|UID | --root-session] "
                     "[--keep-control-files] -- "
                     "[SESSION ARGS...]",
@@ -123,15 +131,18 @@ const struct cli_usage cmd_run_usage = {
         .n_statuses = TB_ARRAY_SIZE(run_statuses),
 };
 
-/* --network and --allow-host: --allow-host alone implies allow; with host
- * or none it is a usage error. Each pattern is checked here. */
+/* --network, --allow-host and --no-harness-endpoints: the last two alone
+ * imply allow; with host or none they are a usage error. Each pattern is
+ * checked here. */
 static int check_network(const struct cli_command *cmd, struct trial_options *opt, const char *network)
 {
-        opt->network = opt->n_allow_hosts ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_DEFAULT;
+        bool allow_only = opt->n_allow_hosts || opt->no_harness_endpoints;
+        opt->network = allow_only ? TRIAL_NETWORK_ALLOW : TRIAL_NETWORK_DEFAULT;
         if (network && trial_network_parse(network, &opt->network) < 0)
                 return cli_usage_error(cmd->name, "--network is '%s'; use host, none or allow", network);
-        if (opt->n_allow_hosts && opt->network != TRIAL_NETWORK_ALLOW)
-                return cli_usage_error(cmd->name, "--allow-host needs --network allow, not '%s'",
+        if (allow_only && opt->network != TRIAL_NETWORK_ALLOW)
+                return cli_usage_error(cmd->name, "%s needs --network allow, not '%s'",
+                                       opt->n_allow_hosts ? "--allow-host" : "--no-harness-endpoints",
                                        trial_network_name(opt->network));
         for (size_t i = 0; i < opt->n_allow_hosts; i++) {
                 _cleanup_(netpolicy_freep) struct netpolicy *np = netpolicy_new();

@@ -41,8 +41,16 @@ void batch_progress_line(struct batch *b)
         size_t left = batch_total(b) - b->done;
         if (b->done_here > 0 && left > 0)
                 fmt_secs(elapsed * (long long)left / (long long)b->done_here, eta, sizeof eta);
-        fprintf(stderr, "\r\033[K[%zu/%zu] completed %zu, failed %zu, void %zu; running %zu; %s elapsed, eta %s",
-                b->done, batch_total(b), b->completed, b->failed, b->voids + b->unrecorded, b->running, el, eta);
+        char grades[96] = "";
+        size_t no_verdict = b->grade_errors + b->grade_voids;
+        if (b->any_grader && no_verdict)
+                snprintf(grades, sizeof grades, "; graded %zu, passed %zu, no verdict %zu", b->graded, b->passed,
+                         no_verdict);
+        else if (b->any_grader)
+                snprintf(grades, sizeof grades, "; graded %zu, passed %zu", b->graded, b->passed);
+        fprintf(stderr, "\r\033[K[%zu/%zu] completed %zu, failed %zu, void %zu%s; running %zu; %s elapsed, eta %s",
+                b->done, batch_total(b), b->completed, b->failed, b->voids + b->unrecorded, grades, b->running, el,
+                eta);
         fflush(stderr);
 }
 
@@ -65,4 +73,19 @@ void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec)
                 t->kind == BATCH_KIND_UNRECORDED ? "unrecorded" : outcome_kind_name((enum outcome_kind)t->kind), c && json_object_get_string(c) ? " (" : "",
                 c && json_object_get_string(c) ? json_object_get_string(c) : "",
                 c && json_object_get_string(c) ? ")" : "", t->attempt, d ? (long long)json_object_get_int64(d) : -1LL);
+}
+
+void batch_note_graded(struct batch *b, struct btrial *t, json_object *grade)
+{
+        if (b->tty || b->opt->verbosity < 1)
+                return;
+        json_object *st = NULL, *c = NULL, *l = NULL;
+        json_object_object_get_ex(grade, "status", &st);
+        json_object_object_get_ex(grade, "cause", &c);
+        json_object_object_get_ex(grade, "layer", &l);
+        const char *cause = c ? json_object_get_string(c) : NULL;
+        _cleanup_free_ char *id = str_escape(t->p->id);
+        _cleanup_free_ char *shown = str_escape(st ? json_object_get_string(st) : "void");
+        log_error("%s: graded %s%s%s%s (layer %s); graded %zu, passed %zu", id, shown, cause ? " (" : "",
+                  cause ? cause : "", cause ? ")" : "", l ? json_object_get_string(l) : "none", b->graded, b->passed);
 }

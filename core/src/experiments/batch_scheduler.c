@@ -25,6 +25,7 @@
 #include "sandbox/session_user.h"
 #include "experiments/slurm.h"
 #include "model/limits.h"
+#include "trial/session_env.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -127,12 +128,13 @@ void batch_mark_done(struct batch *b, struct btrial *t, int kind, json_object *r
         b->voids += kind == OUTCOME_VOID;
         b->unrecorded += kind == BATCH_KIND_UNRECORDED;
         batch_note_finished(b, t, rec);
+        if (batch_grade_queue(b, t, kind))
+                return; /* its results line comes with its grade */
         _cleanup_free_ char *line = batch_result_line(t, rec);
         batch_results_append(b, line);
 }
 
-/* Move a void attempt aside (with its clone) so the next one gets OUTPUT_DIR. */
-static int move_aside(const struct btrial *t, unsigned attempt)
+int batch_move_aside(const struct btrial *t, unsigned attempt)
 {
         _cleanup_free_ char *to = batch_attempt_dir(t->p->output_dir, attempt);
         if (renameat2(AT_FDCWD, t->p->output_dir, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
@@ -164,7 +166,18 @@ static char *lost_why(int exit_status)
 }
 
 
-enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
+enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE, FOUND_UNREADABLE };
+
+/* A record in OUTPUT_DIR that is there but cannot be read: said, and the
+ * Trial is not run (it may have run already: never again on a guess). */
+static enum found unreadable(const struct btrial *t, const char *name, const char *why)
+{
+        _cleanup_free_ char *id = str_escape(t->p->id);
+        log_error("%s: cannot read '%s/%s': %s; the Trial is not run (it may have run already): fix or remove the "
+                  "file, then run the batch again",
+                  id, t->p->output_dir, name, why);
+        return FOUND_UNREADABLE;
+}
 
 /* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
  * alive (adopted: waited for); or a record in *rec (a lost launcher's written
@@ -173,9 +186,23 @@ enum found { FOUND_NOTHING, FOUND_RUNNING, FOUND_RECORD, FOUND_ELSEWHERE };
 static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
 {
         const char *out = t->p->output_dir;
-        *rec = batch_read_record(out, "outcome.json");
+        _cleanup_free_ char *why = NULL;
+        int r = batch_load_record(out, "outcome.json", rec, &why);
+        if (r < 0 && r != -ENOENT)
+                return unreadable(t, "outcome.json", why);
         const char *kind = batch_record_kind(*rec);
-        if (kind && !batch_record_ours(out, *rec)) {
+        if (r == 0 && !kind) {
+                json_object_put(*rec);
+                *rec = NULL;
+                return unreadable(t, "outcome.json", "it has no \"outcome\"");
+        }
+        int ours = kind ? batch_record_ours(out, *rec, &why) : 1;
+        if (ours < 0) {
+                json_object_put(*rec);
+                *rec = NULL;
+                return unreadable(t, "launcher.json", why);
+        }
+        if (!ours) {
                 /* Not written by a run this batch started: never taken. */
                 _cleanup_free_ char *id = str_escape(t->p->id);
                 log_warn("%s: '%s/outcome.json' was not written by a run this batch started (no matching "
@@ -193,7 +220,10 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = NULL;
         }
         /* The launcher's record: the running one, or ours from before it ran. */
-        json_object *launcher = kind ? *rec : exit_status < 0 ? batch_read_record(out, "launcher.json") : NULL;
+        json_object *launcher = kind ? *rec : NULL;
+        if (!kind && exit_status < 0 && (r = batch_load_record(out, "launcher.json", &launcher, &why)) < 0 &&
+            r != -ENOENT)
+                return unreadable(t, "launcher.json", why);
         if (!launcher && exit_status < 0)
                 return FOUND_NOTHING;
         _cleanup_free_ char *path = xasprintf("%s/%s", out, kind ? "outcome.json" : "launcher.json");
@@ -227,8 +257,14 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = batch_record_unrecorded(t, *rec);
                 return FOUND_RECORD;
         }
-        _cleanup_free_ char *why = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
-        *rec = batch_record_lost(t, *rec, why);
+        if (exit_status >= 0 && b->stopping) {
+                /* Our launcher, which we forwarded the operator's signal to,
+                 * ended without its final Outcome: interrupted, not lost. */
+                *rec = batch_record_interrupted_launcher(t, *rec, b->stopping);
+                return FOUND_RECORD;
+        }
+        _cleanup_free_ char *lost = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
+        *rec = batch_record_lost(t, *rec, lost);
         return FOUND_RECORD;
 }
 
@@ -236,7 +272,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
 static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
 {
         _cleanup_free_ char *id = str_escape((t->p->id));
-        int r = move_aside(t, t->attempt);
+        int r = batch_move_aside(t, t->attempt);
         if (r < 0) {
                 log_error("%s: cannot move the void attempt '%s' aside: %s; it stays void", id,
                         t->p->output_dir, strerror(-r));
@@ -253,11 +289,38 @@ static int retry(struct batch *b, struct btrial *t, size_t ix, bool at_start)
         return 0;
 }
 
+/* Does a void attempt run again? One the operator interrupted does when
+ * the batch starts (a resume), whatever its retries: interruptions are not
+ * counted against them. Any other while retries are left (an interrupted
+ * one too, while this batch runs: its run was signalled by someone else,
+ * and counting it keeps that from looping), unless it can never succeed
+ * (its Harness binary is not there: no backoff can bring it). `asides` is
+ * the number of attempts before it. */
+static bool void_again(struct batch *b, const struct btrial *t, json_object *rec, unsigned asides, bool at_start)
+{
+        if (b->stopping || b->gather)
+                return false;
+        bool interrupted = batch_record_interrupted(rec);
+        if (interrupted && at_start)
+                return true;
+        const char *out = t->p->output_dir;
+        unsigned used = 1 + batch_count_retried(out, asides) + (interrupted ? batch_count_interrupted(out, asides) : 0);
+        if (used >= 1 + b->opt->retries)
+                return false;
+        _cleanup_free_ char *why = NULL;
+        if (batch_binary_gone(b, t, &why)) {
+                _cleanup_free_ char *id = str_escape(t->p->id);
+                log_error("%s: void, and %s: it is not run again", id, why);
+                return false;
+        }
+        return true;
+}
+
 /* Decide what a Trial is from its folders: final (DONE), running somewhere
  * (adopted), or to run (PENDING, a void attempt moved aside). */
 static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status, bool at_start)
 {
-        unsigned attempt = batch_count_asides(t->p->output_dir) + 1;
+        unsigned asides = batch_count_asides(t->p->output_dir), attempt = asides + 1;
         json_object *rec = NULL;
         enum found found = read_attempt(b, t, ix, exit_status, &rec);
         t->attempt = found == FOUND_NOTHING ? attempt - 1 : attempt;
@@ -268,12 +331,16 @@ static void settle(struct batch *b, struct btrial *t, size_t ix, int exit_status
         }
         if (found == FOUND_RUNNING)
                 return;
+        if (found == FOUND_UNREADABLE) { /* not run: its line says outcome null */
+                batch_mark_done(b, t, OUTCOME_VOID, NULL);
+                return;
+        }
         if (found == FOUND_ELSEWHERE) {
                 t->state = T_ELSEWHERE;
                 return;
         }
         int kind = batch_kind_from_name(batch_record_kind(rec));
-        bool again = kind == OUTCOME_VOID && attempt < 1 + b->opt->retries && !b->stopping && !b->gather;
+        bool again = kind == OUTCOME_VOID && void_again(b, t, rec, asides, at_start);
         if (!again || retry(b, t, ix, at_start) < 0)
                 batch_mark_done(b, t, kind, rec);
         json_object_put(rec);
@@ -380,6 +447,30 @@ static int launch_child(void *ctx)
         return 0;
 }
 
+/* Where a launcher finds its Trial's `env` (run --env-file /dev/fd/N):
+ * the read end of a pipe holding the JSON, whole (it fits: session_env.h),
+ * its write end closed. No value is ever in an argv, nor on disk. */
+#define BATCH_ENV_FD 3
+#define BATCH_ENV_FILE "/dev/fd/3"
+
+/* The pipe's read end, or -1 when the Trial has no `env`; -errno. */
+static int env_pipe(const struct plan_trial *p)
+{
+        if (p->env.n == 0)
+                return -1;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        _cleanup_(erase_and_freep) char *json = session_env_to_json(&p->env);
+        int r = loop_write(fds[1], json, strlen(json));
+        close(fds[1]);
+        if (r < 0) {
+                close(fds[0]);
+                return r;
+        }
+        return fds[0];
+}
+
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
 {
         const struct plan_trial *p = t->p;
@@ -396,18 +487,22 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
+        _cleanup_close_ int env_fd = env_pipe(p);
+        if (env_fd < -1) {
+                close(go[0]);
+                close(go[1]);
+                return tb_fail(err, env_fd, "cannot start Trial '%s': its env: %s", p->id, strerror(-env_fd));
+        }
         _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
         struct strv argv = { 0 };
         strv_add(&argv, "trialbox");
-        plan_trial_run_args(p, p->repo ? p->repo : clone, &argv);
+        plan_trial_run_args(p, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
         /* This attempt's token: its run echoes it in outcome.json, so that
          * no record another process planted is ever taken for it. */
         char nonce[OUTCOME_NONCE_LEN + 1];
         batch_nonce(nonce);
         _cleanup_strv_ struct strv envp = { 0 };
-        for (char **e = environ; e && *e; e++)
-                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
-                        strv_add(&envp, *e);
+        batch_child_env(&envp);
         strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
         /* Every Trial runs this same binary, opened once (self_fd); the
          * batch's own mask (it blocks what its signalfd reads) is not passed on. */
@@ -416,6 +511,12 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                            .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_FD,
                            .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd,
                            .child_fn = launch_child, .ctx = &l };
+        const int env_target = BATCH_ENV_FD;
+        if (env_fd >= 0) {
+                s.fds = &env_fd;
+                s.fd_targets = &env_target;
+                s.n_fds = 1;
+        }
         struct tb_error serr = { 0 };
         int sr = spawn_start(&s, &serr);
         pid_t pid = s.pid;
@@ -427,7 +528,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                 close(go[1]);
                 return tb_fail(err, sr, "cannot start Trial '%s': fork: %s", p->id, strerror(-sr));
         }
-        r = batch_write_launcher(b, p->output_dir, pid, nonce);
+        r = batch_write_launcher(b, t, pid, nonce);
         if (r == 0)
                 r = loop_write(go[1], "g", 1);
         close(go[1]);
@@ -441,13 +542,21 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         return 0;
 }
 
-/* Start what fits; returns the ms until a Trial waiting for its backoff is due (-1: none). */
+void batch_child_env(struct strv *envp)
+{
+        for (char **e = environ; e && *e; e++)
+                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
+                        strv_add(envp, *e);
+}
+
+/* Start what fits, graders first; returns the ms until a Trial or a grader
+ * waiting for its backoff is due (-1: none). */
 static long long schedule(struct batch *b)
 {
-        long long now = now_ms(), wait = -1;
+        long long now = now_ms(), wait = batch_grade_schedule(b);
         while (b->next < b->n && b->t[b->next].state != T_PENDING)
                 b->next++;
-        for (size_t i = b->next; i < b->n && !b->stopping && b->used < b->opt->jobs; i++) {
+        for (size_t i = b->next; i < b->n && !b->stopping && !b->opt->grade_only && b->used < b->opt->jobs; i++) {
                 struct btrial *t = &b->t[i];
                 if (t->state != T_PENDING || (b->opt->index >= 0 && (long)i != b->opt->index))
                         continue;
@@ -481,11 +590,16 @@ static struct btrial *find_pid(struct batch *b, pid_t pid, size_t *ix)
         return NULL;
 }
 
+/* The operator's signal to every running launcher: to the process group
+ * of one we started (it leads its own: whatever it runs before it is
+ * `trialbox run`, a clone, gets it too; `run` itself holds it for its
+ * session), to the process of one we adopted. */
 static void forward(struct batch *b, int sig)
 {
         for (size_t i = 0; i < b->n; i++)
                 if (b->t[i].state == T_RUNNING && b->t[i].pid > 0)
-                        kill(b->t[i].pid, sig);
+                        kill(b->t[i].pidfd < 0 ? -b->t[i].pid : b->t[i].pid, sig);
+        batch_grade_forward(b, sig);
 }
 
 static void on_signal(struct batch *b)
@@ -504,8 +618,11 @@ static void on_signal(struct batch *b)
                 while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
                         size_t ix;
                         struct btrial *t = find_pid(b, pid, &ix);
-                        if (!t)
+                        if (!t) {
+                                if (batch_grade_reaped(b, pid, st))
+                                        batch_progress_line(b);
                                 continue;
+                        }
                         release(b, t);
                         settle(b, t, ix, st, false);
                         b->done_here += t->state == T_DONE;
@@ -535,8 +652,8 @@ static int loop(struct batch *b, struct tb_error *err)
 {
         for (;;) {
                 long long wait = schedule(b);
-                bool pending = false;
-                for (size_t i = b->next; i < b->n && !pending; i++)
+                bool pending = batch_grade_pending(b);
+                for (size_t i = b->next; i < b->n && !pending && !b->opt->grade_only; i++)
                         pending = b->t[i].state == T_PENDING && (b->opt->index < 0 || (long)i == b->opt->index);
                 if (b->running == 0 && (b->stopping || !pending))
                         return 0;
@@ -603,10 +720,21 @@ static int lock_plan(struct batch *b, struct tb_error *err)
         return 0;
 }
 
+/* Results an earlier trialbox wrote as results.jsonl become this plan's
+ * (a Slurm task, --index, writes none). */
+static int adopt_old_results(struct batch *b, struct tb_error *err)
+{
+        int r = b->opt->index >= 0 ? 0 : batch_results_adopt_old(b);
+        if (r < 0)
+                return tb_fail(err, r, "cannot rename '%s/%s' to '%s': %s", b->plan.dir, BATCH_RESULTS_OLD_NAME,
+                               b->results_path, strerror(-r));
+        return 0;
+}
+
 /* The resource `harness` declares exclusive (its plugin's, ABI 1.2), or
  * NULL: asked of each Harness once. A plugin that cannot be loaded declares
  * none (its Trials void in `run`, saying why). */
-static const char *harness_exclusive(struct batch *b, const char *harness)
+const char *batch_harness_exclusive(struct batch *b, const char *harness)
 {
         size_t n = strlen(harness);
         for (size_t i = 0; i < b->exclusive.n; i++)
@@ -618,7 +746,7 @@ static const char *harness_exclusive(struct batch *b, const char *harness)
         strv_addf(&b->exclusive, "%s=%s", harness, loaded && p.exclusive ? p.exclusive : "");
         if (loaded)
                 plugin_unload(&p);
-        return harness_exclusive(b, harness);
+        return batch_harness_exclusive(b, harness);
 }
 
 /* "repo:PATH" for a shared repository, kept once in b->repo_keys. */
@@ -641,13 +769,15 @@ void batch_trials_init(struct batch *b)
         b->n = b->plan.n;
         /* Keys are pointers into the vectors: make them all before taking any. */
         for (size_t i = 0; i < b->n; i++) {
-                harness_exclusive(b, b->plan.v[i].harness);
+                batch_harness_exclusive(b, b->plan.v[i].harness);
                 repo_key(b, b->plan.v[i].shared_repo);
         }
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
-                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1,
-                                           .exclusive = { harness_exclusive(b, b->plan.v[i].harness),
+                b->any_grader = b->any_grader || b->plan.v[i].grade;
+        for (size_t i = 0; i < b->n; i++)
+                b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1, .gstatus = -1,
+                                           .exclusive = { batch_harness_exclusive(b, b->plan.v[i].harness),
                                                           repo_key(b, b->plan.v[i].shared_repo) } };
         for (size_t i = 0; i < b->plan.notes.n; i++)
                 log_notice("%s", b->plan.notes.v[i]);
@@ -688,6 +818,8 @@ int batch_finish(struct batch *b, struct tb_error *err)
                 return TB_EXIT_ERROR;
         if (b->stopping)
                 return 128 + b->stopping;
+        if (batch_grade_void_left(b))
+                return TB_BATCH_EXIT_VOID;
         for (size_t i = 0; i < b->n; i++)
                 if ((b->opt->index < 0 || (long)i == b->opt->index) &&
                     (b->t[i].state != T_DONE || b->t[i].kind == OUTCOME_VOID ||
@@ -712,9 +844,15 @@ int batch_run(const struct batch_options *opt)
                 plan_done(&b.plan);
                 return TB_EXIT_USAGE;
         }
-        b.results_path = xasprintf("%s/results.jsonl", b.plan.dir);
-        if (lock_plan(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
-                if (batch_slurm_mode(&b))
+        b.results_path = batch_results_path(b.plan.file);
+        b.gather = opt->grade_only; /* judge every Trial from disk; run none */
+        if (opt->check) {
+                status = batch_check_only(&b);
+        } else if (lock_plan(&b, &err) == 0 && adopt_old_results(&b, &err) == 0 && setup_fds(&b, &err) == 0) {
+                /* The lines that will run, checked first (--grade-only runs none). */
+                if (opt->index < 0 && !opt->grade_only && batch_check_start(&b) != 0)
+                        status = TB_EXIT_USAGE;
+                else if (batch_slurm_mode(&b))
                         status = batch_slurm_run(&b, &err);
                 else if (batch_begin(&b, &err) == 0 && loop(&b, &err) == 0)
                         status = batch_finish(&b, &err);
@@ -728,6 +866,7 @@ int batch_run(const struct batch_options *opt)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(&fds[i]);
         free(b.t);
+        batch_check_done(&b);
         strv_done(&b.held);
         strv_done(&b.exclusive);
         strv_done(&b.repo_keys);

@@ -69,7 +69,10 @@ int batch_slurm_launcher(struct batch *b, const struct btrial *t, json_object *l
         return 1;
 }
 
-static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->opt->plan, BATCH_SLURM_JOB_SUFFIX); }
+/* PLAN.slurm-job beside the plan, whatever the folder the plan was named from. */
+static char *slurm_job_path(const struct batch *b) { return xasprintf("%s%s", b->plan.file, BATCH_SLURM_JOB_SUFFIX); }
+/* The same as the user named the plan, for messages. */
+static char *slurm_job_shown(const struct batch *b) { return xasprintf("%s%s", b->opt->plan, BATCH_SLURM_JOB_SUFFIX); }
 
 /* The job id saved beside the plan: > 0, 0 when none is saved, -1 when the file is not one. */
 static long long slurm_job_read(const char *path)
@@ -106,8 +109,11 @@ static void slurm_scan(struct batch *b)
                 const char *k = batch_record_kind(rec);
                 if (k && strcmp(k, "running") != 0) {
                         int kind = batch_kind_from_name(k);
-                        unsigned attempt = batch_count_asides(t->p->output_dir) + 1;
-                        if (kind != OUTCOME_VOID || attempt >= 1 + b->opt->retries) {
+                        unsigned asides = batch_count_asides(t->p->output_dir), attempt = asides + 1;
+                        /* Void for good: its retries used, and not the operator's interruption. */
+                        bool spent = !batch_record_interrupted(rec) &&
+                                     1 + batch_count_retried(t->p->output_dir, asides) >= 1 + b->opt->retries;
+                        if (kind != OUTCOME_VOID || spent) {
                                 t->attempt = attempt;
                                 batch_mark_done(b, t, kind, rec);
                                 b->done_here++;
@@ -159,9 +165,7 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         if (n < 0)
                 return tb_fail(err, -errno, "cannot find the trialbox binary (/proc/self/exe): %s", strerror(errno));
         self[n] = '\0';
-        _cleanup_free_ char *plan = realpath(b->opt->plan, NULL);
-        if (!plan)
-                return tb_fail(err, -errno, "cannot resolve the plan '%s': %s", b->opt->plan, strerror(errno));
+        const char *plan = b->plan.file;
         _cleanup_free_ char *logs = xasprintf("%s/%s", b->plan.dir, BATCH_SLURM_LOG_DIR);
         if (mkdir(logs, 0755) < 0 && errno != EEXIST)
                 return tb_fail(err, -errno, "cannot create '%s': %s; fix the plan folder's permissions", logs,
@@ -172,11 +176,17 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         struct slurm_array_request req = { .trialbox = self, .plan = plan, .tasks = b->n,
                                            .max_running = b->opt->slurm_max_running, .log_dir = logs,
                                            .slurm_args = b->opt->slurm_args, .task_args = task_args };
+        req.limits.retries = b->opt->retries;
+        req.limits.backoff_ms = b->opt->backoff_ms;
         for (size_t i = 0; i < b->n; i++) {
                 const struct plan_trial *p = &b->plan.v[i];
-                long long ms = 0, bytes = 0, milli = 0;
+                long long ms = 0, bytes = 0, milli = 0, grace = LIMITS_DEFAULT_KILL_AFTER_MS;
                 if (p->timeout && limits_parse_duration("--timeout", p->timeout, false, &ms, err) < 0)
                         return -EINVAL;
+                if (p->kill_after && limits_parse_duration("--kill-after", p->kill_after, true, &grace, err) < 0)
+                        return -EINVAL;
+                if (ms > 0) /* an attempt may run its timeout and the grace after it */
+                        ms += grace;
                 if (p->memory && limits_parse_size("--memory", p->memory, &bytes, err) < 0)
                         return -EINVAL;
                 if (p->cpus && limits_parse_cpus("--cpus", p->cpus, &milli, err) < 0)
@@ -197,7 +207,8 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
                 return tb_fail(err, r, "job %lld was submitted but its id cannot be saved in '%s': %s; cancel it "
                                "(scancel %lld) or save the id there yourself",
                                b->job_id, path, strerror(-r), b->job_id);
-        log_notice("submitted job array %lld (%zu tasks); its id is in '%s'", b->job_id, b->n, path);
+        _cleanup_free_ char *shown = slurm_job_shown(b);
+        log_notice("submitted job array %lld (%zu tasks); its id is in '%s'", b->job_id, b->n, shown);
         return 0;
 }
 
@@ -207,7 +218,7 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
 int batch_slurm_run(struct batch *b, struct tb_error *err)
 {
         char *const *env = batch_environ(b);
-        _cleanup_free_ char *job_path = slurm_job_path(b);
+        _cleanup_free_ char *job_path = slurm_job_path(b), *shown = slurm_job_shown(b);
         long long saved = slurm_job_read(job_path);
         batch_trials_init(b);
         if (b->opt->slurm) { /* --slurm-args are checked as the plan is, whether or not they are used */
@@ -220,17 +231,17 @@ int batch_slurm_run(struct batch *b, struct tb_error *err)
                         return TB_EXIT_USAGE;
         }
         if (saved < 0)
-                log_warn("'%s' does not hold a job id; remove it", job_path);
+                log_warn("'%s' does not hold a job id; remove it", shown);
         if (saved > 0) {
                 struct slurm_array_state st;
                 struct tb_error perr = { 0 };
                 int r = slurm_array_poll(saved, env, &st, &perr);
                 if (r == -EAGAIN || (r == 0 && !st.gone)) {
                         b->job_id = saved;
-                        log_notice("job %lld (saved in '%s') is still in the queue: waiting for it", saved, job_path);
+                        log_notice("job %lld (saved in '%s') is still in the queue: waiting for it", saved, shown);
                 } else if (r < 0) {
                         log_warn("cannot ask Slurm about job %lld (saved in '%s'): %s; gathering what its Trials "
-                                 "recorded", saved, job_path, perr.msg);
+                                 "recorded", saved, shown, perr.msg);
                 }
         }
         if (!b->job_id && b->opt->slurm) {

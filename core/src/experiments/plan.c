@@ -8,12 +8,16 @@
 #include <sys/stat.h>
 
 #include "model/limits.h"
+#include "base/utf8.h"
+#include "experiments/labels.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/path.h"
+#include "base/sha256.h"
 #include "base/strv.h"
+#include "trial/session_env.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -24,9 +28,16 @@ enum field_type {
         F_SIZE,      /* as --memory */
         F_PIDS,      /* as --pids */
         F_CPUS,      /* as --cpus */
+        F_GRACE,     /* as --kill-after: a duration, 0 allowed */
         F_NETWORK,   /* host|none|allow */
         F_REPO_FROM, /* PATH[@REV] */
         F_FLAG,      /* a boolean: true gives the run flag alone */
+        F_FLAG_OFF,  /* a boolean, true by default: false gives the run flag alone */
+        F_ENV,       /* an object of variables (trial/session_env.h): the run's --env-file */
+        /* An Experiment's fields, last (set_experiment_field): */
+        F_NAME,      /* a short name of printable UTF-8 (an Experiment's task, arm) */
+        F_LABELS,    /* an object of labels (experiments/labels.h), kept as JSON text */
+        F_GRADE,     /* the grader (experiments/plan_grade.h) */
 };
 
 struct field {
@@ -56,39 +67,19 @@ static const struct field fields[] = {
         FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
         FIELD(network, F_NETWORK, "--network"),
         FIELD(allow_host, F_STRINGS, "--allow-host"),
+        FIELD(kill_after, F_GRACE, "--kill-after"),
+        FIELD(harness_endpoints, F_FLAG_OFF, "--no-harness-endpoints"),
+        FIELD(env, F_ENV, NULL),
+        FIELD(task, F_NAME, NULL),
+        FIELD(arm, F_NAME, NULL),
+        FIELD(labels, F_LABELS, NULL),
+        FIELD(grade, F_GRADE, NULL),
 };
 
 static char **str_slot(struct plan_trial *t, const struct field *f) { return (char **)((char *)t + f->offset); }
 static struct strv *strv_slot(struct plan_trial *t, const struct field *f)
 {
         return (struct strv *)((char *)t + f->offset);
-}
-
-/* A lexically clean absolute path: no "//", ".", ".." or trailing '/'. */
-static char *path_clean(const char *base, const char *p)
-{
-        _cleanup_free_ char *joined = p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", base, p);
-        char *out = xmalloc(strlen(joined) + 2);
-        size_t n = 0;
-        for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (strcmp(c, ".") == 0)
-                        continue;
-                if (strcmp(c, "..") == 0) {
-                        while (n > 0 && out[n - 1] != '/')
-                                n--;
-                        if (n > 0)
-                                n--;
-                        continue;
-                }
-                out[n++] = '/';
-                size_t l = strlen(c);
-                memcpy(out + n, c, l);
-                n += l;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = '\0';
-        return out;
 }
 
 static int field_error(struct tb_error *err, const struct plan *plan, unsigned line, const char *field,
@@ -123,15 +114,67 @@ static int check_limit(const struct field *f, const char *text, long long *value
                 return limits_parse_size("value", text, value, err);
         case F_PIDS:
                 return limits_parse_pids("value", text, value, err);
+        case F_GRACE:
+                return limits_parse_duration("value", text, true, value, err);
         default:
                 return limits_parse_cpus("value", text, value, err);
         }
+}
+
+/* `env`: the session's own variables, checked as `run --env-file` checks
+ * them (the value never quoted back). */
+static int set_env_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                         struct tb_error *err)
+{
+        struct tb_error e = { 0 };
+        if (session_env_from_json(v, &t->env, &e) < 0)
+                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+        return 0;
+}
+
+/* An Experiment's fields: task and arm, labels, the grader. */
+static int set_experiment_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                                struct tb_error *err)
+{
+        char where[64], why[256];
+        if (f->type == F_GRADE) {
+                if (plan_grade_parse(v, plan->dir, &t->grade, where, sizeof where, why, sizeof why) < 0)
+                        return field_error(err, plan, t->line, where, "%s", why);
+                return 0;
+        }
+        if (f->type == F_LABELS) {
+                if (labels_check(v, where, sizeof where, why, sizeof why) < 0)
+                        return where[0] ? field_error(err, plan, t->line, "labels", "'%s' %s", where, why)
+                                        : field_error(err, plan, t->line, "labels", "%s", why);
+                *str_slot(t, f) = xstrdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+                return 0;
+        }
+        const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        size_t n = s ? (size_t)json_object_get_string_len(v) : 0;
+        bool printable = s && n >= 1 && n <= PLAN_NAME_MAX && strlen(s) == n && utf8_is_valid(s, n);
+        for (size_t i = 0; printable && i < n; i++)
+                printable = (unsigned char)s[i] >= 0x20 && s[i] != 0x7f;
+        if (!printable)
+                return field_error(err, plan, t->line, f->name, "must be a string of 1 to %d bytes of printable UTF-8",
+                                   PLAN_NAME_MAX);
+        *str_slot(t, f) = xstrdup(s);
+        return 0;
 }
 
 static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
                      struct tb_error *err)
 {
         const char *name = f->name;
+        if (f->type >= F_NAME)
+                return set_experiment_field(plan, t, f, v, err);
+        if (f->type == F_ENV)
+                return set_env_field(plan, t, f, v, err);
+        if (f->type == F_FLAG_OFF) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return field_error(err, plan, t->line, name, "must be true or false");
+                *str_slot(t, f) = json_object_get_boolean(v) ? NULL : xstrdup("false");
+                return 0;
+        }
         if (f->type == F_STRINGS) {
                 if (!json_object_is_type(v, json_type_array))
                         return field_error(err, plan, t->line, name, "must be an array of strings");
@@ -155,7 +198,7 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                 *str_slot(t, f) = json_object_get_boolean(v) ? xstrdup("true") : NULL;
                 return 0;
         }
-        if (f->type >= F_DURATION && f->type <= F_CPUS) {
+        if (f->type >= F_DURATION && f->type <= F_GRACE) {
                 const char *text = limit_text(v);
                 long long value = 0;
                 struct tb_error e = { 0 };
@@ -221,9 +264,12 @@ static void trial_done(struct plan_trial *t)
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 if (fields[i].type == F_STRINGS)
                         strv_done(strv_slot(t, &fields[i]));
-                else
+                else if (fields[i].type == F_ENV)
+                        session_env_done(strv_slot(t, &fields[i]));
+                else if (fields[i].type != F_GRADE)
                         free(*str_slot(t, &fields[i]));
         }
+        plan_grade_free(t->grade);
         free(t->repo_rev);
         free(t->shared_repo);
         *t = (struct plan_trial){ 0 };
@@ -269,12 +315,63 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
                 return field_error(err, plan, t->line, "output_dir",
                                    "'%s' is a name the batch keeps for its own folders (NAME.repo, NAME.attempt-N); "
                                    "choose another", t->output_dir);
+        if (t->kill_after && !t->timeout)
+                return field_error(err, plan, t->line, "kill_after", "needs 'timeout' (the grace after the deadline's "
+                                   "SIGTERM)");
         int r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
         if (r < 0)
                 return r;
         if (t->slots == 0)
                 t->slots = 1;
         return 0;
+}
+
+/* The fields that do not change what a Trial runs: its name, where its
+ * output goes, and how it is labelled or graded. */
+static bool fingerprint_skips(const char *key)
+{
+        static const char *const skip[] = { "id", "output_dir", "task", "arm", "labels", "grade" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(skip); i++)
+                if (strcmp(key, skip[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int by_key(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* `j` with its objects' keys sorted (and, at the top, without the skipped
+ * fields and nulls): the canonical form. A new reference. */
+static json_object *canonical(json_object *j, bool top)
+{
+        if (json_object_is_type(j, json_type_array)) {
+                json_object *a = json_object_new_array();
+                for (size_t i = 0; i < json_object_array_length(j); i++)
+                        json_object_array_add(a, canonical(json_object_array_get_idx(j, i), false));
+                return a;
+        }
+        if (!json_object_is_type(j, json_type_object))
+                return json_object_get(j);
+        size_t n = 0;
+        _cleanup_free_ const char **keys = xcalloc((size_t)json_object_object_length(j) + 1, sizeof *keys);
+        json_object_object_foreach(j, key, v)
+                if (!top || (v && !fingerprint_skips(key)))
+                        keys[n++] = key;
+        qsort(keys, n, sizeof *keys, by_key);
+        json_object *o = json_object_new_object();
+        for (size_t i = 0; i < n; i++)
+                json_object_object_add(o, keys[i], canonical(json_object_object_get(j, keys[i]), false));
+        return o;
+}
+
+/* The line's fingerprint: SHA-256 of its canonical JSON (keys sorted;
+ * without id, output_dir, task, arm, labels, grade and nulls): everything
+ * that changes what runs, as written ("60" and 60 differ). */
+static void line_fingerprint(json_object *j, char out[SHA256_HEX_LEN + 1])
+{
+        json_object *c = canonical(j, true);
+        const char *text = json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        sha256_hex(text, strlen(text), out);
+        json_object_put(c);
 }
 
 static int parse_line(const struct plan *plan, unsigned line, const char *text, size_t len, struct plan_trial *t,
@@ -307,6 +404,8 @@ static int parse_line(const struct plan *plan, unsigned line, const char *text, 
                                 break;
                 }
         }
+        if (r == 0)
+                line_fingerprint(j, t->fingerprint);
         json_object_put(j);
         if (r == 0)
                 r = check_trial(plan, t, err);
@@ -380,6 +479,16 @@ static int by_place(const void *a, const void *b)
 static int overlap(const struct plan *plan, const struct place *outer, const struct place *inner,
                    struct tb_error *err)
 {
+        /* A grader's files: never where a session could read them. */
+        if (strcmp(outer->what, "grade.files") == 0)
+                return 0;
+        if (strcmp(inner->what, "grade.files") == 0)
+                return field_error(err, plan, inner->t->line, inner->what,
+                                   "'%s' %s line %u's %s '%s', where that session could read the grader's files; keep "
+                                   "them outside every Trial's repository and output folder",
+                                   inner->path, strcmp(outer->path, inner->path) == 0 ? "is" : "is inside",
+                                   outer->t->line, strcmp(outer->what, "repo") == 0 ? "repository" : "output folder",
+                                   outer->path);
         bool repos = strcmp(outer->what, "repo") == 0 && strcmp(inner->what, "repo") == 0;
         if (repos && strcmp(outer->path, inner->path) == 0)
                 return 0; /* the same repository: shared, run one at a time */
@@ -403,7 +512,7 @@ static int overlap(const struct plan *plan, const struct place *outer, const str
 static int check_places(struct plan *plan, struct tb_error *err)
 {
         size_t n = 0;
-        struct place *v = xcalloc(2 * plan->n + 1, sizeof *v);
+        struct place *v = xcalloc(3 * plan->n + 1, sizeof *v);
         struct strv own = { 0 };
         for (size_t i = 0; i < plan->n; i++) {
                 struct plan_trial *t = &plan->v[i];
@@ -415,6 +524,8 @@ static int check_places(struct plan *plan, struct tb_error *err)
                         strv_add_take(&own, plan_clone_dir(t->output_dir));
                 }
                 v[n++] = (struct place){ .path = own.v[own.n - 1], .t = t, .what = "repo" };
+                if (t->grade && t->grade->files)
+                        v[n++] = (struct place){ .path = t->grade->files, .t = t, .what = "grade.files" };
         }
         qsort(v, n, sizeof *v, by_place);
         _cleanup_free_ size_t *open = xcalloc(n + 1, sizeof(size_t)); /* indexes into v */
@@ -424,7 +535,7 @@ static int check_places(struct plan *plan, struct tb_error *err)
                 while (depth > 0 && !path_is_under(v[i].path, v[open[depth - 1]].path))
                         depth--;
                 for (size_t k = 0; k < depth && r == 0; k++)
-                        if (v[open[k]].t != v[i].t)
+                        if (v[open[k]].t != v[i].t || strcmp(v[i].what, "grade.files") == 0)
                                 r = overlap(plan, &v[open[k]], &v[i], err);
                 open[depth++] = i;
         }
@@ -450,12 +561,15 @@ static int check_places(struct plan *plan, struct tb_error *err)
 int plan_load(const char *path, struct plan *plan, struct tb_error *err)
 {
         *plan = (struct plan){ 0 };
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *file = realpath(path, NULL);
+        if (!file)
+                return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
         if (!f)
                 return tb_fail(err, -errno, "cannot read the plan '%s': %s", path, strerror(errno));
-        _cleanup_free_ char *abs = realpath(path, NULL);
+        plan->file = TAKE_PTR(file);
         plan->path = xstrdup(path);
-        plan->dir = abs ? path_dirname(abs) : xstrdup("/");
+        plan->dir = path_dirname(plan->file);
         _cleanup_free_ char *line = NULL;
         size_t cap = 0, alloc = 0;
         ssize_t len;
@@ -496,6 +610,7 @@ void plan_done(struct plan *plan)
                 trial_done(&plan->v[i]);
         free(plan->v);
         free(plan->path);
+        free(plan->file);
         free(plan->dir);
         strv_done(&plan->notes);
         *plan = (struct plan){ 0 };
@@ -503,11 +618,15 @@ void plan_done(struct plan *plan)
 
 char *plan_clone_dir(const char *output_dir) { return xasprintf("%s.repo", output_dir); }
 
-void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out)
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, const char *env_file, struct strv *out)
 {
         strv_add(out, "run");
         strv_add(out, "--repo");
         strv_add(out, repo);
+        if (t->env.n > 0 && env_file) {
+                strv_add(out, "--env-file");
+                strv_add(out, env_file);
+        }
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 const struct field *f = &fields[i];
                 if (!f->run_flag || f->offset == offsetof(struct plan_trial, repo))
@@ -523,7 +642,7 @@ void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct st
                 const char *v = *str_slot((struct plan_trial *)t, f);
                 if (v) {
                         strv_add(out, f->run_flag);
-                        if (f->type != F_FLAG)
+                        if (f->type != F_FLAG && f->type != F_FLAG_OFF)
                                 strv_add(out, v);
                 }
         }

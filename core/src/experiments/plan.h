@@ -6,17 +6,25 @@
  * `output_dir` (unique), `args` (array of strings, default none), exactly one
  * of `repo` (a prepared repository) or `repo_from` ("PATH[@REV]": a fresh
  * clone is made for the Trial at OUTPUT_DIR.repo), and the `run` options
- * `harness_bin`, `skills`, `credentials`, `timeout`, `memory`, `pids`,
- * `cpus`, `user`, `network` (host|none|allow), `allow_host` (array of
- * strings). Relative paths are relative to the plan's folder. Blank lines are
- * skipped. */
+ * `harness_bin`, `skills`, `credentials`, `timeout`, `kill_after` (with
+ * timeout), `memory`, `pids`, `cpus`, `user`, `network` (host|none|allow),
+ * `allow_host` (array of strings), `harness_endpoints` (false:
+ * --no-harness-endpoints), `env` (an object of the session's own variables:
+ * trial/session_env.h); an Experiment's `task`, `arm` and `labels` (carried
+ * into the results) and `grade` (the Trial's grader). Relative paths are
+ * relative to the plan's folder. Blank lines are skipped. */
 #ifndef TB_PLAN_H
 #define TB_PLAN_H
 
 #include <stddef.h>
 
 #include "base/error.h"
+#include "base/sha256.h"
 #include "base/strv.h"
+#include "experiments/plan_grade.h"
+
+/* The longest `task` or `arm` (bytes). */
+#define PLAN_NAME_MAX 128
 
 struct plan_trial {
         unsigned line; /* 1-based line in the plan file */
@@ -31,15 +39,27 @@ struct plan_trial {
         char *user, *network;
         char *root_session; /* "true" (--root-session), or NULL */
         char *keep_control_files; /* "true" (--keep-control-files), or NULL */
+        char *kill_after;         /* --kill-after's text as given, validated (needs timeout), or NULL */
+        char *harness_endpoints;  /* "false" (--no-harness-endpoints), or NULL (the default, true) */
+        struct strv env;          /* the session's own variables, "NAME=VALUE" (secrets: never printed) */
         struct strv allow_host;
         struct strv args;
         unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
         char *shared_repo; /* the real path of `repo` when another line names it too, else NULL */
+        /* An Experiment's: carried unchanged into the results. */
+        char *task, *arm; /* or NULL */
+        char *labels;     /* the `labels` object as JSON text (experiments/labels.h), or NULL */
+        struct plan_grade *grade; /* its grader (experiments/plan_grade.h), or NULL */
+        /* SHA-256 (hex) of the line's canonical JSON, keys sorted, without
+         * id, output_dir, task, arm, labels, grade and nulls: everything that
+         * changes what runs, as written. */
+        char fingerprint[SHA256_HEX_LEN + 1];
 };
 
 struct plan {
         char *path; /* as given, for messages */
-        char *dir;  /* the plan's folder, absolute: results.jsonl goes here */
+        char *file; /* the plan's real path: what the batch names after it (its results, PLAN.slurm-job) */
+        char *dir;  /* the plan's folder, absolute: its results go here */
         struct plan_trial *v;
         size_t n;
         struct strv notes; /* what the plan check says without refusing (Trials sharing a repository) */
@@ -65,7 +85,8 @@ char *plan_clone_dir(const char *output_dir);
 
 /* The `trialbox run` arguments after the program name for this Trial
  * ("run", "--harness", …, "-q", "--json", "--", args…), the repository
- * being `repo` (the plan's, or the clone). */
-void plan_trial_run_args(const struct plan_trial *t, const char *repo, struct strv *out);
+ * being `repo` (the plan's, or the clone); with `env`, "--env-file
+ * env_file" (the batch's pipe, /dev/fd/N: never a value in argv). */
+void plan_trial_run_args(const struct plan_trial *t, const char *repo, const char *env_file, struct strv *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* The report's Trials, read from results.jsonl, and `trialbox report`. */
+/* The report's Trials, read from a batch's results (PLAN.results.jsonl), and `trialbox report`. */
 #define _GNU_SOURCE
 #include "experiments/report.h"
 
@@ -275,7 +275,7 @@ int report_read(struct report *r, const char *path, struct tb_error *err)
                 if (strspn(line, " \t\r\n") == strlen(line))
                         continue;
                 if (report_add_line(r, line, err) < 0) {
-                        ret = tb_fail(err, -EINVAL, "%s:%u: not a results line (a JSON object); is it a results.jsonl?",
+                        ret = tb_fail(err, -EINVAL, "%s:%u: not a results line (a JSON object); is it a batch's PLAN.results.jsonl?",
                                       path, no);
                         break;
                 }

@@ -1,4 +1,4 @@
-/* An Experiment's answer, from its results.jsonl. Per group of Trials (by
+/* An Experiment's answer, from its results (PLAN.results.jsonl). Per group of Trials (by
  * Harness, the default, or by arm, task, label, or several of them): the
  * Trials by outcome, the causes of voids and failures, duration p50/p95, CPU
  * time, peak memory; when the lines carry grades, the pass rate with its

@@ -1,5 +1,5 @@
 /* Inside the report (experiments/report.h): the Trials as read from
- * results.jsonl (report.c), the answer computed from them per group
+ * PLAN.results.jsonl (report.c), the answer computed from them per group
  * (report_answer.c), and its printers (report_print.c, report_html.c). */
 #ifndef TB_REPORT_INTERNAL_H
 #define TB_REPORT_INTERNAL_H

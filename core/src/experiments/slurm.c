@@ -134,10 +134,21 @@ static bool words_set(const struct strv *words, const char *long_opt, char short
 
 /* ---- the sbatch command line ---- */
 
+long long slurm_time_limit_s(const struct slurm_limits *l)
+{
+        if (l->timeout_s <= 0)
+                return -1;
+        long long backoff_ms = 0;
+        for (unsigned i = 0, wait = l->backoff_ms > 0 ? (unsigned)(l->backoff_ms < 60000 ? l->backoff_ms : 60000) : 0;
+             i < l->retries; i++, wait = wait * 2 < 60000 ? wait * 2 : 60000)
+                backoff_ms += wait;
+        return (1 + (long long)l->retries) * l->timeout_s + (backoff_ms + 999) / 1000 + SLURM_TIME_MARGIN_S;
+}
+
 static void add_limits(const struct slurm_limits *l, const struct strv *user, struct strv *argv)
 {
         if (l->timeout_s > 0 && !words_set(user, "--time", 't'))
-                strv_addf(argv, "--time=%lld", (l->timeout_s + SLURM_TIME_MARGIN_S + 59) / 60);
+                strv_addf(argv, "--time=%lld", (slurm_time_limit_s(l) + 59) / 60);
         if (l->memory_bytes > 0 && !words_set(user, "--mem", 0) && !words_set(user, "--mem-per-cpu", 0) &&
             !words_set(user, "--mem-per-gpu", 0))
                 strv_addf(argv, "--mem=%lldM", (l->memory_bytes + SLURM_MEMORY_MARGIN_BYTES + (1 << 20) - 1) >> 20);

@@ -20,7 +20,7 @@
  *   record id beside the plan (for --no-wait and a later resume), then
  *   slurm_array_wait(id, environ, tick, ctx, &err);  tick: progress from the outcome.json
  *           files; on SIGINT/SIGTERM slurm_array_cancel(id, SIGTERM, …) once and keep waiting
- *   gather results.jsonl from each Trial's outcome.json; a Trial with none (its task never
+ *   gather PLAN.results.jsonl from each Trial's outcome.json; a Trial with none (its task never
  *   ran trialbox: node failure, time limit, trialbox missing on the node) is void, with
  *   slurm_jobcomp_path + slurm_jobcomp_find for how its task ended where the cluster keeps it.
  *   Each task (`--index I`) records slurm_ids_from_env(environ) in its Outcome. */
@@ -42,12 +42,21 @@
  * another Trial's limit; CPUs are the most any Trial asks (unset: 1).
  * Zero-initialise, then slurm_limits_add each Trial. 0 or -1: not asked. */
 struct slurm_limits {
-        long long timeout_s;    /* a Trial's --timeout, seconds */
+        long long timeout_s;    /* a Trial's longest attempt: its --timeout and --kill-after, seconds */
         long long memory_bytes; /* --memory */
         double cpus;            /* --cpus */
+        /* Each task runs its Trial up to 1 + retries times (the task's
+         * --retries), backoff_ms before the second attempt, doubled each
+         * time up to 60 s (the batch's backoff): its --time covers them all. */
+        unsigned retries;
+        long long backoff_ms;
 };
 /* Widen `l` to cover a Trial asking for these (0: that limit is not set). */
 void slurm_limits_add(struct slurm_limits *l, long long timeout_s, long long memory_bytes, double cpus);
+/* What one task may take, in seconds, for --time: (1 + retries) attempts of
+ * timeout_s, the backoff between them, and SLURM_TIME_MARGIN_S; -1 when no
+ * timeout is asked. */
+long long slurm_time_limit_s(const struct slurm_limits *l);
 
 /* What Slurm gets on top of a Trial's own limits: trialbox's start, the
  * Outcome, the kill after a timeout (--time); trialbox and bwrap themselves
@@ -79,7 +88,7 @@ int slurm_args_split(const char *s, struct strv *out, struct tb_error *err);
  *          [--slurm-args words…]
  *          --parsable --array=0-(N-1)[%MAX]
  *          --wrap="exec 'TRIALBOX' batch 'PLAN' --index \"$SLURM_ARRAY_TASK_ID\" [task_args…]"
- * --time is ceil((timeout + SLURM_TIME_MARGIN_S) / 60) minutes, --mem the
+ * --time is slurm_time_limit_s() in minutes, rounded up, --mem the
  * memory plus SLURM_MEMORY_MARGIN_BYTES in MiB, --cpus-per-task ceil(cpus).
  * --slurm-args may override the job name and output, not --array, --wrap,
  * --parsable or --wait (-EINVAL: they are trialbox's own). */

@@ -40,6 +40,8 @@ const char *outcome_cause_name(enum outcome_cause c)
                 return "sandbox_unavailable";
         case CAUSE_SESSION_UNAVAILABLE:
                 return "session_unavailable";
+        case CAUSE_INTERRUPTED:
+                return "interrupted";
         case CAUSE_TIMEOUT:
                 return "timeout";
         case CAUSE_OUT_OF_MEMORY:
@@ -94,10 +96,37 @@ static void set_out_of_memory(struct outcome *o, const struct session_result *r,
                          r->oom_kills, how);
 }
 
+/* The operator's signal ended the Trial: void, and what the session did is
+ * said in the detail. */
+static void set_interrupted(struct outcome *o, const struct session_result *r)
+{
+        char how[600];
+        if (!r->started)
+                snprintf(how, sizeof how, " before the session started (%.500s)", r->detail);
+        else if (r->signal > 0)
+                snprintf(how, sizeof how, ", which forwarded it to the session; the session was then killed by signal %d "
+                         "(SIG%s)", r->signal, sigabbrev_np(r->signal) ? sigabbrev_np(r->signal) : "?");
+        else
+                snprintf(how, sizeof how, ", which forwarded it to the session; the session then exited with status %d",
+                         r->exit_code);
+        char detail[sizeof o->detail];
+        snprintf(detail, sizeof detail, "the operator's SIG%s reached trialbox%s: no fault of the agent; run it again "
+                 "(a batch does)",
+                 sigabbrev_np(r->interrupted) ? sigabbrev_np(r->interrupted) : "?", how);
+        outcome_set_void(o, CAUSE_INTERRUPTED, detail);
+        o->interrupted = r->interrupted;
+}
+
 void outcome_from_session(struct outcome *o, const struct session_result *r)
 {
         char how[128];
 
+        o->dropped_stdout = r->dropped_stdout;
+        o->dropped_stderr = r->dropped_stderr;
+        if (r->interrupted > 0) {
+                set_interrupted(o, r);
+                return;
+        }
         if (!r->started) {
                 outcome_set_void(o, r->void_cause != CAUSE_NONE ? r->void_cause : CAUSE_SANDBOX_UNAVAILABLE, r->detail);
                 return;
@@ -264,6 +293,13 @@ static json_object *outcome_json(const struct outcome *o)
         json_object_object_add(j, "limits", trial_limits_to_json(o->limits ? o->limits : &none));
         json_object_object_add(j, "usage", o->usage_known ? usage_to_json(&o->usage) : NULL);
         json_object_object_add(j, "tokens", o->tokens.known ? tokens_to_json(&o->tokens) : NULL);
+        json_object *dropped = NULL;
+        if (o->usage_known) {
+                dropped = json_object_new_object();
+                json_object_object_add(dropped, "stdout", json_object_new_int64(o->dropped_stdout));
+                json_object_object_add(dropped, "stderr", json_object_new_int64(o->dropped_stderr));
+        }
+        json_object_object_add(j, "output_dropped", dropped);
         json_object_object_add(j, "network", o->network ? json_object_get(o->network) : NULL);
         json_object_object_add(j, "repo_guard", o->repo_guard ? json_object_get(o->repo_guard) : NULL);
         json_object_object_add(j, "control_files", o->control_files ? json_object_get(o->control_files) : NULL);
@@ -357,7 +393,7 @@ int outcome_exit_status(const struct outcome *o)
         case OUTCOME_VOID:
                 break;
         }
-        return TB_EXIT_VOID;
+        return o->cause == CAUSE_INTERRUPTED && o->interrupted > 0 ? 128 + o->interrupted : TB_EXIT_VOID;
 }
 
 int outcome_boot_id(char *buf, size_t n, struct tb_error *err)

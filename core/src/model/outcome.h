@@ -27,6 +27,9 @@ enum outcome_cause {
         CAUSE_NONE,
         CAUSE_SANDBOX_UNAVAILABLE,
         CAUSE_SESSION_UNAVAILABLE,
+        CAUSE_INTERRUPTED, /* void: the session ended (or never started) because the operator's signal
+                            * (SIGINT, SIGTERM, SIGHUP) reached trialbox, which forwarded it: no fault of
+                            * the agent; a batch runs it again */
         CAUSE_TIMEOUT,       /* failed: the session ran past --timeout and was stopped */
         CAUSE_OUT_OF_MEMORY, /* failed: the cgroup's OOM killer hit the session and it did not exit 0 */
 };
@@ -81,6 +84,14 @@ struct session_result {
         long long kill_after_ms;  /* the grace, for the detail */
         long long oom_kills;      /* the cgroup's OOM kills (0 without a cgroup) */
         long long memory_bytes;   /* the --memory limit, for the detail; <= 0 none */
+        /* The operator's signal (SIGINT, SIGTERM, SIGHUP to trialbox) that
+         * trialbox forwarded before the session ended (and before any
+         * deadline), or 0: the Trial is void/interrupted, whatever the
+         * session then did (exit_code, signal: for the detail). */
+        int interrupted;
+        /* The session's output trialbox's own stdout and stderr did not
+         * take (their reader stopped or went away): bytes dropped. */
+        long long dropped_stdout, dropped_stderr;
 };
 
 struct outcome {
@@ -90,6 +101,7 @@ struct outcome {
         char detail[1024];
         int exit_code; /* -1: none */
         int signal;    /* 0: none */
+        int interrupted; /* void/interrupted: the operator's signal N (trialbox exits 128+N), else 0 */
         bool sandboxed;
         const char *home;
         long long duration_ms;
@@ -100,6 +112,10 @@ struct outcome {
         struct trial_usage usage;          /* zero-initialised means all unknown: see outcome_start */
         bool usage_known;                  /* false: `usage` is null (e.g. a void Trial that ran nothing) */
         struct trial_tokens tokens;        /* tokens.known false: `tokens` is null */
+        /* outcome.json's output_dropped: the session's output trialbox's
+         * stdout and stderr did not take, in bytes; null when no session ran
+         * (usage_known false). */
+        long long dropped_stdout, dropped_stderr;
         /* The Slurm job the Trial ran in (slurm_ids_from_env),
          * outcome.json's slurm_job_id and slurm_array_task_id, in the final
          * Outcome and the running record. <= 0 job id: not in a job (both
@@ -147,7 +163,9 @@ char *outcome_to_json(const struct outcome *o);
 /* Write OUTPUT_DIR/outcome.json atomically (mode 0644). 0 or negative errno. */
 int outcome_write(const struct outcome *o, const char *output_dir, struct tb_error *err);
 
-/* The exit status trialbox ends with for this Outcome (124 for a timeout). */
+/* The exit status trialbox ends with for this Outcome (124 for a timeout,
+ * 128+N for void/interrupted by the operator's signal N, 125 for any other
+ * void). */
 int outcome_exit_status(const struct outcome *o);
 
 /* ---- the `running` record and the lost launcher ----

@@ -300,5 +300,7 @@ struct json_object *trial_net_outcome_json(const struct trial_net *n)
                 }
         }
         json_object_object_add(j, "mode", json_object_new_string(trial_network_name(n->mode)));
+        if (n->mode == TRIAL_NETWORK_ALLOW)
+                json_object_object_add(j, "harness_endpoints", json_object_new_boolean(!n->no_harness_endpoints));
         return j;
 }

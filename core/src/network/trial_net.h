@@ -15,6 +15,7 @@
 #ifndef TB_TRIAL_NET_H
 #define TB_TRIAL_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -47,6 +48,7 @@ struct trial_net {
         struct netpolicy *policy; /* allow: until the proxy takes it */
         int record_fd;            /* allow: network.jsonl; -1 */
         const char *test_hosts;   /* tb_env's TRIALBOX_TEST_HOSTS (test builds only) */
+        bool no_harness_endpoints; /* allow: the Harness's own endpoints are not allowed, only --allow-host */
         struct proxy *proxy;
 };
 #define TRIAL_NET_INIT { .mode = TRIAL_NETWORK_HOST, .record_fd = -1 }
@@ -77,7 +79,8 @@ int trial_net_listen_in(pid_t pid, uint16_t port, int *out, struct tb_error *err
 
 /* The Outcome's `network` object: NULL for host (and for a Trial void
  * before its mode was decided); {"mode":"none"}; for allow
- * {"mode","allowed","denied","hosts":{host:{allowed,denied}}}. New reference. */
+ * {"mode","allowed","denied","hosts":{host:{allowed,denied}},
+ * "harness_endpoints"} (false under --no-harness-endpoints). New reference. */
 struct json_object *trial_net_outcome_json(const struct trial_net *n);
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sandbox/confine.h"
+#include "sandbox/cow.h"
 #include "sandbox/spec.h"
 #include "sandbox/session_user.h"
 #include "base/io.h"
@@ -100,15 +101,22 @@ static int keeper_signals(pid_t trialbox)
 
 /* In bwrap's process, forked by the keeper: exec it, or send the errno to
  * `exec_err_w`. */
-static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, const sigset_t *old, int exec_err_w,
-                                                 const struct session_user *user)
+static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, int exec_err_w,
+                                                 const struct session_user *user, const struct sandbox_cow *cow)
 {
-        spawn_reset_signals(old);
+        /* Default dispositions and an empty mask, whatever trialbox's
+         * starter left it: bwrap and the session get every signal. */
+        spawn_reset_signals(NULL);
+        int e = 0;
+        /* The layer first: as root, before the switch below gives root up. */
+        if (cow && cow->path) {
+                int r = cow_overlay_enter(cow, NULL);
+                e = r < 0 ? -r : 0;
+        }
         /* Not root from here: bwrap and the session run as the
          * session's user (a switch clears the parent-death signal,
          * so that comes after it). */
-        int e = 0;
-        if (user && user->drop) {
+        if (e == 0 && user && user->drop) {
                 int r = session_user_switch(user);
                 e = r < 0 ? -r : 0;
         }
@@ -182,14 +190,14 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
         }
 }
 
-void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
-                const struct session_user *user)
+void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
+                const struct sandbox_cow *cow)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         int sfd = keeper_signals(trialbox);
         pid_t bwrap = fork();
         if (bwrap == 0)
-                exec_bwrap(argv, envp, old, exec_err_w, user);
+                exec_bwrap(argv, envp, exec_err_w, user, cow);
         /* The keeper holds none of bwrap's pipes but stderr. */
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);

@@ -26,16 +26,19 @@
 /* Ask a keeper to kill everything under it. */
 #define KEEPER_KILL_ALL SIGUSR1
 
-/* Run in the forked child of `trialbox` (whose signal mask `old` to restore
- * for bwrap), in a process group of its own, with stdin, stdout, stderr,
- * SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up for bwrap: start argv with
- * envp and keep it. On a failed exec, the errno goes to `exec_err_w`
- * (KEEPER_EXEC_ERR_FD). Never returns. */
+/* Run in the forked child of `trialbox`, in a process group of its own,
+ * with stdin, stdout, stderr, SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up
+ * for bwrap: start argv with envp (default dispositions and an empty
+ * signal mask, whatever trialbox's own) and keep it. On a failed exec, the
+ * errno goes to `exec_err_w` (KEEPER_EXEC_ERR_FD). Never returns. */
 struct session_user;
 
 /* `user`, when it says to drop, is who bwrap runs as: the keeper switches
- * bwrap's process to it right before the exec (session_user.h). */
-void keeper_run(char **argv, char **envp, pid_t trialbox, const sigset_t *old, int exec_err_w,
-                const struct session_user *user) __attribute__((noreturn));
+ * bwrap's process to it right before the exec (session_user.h). `cow`,
+ * when its path is set, is a copy-on-write overlay mounted in bwrap's
+ * process before that (sandbox/cow.h): bwrap starts in its mount namespace,
+ * which dies with the sandbox. */
+void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
+                const struct sandbox_cow *cow) __attribute__((noreturn));
 
 #endif

@@ -2,10 +2,12 @@
 #include "sandbox/spec.h"
 
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/path.h"
 #include "base/strbuf.h"
 #include "base/strv.h"
@@ -27,6 +29,7 @@ void sandbox_spec_done(struct sandbox_spec *spec)
         free(spec->env);
         strv_done(&spec->command);
         free(spec->chdir);
+        free(spec->cow.path);
         if (spec->seccomp_fd > 0)
                 close(spec->seccomp_fd);
         memset(spec, 0, sizeof *spec);
@@ -81,6 +84,24 @@ bool sandbox_env_name_valid(const char *name)
         return true;
 }
 
+const char *sandbox_env_reserved(const char *name)
+{
+        static const char *const own[] = { "HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "XDG_CONFIG_HOME",
+                                           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR" };
+        static const char *const proxy[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(own); i++)
+                if (strcmp(name, own[i]) == 0)
+                        return "trialbox sets it for the session";
+        for (size_t i = 0; i < TB_ARRAY_SIZE(proxy); i++)
+                if (strcasecmp(name, proxy[i]) == 0)
+                        return "trialbox sets it for the session under --network allow";
+        if (strncmp(name, "TRIALBOX_", 9) == 0)
+                return "TRIALBOX_* are trialbox's own";
+        if (strncmp(name, "LD_", 3) == 0)
+                return "LD_* would reach bwrap's loader, outside the sandbox";
+        return NULL;
+}
+
 void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *value, bool secret)
 {
         for (size_t i = 0; i < spec->n_env; i++) {
@@ -116,7 +137,7 @@ void sandbox_envp(const struct sandbox_spec *spec, struct strv *out)
 static const char *const op_flag[] = {
         [SANDBOX_RO_BIND] = "--ro-bind", [SANDBOX_BIND] = "--bind", [SANDBOX_SYMLINK] = "--symlink",
         [SANDBOX_DIR] = "--dir",         [SANDBOX_TMPFS] = "--tmpfs", [SANDBOX_PROC] = "--proc",
-        [SANDBOX_DEV] = "--dev",
+        [SANDBOX_DEV] = "--dev",         [SANDBOX_TMP_OVERLAY] = "--tmp-overlay",
 };
 
 void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct strv *out)
@@ -147,6 +168,13 @@ void sandbox_argv(const struct sandbox_spec *spec, const char *bwrap, struct str
                 if (op->kind == SANDBOX_TMPFS && spec->tmpfs_size > 0) {
                         strv_add(out, "--size");
                         strv_addf(out, "%lld", spec->tmpfs_size);
+                }
+                if (op->kind == SANDBOX_TMP_OVERLAY) {
+                        strv_add(out, "--overlay-src");
+                        strv_add(out, op->src);
+                        strv_add(out, op_flag[op->kind]);
+                        strv_add(out, op->dest);
+                        continue;
                 }
                 strv_add(out, op_flag[op->kind]);
                 if (op->src)
@@ -196,6 +224,11 @@ char *sandbox_render(const struct sandbox_spec *spec, const char *bwrap)
         /* bwrap writes its status to fd 3: give a shell that runs this line one. */
         if (bwrap)
                 strbuf_addf(&sb, " %d>/dev/null", SANDBOX_STATUS_FD);
+        /* Not a command bwrap runs: said, so the line is not taken for all of it. */
+        if (bwrap && spec->cow.path) {
+                strbuf_add(&sb, " # and, before bwrap, a copy-on-write overlay mounted by trialbox on ");
+                strbuf_add_quoted(&sb, spec->cow.path);
+        }
         strv_done(&argv);
         return sb.s;
 }

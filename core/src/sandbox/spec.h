@@ -30,6 +30,9 @@ enum sandbox_op_kind {
         SANDBOX_TMPFS,   /* --tmpfs dest */
         SANDBOX_PROC,    /* --proc dest */
         SANDBOX_DEV,     /* --dev dest */
+        /* --overlay-src src --tmp-overlay dest (bwrap >= 0.9): src seen at
+         * dest, every write going to a tmpfs that dies with the sandbox. */
+        SANDBOX_TMP_OVERLAY,
 };
 
 struct sandbox_op {
@@ -59,6 +62,12 @@ struct sandbox_spec {
         long long tmpfs_size;
         /* Network: a network namespace of its own, loopback only (--unshare-net). */
         bool unshare_net;
+        /* A copy-on-write layer trialbox mounts itself (sandbox/cow.h)
+         * before bwrap starts: NULL path for none. */
+        struct sandbox_cow {
+                char *path;     /* the folder covered, absolute and real; the spec binds it onto itself */
+                long long size; /* the layer's size in bytes (its tmpfs); <= 0: the kernel's default */
+        } cow;
 };
 
 void sandbox_spec_done(struct sandbox_spec *spec);
@@ -81,6 +90,13 @@ void sandbox_setenv(struct sandbox_spec *spec, const char *name, const char *val
 const char *sandbox_getenv(const struct sandbox_spec *spec, const char *name);
 /* Is `name` a valid environment variable name? */
 bool sandbox_env_name_valid(const char *name);
+/* May a user's own variable for the session (a plan's `env`, `run
+ * --env-file`) have this name? Not one trialbox sets itself (HOME, PATH,
+ * USER, LOGNAME, TMPDIR, the XDG_*_HOME and XDG_RUNTIME_DIR folders, the
+ * proxy variables of --network allow in either case, TRIALBOX_*), nor LD_*
+ * (the environment reaches bwrap too, outside the sandbox, whose loader
+ * would take it). NULL when it may; else why not. */
+const char *sandbox_env_reserved(const char *name);
 
 /* The environment as "NAME=value" strings, for execve. */
 void sandbox_envp(const struct sandbox_spec *spec, struct strv *out);

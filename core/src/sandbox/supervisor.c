@@ -28,6 +28,7 @@
 #include "base/error.h"
 #include "base/io.h"
 #include "base/macro.h"
+#include "base/sink.h"
 #include "base/spawn.h"
 #include "base/str.h"
 
@@ -116,6 +117,9 @@ struct relay {
 #define SUPERVISOR_REPEAT_MS 500
 /* Once the session is reaped, how long to wait for its pipes' last bytes. */
 #define SUPERVISOR_LINGER_MS 100
+/* Once it is reaped, how long a reader of trialbox's stdout or stderr may
+ * take nothing before what it has not taken is dropped (and counted). */
+#define SUPERVISOR_OUTPUT_STALL_MS 1000
 
 struct supervisor {
         const struct supervisor_run *run;
@@ -151,6 +155,8 @@ struct supervisor {
          * pipe, the output is the record: relayed byte for byte. */
         bool filter_out, filter_err;
         struct term_filter out_filter, err_filter;
+        /* trialbox's stdout and stderr, as the relays write them (sink.h). */
+        struct sink out_sink, err_sink;
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
 };
@@ -162,15 +168,14 @@ static void on_status(char *l, void *ud)
                 supervisor_parse_status(l, &seen->child_pid, &seen->exit_code);
 }
 
-/* Nobody reads: drop it, keep draining the session. */
-static void write_all(int fd, const char *buf, size_t n) { (void)loop_write(fd, buf, n); }
-
-/* Relay `n` bytes of the session's output to trialbox's `fd`: through
- * `filter` when that is a terminal. Returns the last byte written, or -1. */
-static int relay(int fd, const char *buf, size_t n, struct term_filter *filter)
+/* Relay `n` bytes of the session's output to one of trialbox's own
+ * streams (`to`: never blocking, what its reader does not take held up to
+ * a bound, the rest dropped and counted): through `filter` when that is a
+ * terminal. Returns the last byte passed on, or -1. */
+static int relay(struct sink *to, const char *buf, size_t n, struct term_filter *filter)
 {
         if (!filter) {
-                write_all(fd, buf, n);
+                sink_write(to, buf, n);
                 return n ? (unsigned char)buf[n - 1] : -1;
         }
         char out[TERM_FILTER_OUT_MAX(16384)];
@@ -178,7 +183,7 @@ static int relay(int fd, const char *buf, size_t n, struct term_filter *filter)
         for (size_t off = 0; off < n;) { /* in slices the buffer holds */
                 size_t k = n - off < 16384 ? n - off : 16384;
                 size_t m = term_filter_feed(filter, buf + off, k, out);
-                write_all(fd, out, m);
+                sink_write(to, out, m);
                 if (m)
                         last = (unsigned char)out[m - 1];
                 off += k;
@@ -193,7 +198,7 @@ static void on_stderr(char *l, void *ud)
          * for the Outcome when the sandbox does not come up. */
         size_t n = strlen(l);
         l[n] = '\n';
-        relay(STDERR_FILENO, l, n + 1, sv->filter_err ? &sv->err_filter : NULL);
+        relay(&sv->err_sink, l, n + 1, sv->filter_err ? &sv->err_filter : NULL);
         l[n] = '\0';
         if (str_has_prefix(l, "bwrap: "))
                 snprintf(sv->seen.bwrap_msg, sizeof sv->seen.bwrap_msg, "%s", l);
@@ -244,7 +249,8 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         int e;
         /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
          * a background shell is not passed on); the mask stays as the
-         * supervisor blocked it until the session's exec restores old_mask. */
+         * supervisor blocked it until the session's exec, which gets an
+         * empty one (bwrap's, through the keeper). */
         sigset_t blocked;
         sigprocmask(SIG_SETMASK, NULL, &blocked);
         spawn_reset_signals(&blocked);
@@ -265,8 +271,10 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         if (run->bwrap)
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
-                keeper_run(sv->argv, run->envp, trialbox, &sv->old_mask, exec_err_w, run->user);
-        sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
+                keeper_run(sv->argv, run->envp, trialbox, exec_err_w, run->user, run->cow);
+        /* Not trialbox's own mask, whatever its starter blocked: a session
+         * must get the signals trialbox forwards. */
+        spawn_reset_signals(NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;
         close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
@@ -313,6 +321,14 @@ static void limits_result(const struct supervisor_seen *seen, struct session_res
 void supervisor_result(const struct supervisor_seen *seen, struct session_result *res)
 {
         memset(res, 0, sizeof *res);
+        res->interrupted = seen->interrupted;
+        res->dropped_stdout = seen->dropped_stdout;
+        res->dropped_stderr = seen->dropped_stderr;
+        if (seen->before_start) {
+                res->void_cause = CAUSE_INTERRUPTED;
+                snprintf(res->detail, sizeof res->detail, "it was never started");
+                return;
+        }
         if (seen->exec_errno) {
                 res->void_cause = seen->bwrap ? CAUSE_SANDBOX_UNAVAILABLE : CAUSE_SESSION_UNAVAILABLE;
                 snprintf(res->detail, sizeof res->detail, "cannot execute '%s': %s", seen->program,
@@ -322,7 +338,7 @@ void supervisor_result(const struct supervisor_seen *seen, struct session_result
         if (seen->bwrap && !seen->setup_done) {
                 /* The session's program never ran: every line on bwrap's
                  * stderr is bwrap's own. */
-                res->void_cause = CAUSE_SANDBOX_UNAVAILABLE;
+                res->void_cause = seen->interrupted ? CAUSE_INTERRUPTED : CAUSE_SANDBOX_UNAVAILABLE;
                 if (seen->hold_msg[0])
                         snprintf(res->detail, sizeof res->detail, "%s", seen->hold_msg);
                 else if (seen->bwrap_msg[0])
@@ -424,6 +440,8 @@ static void handle_signal(struct supervisor *sv, int sig)
                 return;
         }
         sv->seen.forwarded = sig;
+        if (!sv->seen.timed_out) /* a Trial already past its deadline has failed: that stands */
+                sv->seen.interrupted = sig;
         sv->forwarded_at = now_ms();
         if (!sv->seen.timed_out) /* past the deadline, --kill-after's timer runs already */
                 arm_kill_timer(sv, SUPERVISOR_KILL_GRACE_MS);
@@ -540,7 +558,7 @@ static bool on_session_stdout(struct supervisor *sv, struct source *src, short r
                 return n == -EAGAIN; /* EIO: the pty's last slave is closed */
         if (n == 0)
                 return false;
-        int last = relay(STDOUT_FILENO, buf, (size_t)n, sv->filter_out ? &sv->out_filter : NULL);
+        int last = relay(&sv->out_sink, buf, (size_t)n, sv->filter_out ? &sv->out_filter : NULL);
         if (last >= 0)
                 sv->output_mid_line = last != '\n';
         return true;
@@ -692,11 +710,44 @@ static int open_terminal(struct supervisor *sv, struct tb_error *err)
         return 0;
 }
 
+static bool on_sink(struct supervisor *sv, struct source *src, short revents)
+{
+        (void)sv;
+        (void)revents;
+        sink_flush(src->ctx);
+        return true;
+}
+
+static bool out_pending(const struct supervisor *sv) { return sink_pending(&sv->out_sink); }
+static bool err_pending(const struct supervisor *sv) { return sink_pending(&sv->err_sink); }
+
+/* trialbox's stdout and stderr as the relays write them: each a source
+ * that takes POLLOUT while its reader is behind. */
+static int open_sinks(struct supervisor *sv, struct tb_error *err)
+{
+        sink_init(&sv->out_sink, STDOUT_FILENO, SINK_DEFAULT_MAX);
+        sink_init(&sv->err_sink, STDERR_FILENO, SINK_DEFAULT_MAX);
+        struct sink *sinks[] = { &sv->out_sink, &sv->err_sink };
+        bool (*pending[])(const struct supervisor *) = { out_pending, err_pending };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(sinks); i++) {
+                if (sink_fd(sinks[i]) < 0)
+                        continue;
+                struct source *src = add_source(sv, sink_fd(sinks[i]), ALWAYS, on_sink, sinks[i]);
+                if (!src)
+                        return tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+                src->events = POLLOUT;
+                src->wanted = pending[i];
+        }
+        return 0;
+}
+
 /* The session's standard streams: a pty when on a terminal, else pipes for
  * stdin and stdout (its stderr is bwrap's pipe); each relayed by a source. */
 static int open_streams(struct supervisor *sv, struct tb_error *err)
 {
         int r = open_terminal(sv, err);
+        if (r == 0)
+                r = open_sinks(sv, err);
         if (r < 0)
                 return r;
         sv->filter_out = isatty(STDOUT_FILENO);
@@ -780,6 +831,8 @@ static void supervisor_init(struct supervisor *sv, const struct supervisor_run *
                 .out_p = { -1, -1 },
                 .pty_master = -1,
                 .pty_slave = -1,
+                .out_sink = { .fd = -1, .own_fd = -1 },
+                .err_sink = { .fd = -1, .own_fd = -1 },
                 .deadline = -1,
                 .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1,
                           .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
@@ -840,10 +893,35 @@ static int supervisor_sources(struct supervisor *sv, struct tb_error *err)
         return r;
 }
 
+/* The operator's signal already pending (it came while trialbox set the
+ * Trial up: trial_run() blocks them from its start), taken from the
+ * signalfd: the session is not started at all. Its number, or 0. */
+static int take_pending_operator_signal(struct supervisor *sv)
+{
+        sigset_t pending;
+        if (sigpending(&pending) < 0 ||
+            !(sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP)))
+                return 0;
+        struct signalfd_siginfo si;
+        int sig = 0;
+        while (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                if (!sig && (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP))
+                        sig = (int)si.ssi_signo;
+        return sig;
+}
+
 /* Fork the session's process; keep none of the child's ends; wait for the
- * exec's outcome (its errno in seen.exec_errno, 0 when it ran). */
+ * exec's outcome (its errno in seen.exec_errno, 0 when it ran). With the
+ * operator's signal pending, nothing is forked (seen.before_start). */
 static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
 {
+        int sig = take_pending_operator_signal(sv);
+        if (sig) {
+                sv->seen.forwarded = sv->seen.interrupted = sig;
+                sv->seen.before_start = true;
+                tb_closep(&exec_p[1]);
+                return 0;
+        }
         pid_t self = getpid();
         sv->pid = fork();
         if (sv->pid < 0) {
@@ -907,12 +985,18 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
          * mouse reporting, a hidden cursor, ...) is put back. */
         char end[TERM_FILTER_END_MAX];
         if (sv->filter_out)
-                write_all(STDOUT_FILENO, end, term_filter_end(&sv->out_filter, end));
+                sink_write(&sv->out_sink, end, term_filter_end(&sv->out_filter, end));
         if (sv->filter_err)
-                write_all(STDERR_FILENO, end, term_filter_end(&sv->err_filter, end));
+                sink_write(&sv->err_sink, end, term_filter_end(&sv->err_filter, end));
         /* What trialbox prints next (its --json line) starts a line of its own. */
         if (sv->output_mid_line)
-                write_all(STDOUT_FILENO, "\n", 1);
+                sink_write(&sv->out_sink, "\n", 1);
+        /* What its readers have not taken yet, while they take it: a
+         * reader that stopped is not waited for (the rest is counted). */
+        sink_drain(&sv->out_sink, SUPERVISOR_OUTPUT_STALL_MS);
+        sink_drain(&sv->err_sink, SUPERVISOR_OUTPUT_STALL_MS);
+        sv->seen.dropped_stdout = (long long)sv->out_sink.dropped;
+        sv->seen.dropped_stderr = (long long)sv->err_sink.dropped;
         /* Once bwrap took its byte, it had set the sandbox up and went on to
          * execute the session's program. */
         int unread = 1;
@@ -935,6 +1019,8 @@ static void supervisor_done(struct supervisor *sv)
                 tb_closep(fds[i]);
         if (sv->argv != sv->run->argv)
                 free(sv->argv);
+        sink_done(&sv->out_sink);
+        sink_done(&sv->err_sink);
         if (sv->termios_saved)
                 tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_termios);
         if (sv->masked && !sv->run->hold_signals)
@@ -951,13 +1037,14 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                 supervisor_done(&sv);
                 return r;
         }
-        r = supervisor_loop(&sv, err);
+        if (!sv.seen.before_start)
+                r = supervisor_loop(&sv, err);
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);
         if (sv.released && sv.hold_watch.finish)
                 sv.hold_watch.finish(sv.hold_watch.ctx);
-        if (r < 0 && !sv.reaped) {
+        if (r < 0 && !sv.reaped && sv.pid > 0) {
                 kill(sv.pid, SIGKILL);
                 wait4(sv.pid, &sv.seen.wait_status, 0, &sv.rusage);
         }

@@ -9,7 +9,11 @@
  * The session never holds trialbox's own standard streams: it gets pipes
  * for stdin and stdout (a pty of trialbox's for both when trialbox's stdin
  * and stdout are its terminal) and bwrap's stderr pipe, all relayed by the loop, and
- * drained before supervisor_run() returns. The keeper and bwrap (or the
+ * drained before supervisor_run() returns. The relays never wait on
+ * trialbox's readers (base/sink.h): what a reader that stopped does not
+ * take is held up to 1 MiB per stream, the rest dropped and counted in the
+ * result; at the end, a reader that takes nothing for a second is not
+ * waited for. The timers, the signals and the record never wait on one. The keeper and bwrap (or the
  * unsandboxed session) run in a process group of their own, so a signal
  * for trialbox's group reaches trialbox alone, which forwards it. */
 #ifndef TB_SUPERVISOR_H
@@ -67,6 +71,7 @@ struct supervisor_run {
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
+        const struct sandbox_cow *cow;   /* NULL, or an overlay mounted before bwrap (sandbox/cow.h) */
         /* When set, the signals the supervisor blocks (SIGINT, SIGTERM,
          * SIGHUP among them) stay blocked after it returns: one that comes
          * then is for a Trial that is ending, and must not stop trialbox
@@ -90,6 +95,11 @@ struct supervisor_seen {
         int exit_code;         /* bwrap's "exit-code", or -1 */
         int wait_status;       /* waitpid() status of the direct child: the session, or the keeper */
         int forwarded;         /* the signal trialbox forwarded to the session, or 0 */
+        /* The operator's signal (SIGINT, SIGTERM, SIGHUP to trialbox),
+         * forwarded before any deadline passed, or 0: the session ended
+         * because of it (a deadline's SIGTERM is not the operator's). */
+        int interrupted;
+        bool before_start;     /* it was pending before the session's process was made: none was */
         bool killed;           /* trialbox ended the session with SIGKILL after the grace */
         char bwrap_msg[512];   /* the last "bwrap: ..." line on bwrap's stderr, or "" */
         /* Limits. */
@@ -98,6 +108,9 @@ struct supervisor_seen {
         long long oom_kills;     /* the cgroup's OOM kills seen (0 without a cgroup) */
         long long timeout_ms, kill_after_ms, memory_bytes; /* the limits, for the detail */
         char hold_msg[512];    /* why run->hold() refused to let the session start, or "" */
+        /* The session's output trialbox's own stdout and stderr did not
+         * take (their reader stopped, or went away): bytes dropped. */
+        long long dropped_stdout, dropped_stderr;
 };
 
 /* How the session ended, from what was seen alone: no system calls, no
@@ -108,7 +121,9 @@ struct supervisor_seen {
  * sandbox up, just before it executes the session's program. Before that,
  * the Trial is void (sandbox_unavailable) and its detail is bwrap's last
  * "bwrap: " line, which only bwrap can have printed then; after it, the
- * Trial is never void, whatever the session prints or however it ends.
+ * Trial is never void, whatever the session prints or however it ends,
+ * but for the operator's signal (below), which only trialbox's own
+ * signalfd says: a sandboxed session cannot signal trialbox.
  *
  * Exit code or signal. A status of 128+N is also what a session gets by
  * `exit 128+N`, and bwrap reports a session killed by signal N as 128+N,
@@ -122,6 +137,11 @@ struct supervisor_seen {
  *    the signal trialbox sent, else the one that killed bwrap.
  * timed_out, killed_after_grace and oom_kills pass into the result with
  * the limits, for outcome_from_session() (a timeout wins over an OOM kill).
+ *
+ * Interrupted. When the operator's signal reached trialbox before the
+ * session ended (and before its deadline), `interrupted` passes into the
+ * result: the Trial is void/interrupted whatever the session did; a session
+ * that had not started yet is not started, its cause CAUSE_INTERRUPTED.
  * Anything else is an exit code, passed through as it is: `exit 137` is
  * exit code 137, no signal. outcome.json says which; trialbox's own exit
  * status (128+N for a signal, 125 void, 126 trialbox's failure, 2 usage)

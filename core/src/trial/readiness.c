@@ -45,6 +45,17 @@ void readiness_check(const struct plugin *p, const struct tb_env *env, struct re
         host_done(&host);
 }
 
+char *readiness_login(const struct plugin *p, const struct tb_env *env, const char *credentials)
+{
+        struct tb_host host;
+        checking_host(p, env, &host);
+        host.credentials_path = credentials;
+        host_call(&host, p->preflight);
+        char *why = host.voided ? xstrdup(host.void_detail) : NULL;
+        host_done(&host);
+        return why;
+}
+
 void readiness_done(struct readiness *r)
 {
         free(r->binary);

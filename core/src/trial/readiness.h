@@ -23,6 +23,12 @@ struct readiness {
 /* Is the loaded plugin `p`'s Harness ready here? Looks where `run` would (the
  * home a Trial uses). Release with readiness_done(). */
 void readiness_check(const struct plugin *p, const struct tb_env *env, struct readiness *out);
+
+/* Would the plugin's preflight, in checking mode, let a Trial with these
+ * Credentials (NULL: the default file) start? NULL when it would, else why
+ * (its login or key is missing: malloc'd). What `trialbox batch` asks of
+ * each line before anything runs. */
+char *readiness_login(const struct plugin *p, const struct tb_env *env, const char *credentials);
 void readiness_done(struct readiness *r);
 
 /* The endpoints `p` declares (its `endpoints` hook, asked the way

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -22,12 +23,15 @@
 #include "sandbox/session_user.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/toolchain.h"
+#include "trial/grader.h"
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/path.h"
+#include "base/sink.h"
+#include "trial/session_env.h"
 #include "base/strv.h"
 
 static void add_allowed(struct sandbox_spec *spec, const struct tb_env *env, const char *list)
@@ -138,6 +142,7 @@ struct trial {
         struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
+        struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
 };
 
 static void trial_done(struct trial *t)
@@ -160,6 +165,7 @@ static void trial_done(struct trial *t)
         free(t->bwrap);
         free(t->skills);
         session_user_done(&t->user);
+        session_env_done(&t->session_env);
         if (t->home_fd >= 0)
                 close(t->home_fd);
 }
@@ -265,6 +271,11 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         if (lstat(home, &st) == 0 || lstat(outcome, &st) == 0)
                 return tb_fail(err, -EEXIST, "output folder '%s' already holds a Trial; give each Trial a new folder",
                                t->output);
+        if (opt->env_file) {
+                int r = session_env_read(opt->env_file, &t->session_env, err);
+                if (r < 0)
+                        return r;
+        }
         if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST && opt->network != TRIAL_NETWORK_DEFAULT)
                 return tb_fail(err, -EINVAL, "--network %s needs the sandbox; drop --no-sandbox (and TRIALBOX_NO_SANDBOX)",
                                trial_network_name(opt->network));
@@ -329,10 +340,16 @@ static int trial_finish(struct trial *t, struct tb_error *err)
         if (r < 0)
                 return r;
         if (t->opt->json) {
+                /* After the record, and never waiting long on a reader of
+                 * stdout that stopped (sink.h): trialbox still ends. */
                 _cleanup_free_ char *json = outcome_to_json(&t->outcome);
+                _cleanup_free_ char *line = xasprintf("%s\n", json);
+                struct sink out;
                 fflush(stdout);
-                printf("%s\n", json);
-                fflush(stdout);
+                sink_init(&out, STDOUT_FILENO, SINK_DEFAULT_MAX);
+                sink_write(&out, line, strlen(line));
+                sink_drain(&out, 1000);
+                sink_done(&out);
         }
         const struct outcome *o = &t->outcome;
         if (o->kind == OUTCOME_VOID)
@@ -359,6 +376,42 @@ static struct toolchain_host trial_toolchain_host(const struct trial *t)
         };
 }
 
+/* The repository read-write at its own path, and its guard. */
+static int trial_add_repo(struct trial *t, struct tb_error *err)
+{
+        struct sandbox_spec *spec = &t->spec;
+        sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
+        /* After the system binds, which it is checked not to override. */
+        const struct repo_guard_host gh = {
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
+                .keep_control_files = t->opt->keep_control_files,
+        };
+        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        if (r < 0)
+                return r;
+        if (t->guard.refused)
+                log_warn("the worktree's git directory is not bound: %s", t->guard.refused);
+        repo_guard_add_binds(&t->guard, spec);
+        return 0;
+}
+
+/* A grader's: the graded repository through its layer, no guard (trial/grader.h). */
+static int trial_add_graded_repo(struct trial *t, struct tb_error *err)
+{
+        const struct grader_host h = {
+                .repo = t->repo,
+                .output = t->output,
+                .bwrap = t->bwrap,
+                .size = t->opt->limits.memory_bytes,
+                .user = &t->user,
+                .dry_run = t->opt->dry_run,
+        };
+        int r = grader_spec(t->opt->grader, &h, &t->spec, err);
+        if (r < 0)
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
+}
+
 static int trial_build_spec(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
@@ -381,18 +434,9 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 if (strcmp(given, t->skills) != 0)
                         sandbox_add(spec, SANDBOX_RO_BIND, t->skills, given);
         }
-        sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
-        /* After the system binds, which it is checked not to override. */
-        const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
-                .keep_control_files = t->opt->keep_control_files,
-        };
-        int r = repo_guard_open(&t->guard, &gh, spec, err);
+        int r = t->opt->grader ? trial_add_graded_repo(t, err) : trial_add_repo(t, err);
         if (r < 0)
                 return r;
-        if (t->guard.refused)
-                log_warn("the worktree's git directory is not bound: %s", t->guard.refused);
-        repo_guard_add_binds(&t->guard, spec);
         sandbox_add(spec, SANDBOX_BIND, t->home, t->home);
         strv_add(&spec->command, run_path);
         spec->chdir = xstrdup(t->repo);
@@ -502,7 +546,7 @@ static int trial_network_policy(struct trial *t, struct tb_error *err)
         if (net->mode != TRIAL_NETWORK_ALLOW)
                 goto spec;
         net->policy = netpolicy_new();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n && !t->opt->no_harness_endpoints; i++)
                 if (e[i].required && (r = netpolicy_add(net->policy, e[i].pattern, err)) < 0)
                         return r;
         for (size_t i = 0; i < t->opt->n_allow_hosts; i++)
@@ -535,6 +579,18 @@ static int trial_hand_over_home(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* The user's own variables (--env-file), after the plugin's: the user's
+ * word wins over the plugin's defaults; trialbox's own names were refused
+ * when the file was read. Secrets: --dry-run redacts them. */
+static void trial_apply_session_env(struct trial *t)
+{
+        for (size_t i = 0; i < t->session_env.n; i++) {
+                const char *kv = t->session_env.v[i], *eq = strchr(kv, '=');
+                _cleanup_free_ char *name = strndup(kv, (size_t)(eq - kv));
+                sandbox_setenv(&t->spec, name, eq + 1, true);
+        }
+}
+
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -554,7 +610,8 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         }
         int r = trial_build_spec(t, err);
         if (r < 0) {
-                t->cause = CAUSE_SESSION_UNAVAILABLE;
+                if (t->cause == CAUSE_NONE) /* a grader's layer says its own */
+                        t->cause = CAUSE_SESSION_UNAVAILABLE;
                 return r;
         }
         r = host_call(&t->host, t->plugin.preflight);
@@ -562,6 +619,8 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                 r = host_call(&t->host, t->plugin.prepare_login);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
+        if (r >= 0)
+                trial_apply_session_env(t);
         if (r < 0) {
                 t->cause = CAUSE_SESSION_UNAVAILABLE;
                 if (t->host.voided)
@@ -821,6 +880,7 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
                 .kill_after_ms = opt->limits.kill_after_ms,
                 .memory_bytes = opt->limits.memory_bytes,
                 .user = &t->user,
+                .cow = t->spec.cow.path ? &t->spec.cow : NULL,
         };
         struct rusage ru = { 0 };
         run.rusage = &ru;
@@ -843,6 +903,8 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
 static void trial_after_session(struct trial *t)
 {
         trial_guard_restore(t);
+        if (t->opt->grader)
+                grader_after(t->opt->grader, t->output, t->user.drop ? t->user.uid : geteuid());
         host_after_session(&t->host);
         if (t->home_fd >= 0 && fchmod(t->home_fd, 0700) < 0)
                 log_warn("cannot reset the mode of the fresh home '%s': %s", t->home, strerror(errno));
@@ -891,6 +953,39 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* The operator's signals (SIGINT, SIGTERM, SIGHUP) are blocked from the
+ * start: one that comes while the Trial is set up is not lost (trialbox
+ * does not die of it, nor does a session start after it): the supervisor
+ * takes it before it starts anything, and the Trial is void/interrupted. */
+static void trial_hold_operator_signals(void)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGHUP);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+/* A step before the session failed while the operator's signal was
+ * pending (it may have been the cause: a helper it killed): the Trial is
+ * void/interrupted, the step's error in its detail. */
+static bool trial_interrupted_before_start(struct trial *t, const char *why)
+{
+        sigset_t pending;
+        int sig = 0;
+        if (sigpending(&pending) == 0)
+                sig = sigismember(&pending, SIGINT) ? SIGINT : sigismember(&pending, SIGTERM) ? SIGTERM
+                      : sigismember(&pending, SIGHUP)                                        ? SIGHUP
+                                                                                             : 0;
+        if (!sig)
+                return false;
+        struct session_result res = { .interrupted = sig, .void_cause = CAUSE_INTERRUPTED };
+        snprintf(res.detail, sizeof res.detail, "%.500s", why);
+        outcome_from_session(&t->outcome, &res);
+        return true;
+}
+
 /* The command layer of `run`: each step returns 0 or a negative errno with
  * `err`; here alone that becomes an exit status. */
 int trial_run(const struct trial_options *opt, const struct tb_env *env)
@@ -900,9 +995,11 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         /* Unsandboxed, the session has the host's network whatever the default. */
         t.net.mode = opt->no_sandbox && opt->network == TRIAL_NETWORK_DEFAULT ? TRIAL_NETWORK_HOST : opt->network;
         t.net.test_hosts = env->test_hosts;
+        t.net.no_harness_endpoints = opt->no_harness_endpoints;
         struct tb_error err = { 0 };
         int status;
 
+        trial_hold_operator_signals();
         int r = trial_validate(&t, &err);
         if (r >= 0)
                 r = trial_load(&t, &err);
@@ -916,7 +1013,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
                 r = trial_prepare(&t, &err);
         if (r >= 0)
                 r = trial_execute(&t, &err);
-        if (r < 0)
+        if (r < 0 && (opt->dry_run || !trial_interrupted_before_start(&t, err.msg)))
                 outcome_set_void(&t.outcome, t.cause, err.msg);
 
         if (opt->dry_run) { /* nothing is written: a void is said, and that is all */

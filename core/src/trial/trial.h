@@ -12,6 +12,8 @@
 /* --allow-host may be given this many times. */
 #define TRIAL_MAX_ALLOW_HOSTS 64
 
+struct trial_grader;
+
 struct trial_options {
         const char *harness;
         const char *repo;
@@ -29,12 +31,22 @@ struct trial_options {
         enum trial_network network;
         const char *allow_hosts[TRIAL_MAX_ALLOW_HOSTS];
         size_t n_allow_hosts;
+        /* --no-harness-endpoints: under allow, only the --allow-host patterns
+         * (the plugin's own endpoints are not added). */
+        bool no_harness_endpoints;
+        /* --env-file: the user's own variables for the session, one JSON
+         * object (trial/session_env.h), or NULL. */
+        const char *env_file;
         /* Who the session runs as when trialbox is root (session_user.h). */
         const char *user;  /* --user NAME|UID, or NULL */
         bool root_session; /* --root-session: accept a root session */
         /* --keep-control-files: other tools' control files the session
          * changed stay (listed); by default they are put back. */
         bool keep_control_files;
+        /* Set: this Trial is a grader of another Trial's repository
+         * (trial/grader.h): the repository behind a copy-on-write layer,
+         * no repository guard, the grader's files and its verdict folder. */
+        struct trial_grader *grader;
 };
 
 /* The variables a session inherits from the host when they are set (more
@@ -48,7 +60,9 @@ struct tb_env;
 /* Run one Trial in the host environment `env`; prints its errors; returns
  * trialbox's exit status. Once a session has run, SIGINT, SIGTERM and SIGHUP
  * stay blocked: the caller exits with the status returned (a signal that
- * came after the session ended is dropped; the Outcome stands). */
+ * came after the session ended is dropped; the Outcome stands). One that
+ * came before the session ended makes the Trial void/interrupted (exit
+ * 128+N): the supervisor forwarded it (supervisor.h). */
 int trial_run(const struct trial_options *opt, const struct tb_env *env);
 
 /* Build the environment allowlist part of a session's environment, from

@@ -1,0 +1,2 @@
+# add A B: prints A + B
+add() { echo $(( $1 - $2 )); }

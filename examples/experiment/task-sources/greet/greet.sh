@@ -1,0 +1,2 @@
+# greet NAME: prints "Hello, NAME!"
+greet() { printf 'Hello %s\n' "$1"; }
