@@ -693,10 +693,7 @@ START_TEST(connect_relays_bytes_both_ways_and_a_half_closed_stream_still_deliver
 END_TEST
 
 /* Bytes of a stream that says where it is: a lost, doubled or reordered chunk shows. */
-static unsigned char pattern_byte(size_t i)
-{
-        return (unsigned char)(i * 31 + i / 4093);
-}
+static unsigned char pattern_byte(size_t i) { return (unsigned char)(i * 31 + i / 4093); }
 
 struct bulk_writer {
         int fd;

@@ -110,8 +110,8 @@ struct proxy {
         struct conn *conns;     /* open */
         struct conn *dead;      /* closed during this dispatch, freed at its end */
         bool accept_paused, finished, saw_epipe;
-        bool sigpipe_held;       /* SIGPIPE blocked by sigpipe_hold() in this dispatch */
-        sigset_t sigpipe_old;    /* the thread's mask before that */
+        bool sigpipe_held;    /* SIGPIPE blocked by sigpipe_hold() in this dispatch */
+        sigset_t sigpipe_old; /* the thread's mask before that */
         long long allowed, denied;
         struct json_object *hosts, *other_hosts;
 };
