@@ -179,24 +179,24 @@ static enum found unreadable(const struct btrial *t, const char *name, const cha
         return FOUND_UNREADABLE;
 }
 
-/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
- * alive (adopted: waited for); or a record in *rec (a lost launcher's written
- * as void/launcher_lost first). `exit_status`: our child's wait status when
- * it just ended, else -1. */
-static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
+/* OUTPUT_DIR/outcome.json into *rec, and its kind (NULL: none). Returns
+ * FOUND_NOTHING to go on, or what was found when that settles it: a record
+ * that cannot be read, one another process wrote (set aside: the Trial
+ * runs), a final one. */
+static enum found read_outcome(struct btrial *t, json_object **rec, const char **kind)
 {
         const char *out = t->p->output_dir;
         _cleanup_free_ char *why = NULL;
         int r = batch_load_record(out, "outcome.json", rec, &why);
         if (r < 0 && r != -ENOENT)
                 return unreadable(t, "outcome.json", why);
-        const char *kind = batch_record_kind(*rec);
-        if (r == 0 && !kind) {
+        *kind = batch_record_kind(*rec);
+        if (r == 0 && !*kind) {
                 json_object_put(*rec);
                 *rec = NULL;
                 return unreadable(t, "outcome.json", "it has no \"outcome\"");
         }
-        int ours = kind ? batch_record_ours(out, *rec, &why) : 1;
+        int ours = *kind ? batch_record_ours(out, *rec, &why) : 1;
         if (ours < 0) {
                 json_object_put(*rec);
                 *rec = NULL;
@@ -213,8 +213,22 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started");
                 return FOUND_RECORD;
         }
-        if (kind && strcmp(kind, "running") != 0)
-                return FOUND_RECORD;
+        return *kind && strcmp(*kind, "running") != 0 ? FOUND_RECORD : FOUND_NOTHING;
+}
+
+/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
+ * alive (adopted: waited for); or a record in *rec (a lost launcher's written
+ * as void/launcher_lost first). `exit_status`: our child's wait status when
+ * it just ended, else -1. */
+static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
+{
+        const char *out = t->p->output_dir;
+        _cleanup_free_ char *why = NULL;
+        const char *kind = NULL;
+        enum found found = read_outcome(t, rec, &kind);
+        if (found != FOUND_NOTHING)
+                return found;
+        int r;
         if (!kind) {
                 json_object_put(*rec);
                 *rec = NULL;

@@ -161,6 +161,63 @@ static int set_experiment_field(const struct plan *plan, struct plan_trial *t, c
         return 0;
 }
 
+/* F_STRINGS: an array of strings, kept without spare capacity. */
+static int set_strings_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                             struct tb_error *err)
+{
+        if (!json_object_is_type(v, json_type_array))
+                return field_error(err, plan, t->line, f->name, "must be an array of strings");
+        struct strv *sv = strv_slot(t, f);
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+                json_object *e = json_object_array_get_idx(v, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return field_error(err, plan, t->line, f->name, "item %zu is not a string", i);
+                strv_add(sv, json_object_get_string(e));
+        }
+        /* Kept for the whole batch: no spare capacity per Trial. */
+        if (sv->v && sv->cap > sv->n + 1) {
+                sv->cap = sv->n + 1;
+                sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
+        }
+        return 0;
+}
+
+/* A limit (F_DURATION to F_GRACE): a string or a number, checked by the
+ * run's own parsers, kept as written. */
+static int set_limit_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                           struct tb_error *err)
+{
+        const char *text = limit_text(v);
+        long long value = 0;
+        struct tb_error e = { 0 };
+        if (!text)
+                return field_error(err, plan, t->line, f->name, "must be a string or a number");
+        if (check_limit(f, text, &value, &e) < 0)
+                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+        if (f->type == F_CPUS)
+                t->slots = (unsigned)((value + 999) / 1000);
+        *str_slot(t, f) = xstrdup(text);
+        return 0;
+}
+
+/* F_REPO_FROM: PATH[@REV]. */
+static int set_repo_from(const struct plan *plan, struct plan_trial *t, const char *s, struct tb_error *err)
+{
+        _cleanup_free_ char *path = xstrdup(s);
+        char *at = strrchr(path, '@');
+        if (at && !strchr(at, '/')) {
+                *at = '\0';
+                if (!at[1] || at[1] == '-')
+                        return field_error(err, plan, t->line, "repo_from",
+                                           "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
+                t->repo_rev = xstrdup(at + 1);
+        }
+        if (!path[0])
+                return field_error(err, plan, t->line, "repo_from", "'%s' has no path; use PATH or PATH@REV", s);
+        t->repo_from = path_clean(plan->dir, path);
+        return 0;
+}
+
 static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
                      struct tb_error *err)
 {
@@ -169,46 +226,17 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                 return set_experiment_field(plan, t, f, v, err);
         if (f->type == F_ENV)
                 return set_env_field(plan, t, f, v, err);
-        if (f->type == F_FLAG_OFF) {
+        if (f->type == F_STRINGS)
+                return set_strings_field(plan, t, f, v, err);
+        if (f->type >= F_DURATION && f->type <= F_GRACE)
+                return set_limit_field(plan, t, f, v, err);
+        if (f->type == F_FLAG || f->type == F_FLAG_OFF) {
                 if (!json_object_is_type(v, json_type_boolean))
                         return field_error(err, plan, t->line, name, "must be true or false");
-                *str_slot(t, f) = json_object_get_boolean(v) ? NULL : xstrdup("false");
-                return 0;
-        }
-        if (f->type == F_STRINGS) {
-                if (!json_object_is_type(v, json_type_array))
-                        return field_error(err, plan, t->line, name, "must be an array of strings");
-                struct strv *sv = strv_slot(t, f);
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        json_object *e = json_object_array_get_idx(v, i);
-                        if (!json_object_is_type(e, json_type_string))
-                                return field_error(err, plan, t->line, name, "item %zu is not a string", i);
-                        strv_add(sv, json_object_get_string(e));
-                }
-                /* Kept for the whole batch: no spare capacity per Trial. */
-                if (sv->v && sv->cap > sv->n + 1) {
-                        sv->cap = sv->n + 1;
-                        sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
-                }
-                return 0;
-        }
-        if (f->type == F_FLAG) {
-                if (!json_object_is_type(v, json_type_boolean))
-                        return field_error(err, plan, t->line, name, "must be true or false");
-                *str_slot(t, f) = json_object_get_boolean(v) ? xstrdup("true") : NULL;
-                return 0;
-        }
-        if (f->type >= F_DURATION && f->type <= F_GRACE) {
-                const char *text = limit_text(v);
-                long long value = 0;
-                struct tb_error e = { 0 };
-                if (!text)
-                        return field_error(err, plan, t->line, name, "must be a string or a number");
-                if (check_limit(f, text, &value, &e) < 0)
-                        return field_error(err, plan, t->line, name, "%s", e.msg);
-                if (f->type == F_CPUS)
-                        t->slots = (unsigned)((value + 999) / 1000);
-                *str_slot(t, f) = xstrdup(text);
+                bool on = json_object_get_boolean(v);
+                /* F_FLAG: "true" gives the flag; F_FLAG_OFF: "false" does. */
+                if (f->type == F_FLAG ? on : !on)
+                        *str_slot(t, f) = xstrdup(on ? "true" : "false");
                 return 0;
         }
         if (!json_object_is_type(v, json_type_string))
@@ -230,21 +258,8 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                         return field_error(err, plan, t->line, name, "'%s' is not one of host, none, allow", s);
                 *str_slot(t, f) = xstrdup(s);
                 return 0;
-        case F_REPO_FROM: {
-                _cleanup_free_ char *path = xstrdup(s);
-                char *at = strrchr(path, '@');
-                if (at && !strchr(at, '/')) {
-                        *at = '\0';
-                        if (!at[1] || at[1] == '-')
-                                return field_error(err, plan, t->line, name,
-                                                   "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
-                        t->repo_rev = xstrdup(at + 1);
-                }
-                if (!path[0])
-                        return field_error(err, plan, t->line, name, "'%s' has no path; use PATH or PATH@REV", s);
-                t->repo_from = path_clean(plan->dir, path);
-                return 0;
-        }
+        case F_REPO_FROM:
+                return set_repo_from(plan, t, s, err);
         default:
                 *str_slot(t, f) = xstrdup(s);
                 return 0;
