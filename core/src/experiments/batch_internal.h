@@ -174,7 +174,7 @@ int batch_record_ours(const char *out, json_object *rec, char **why);
 void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
-json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why, bool refused);
 /* A launcher the batch forwarded the operator's signal `sig` to ended
  * without a final Outcome (before its session ran: e.g. while it cloned):
  * recorded void/interrupted, like a run that got the signal (keeping

@@ -156,6 +156,12 @@ static long long backoff(const struct batch *b, unsigned attempt)
         return ms < BATCH_BACKOFF_MAX_MS ? ms : BATCH_BACKOFF_MAX_MS;
 }
 
+/* Did our launcher refuse its line (a usage error: it ran nothing)? */
+static bool refused(int exit_status)
+{
+        return exit_status >= 0 && WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == TB_EXIT_USAGE;
+}
+
 static char *lost_why(int exit_status)
 {
         if (exit_status < 0)
@@ -210,7 +216,7 @@ static enum found read_outcome(struct btrial *t, json_object **rec, const char *
                          id, out);
                 batch_set_aside_foreign(out);
                 json_object_put(*rec);
-                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started");
+                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started", false);
                 return FOUND_RECORD;
         }
         return *kind && strcmp(*kind, "running") != 0 ? FOUND_RECORD : FOUND_NOTHING;
@@ -278,7 +284,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 return FOUND_RECORD;
         }
         _cleanup_free_ char *lost = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
-        *rec = batch_record_lost(t, *rec, lost);
+        *rec = batch_record_lost(t, *rec, lost, refused(exit_status));
         return FOUND_RECORD;
 }
 

@@ -17,7 +17,9 @@
 #include "base/path.h"
 #include "base/sha256.h"
 #include "base/strv.h"
+#include "network/netpolicy.h"
 #include "trial/session_env.h"
+#include "trial/trial.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -311,6 +313,26 @@ static int check_folder(const struct plan *plan, unsigned line, const char *fiel
         return 0;
 }
 
+/* `allow_host` and `harness_endpoints` as `run` takes them: with `network`
+ * allow (or none given), each pattern one it parses, at most as many. */
+static int check_network(const struct plan *plan, const struct plan_trial *t, struct tb_error *err)
+{
+        bool allow_only = t->allow_host.n || t->harness_endpoints;
+        if (allow_only && t->network && strcmp(t->network, "allow") != 0)
+                return field_error(err, plan, t->line, "network", "is '%s', but %s needs allow", t->network,
+                                   t->allow_host.n ? "allow_host" : "harness_endpoints false");
+        if (t->allow_host.n > TRIAL_MAX_ALLOW_HOSTS)
+                return field_error(err, plan, t->line, "allow_host", "holds %zu patterns; at most %d", t->allow_host.n,
+                                   TRIAL_MAX_ALLOW_HOSTS);
+        for (size_t i = 0; i < t->allow_host.n; i++) {
+                _cleanup_(netpolicy_freep) struct netpolicy *np = netpolicy_new();
+                struct tb_error e = { 0 };
+                if (netpolicy_add(np, t->allow_host.v[i], &e) < 0)
+                        return field_error(err, plan, t->line, "allow_host", "%s", e.msg);
+        }
+        return 0;
+}
+
 static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_error *err)
 {
         static const char *const required[] = { "id", "harness", "output_dir" };
@@ -330,10 +352,13 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
                 return field_error(err, plan, t->line, "output_dir",
                                    "'%s' is a name the batch keeps for its own folders (NAME.repo, NAME.attempt-N); "
                                    "choose another", t->output_dir);
+        int r = check_network(plan, t, err);
+        if (r < 0)
+                return r;
         if (t->kill_after && !t->timeout)
                 return field_error(err, plan, t->line, "kill_after", "needs 'timeout' (the grace after the deadline's "
                                    "SIGTERM)");
-        int r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
+        r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
         if (r < 0)
                 return r;
         if (t->slots == 0)
