@@ -396,7 +396,7 @@ static json_object *canonical(json_object *j, bool top)
         json_object_object_foreach(j, key, v)
                 if (!top || (v && !fingerprint_skips(key)))
                         keys[n++] = key;
-        qsort(keys, n, sizeof *keys, by_key);
+        tb_qsort(keys, n, sizeof *keys, by_key);
         json_object *o = json_object_new_object();
         for (size_t i = 0; i < n; i++)
                 json_object_object_add(o, keys[i], canonical(json_object_object_get(j, keys[i]), false));
@@ -487,7 +487,7 @@ static int check_unique(const struct plan *plan, size_t offset, const char *fiel
                 ix[i] = i;
         sort_plan = plan;
         sort_offset = offset;
-        qsort(ix, plan->n, sizeof *ix, by_field);
+        tb_qsort(ix, plan->n, sizeof *ix, by_field);
         for (size_t i = 1; i < plan->n; i++) {
                 const struct plan_trial *a = &plan->v[ix[i - 1]], *b = &plan->v[ix[i]];
                 const char *x = *(char *const *)((const char *)a + offset), *y = *(char *const *)((const char *)b + offset);
@@ -567,7 +567,7 @@ static int check_places(struct plan *plan, struct tb_error *err)
                 if (t->grade && t->grade->files)
                         v[n++] = (struct place){ .path = t->grade->files, .t = t, .what = "grade.files" };
         }
-        qsort(v, n, sizeof *v, by_place);
+        tb_qsort(v, n, sizeof *v, by_place);
         _cleanup_free_ size_t *open = xcalloc(n + 1, sizeof(size_t)); /* indexes into v */
         size_t depth = 0;
         int r = 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/macro.h"
 #include "base/strbuf.h"
 #include "base/strv.h"
 #include "experiments/report_internal.h"
@@ -198,7 +199,7 @@ static void group_compute(struct group *g, const struct report *r)
                 group_add_cost(g, r, t, &why);
         }
         if (g->n_durations > 1)
-                qsort(g->durations, g->n_durations, sizeof(long long), cmp_ll);
+                tb_qsort(g->durations, g->n_durations, sizeof(long long), cmp_ll);
         g->p50_ms = percentile(g, 50);
         g->p95_ms = percentile(g, 95);
         group_rates(g, scores);

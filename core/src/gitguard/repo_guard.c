@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "gitguard/guard_internal.h"
 
 int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
@@ -60,7 +61,7 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (r == 0) {
                 const struct tree_ops ops = { .pre = guard_seen_pre };
                 r = tree_walk(g->repo_fd, &ops, g);
-                qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
+                tb_qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
         }
         if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its setuid sweep skips those unchanged */
                 const struct tree_ops ops = { .pre = guard_dirs_pre };

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "gitguard/guard_internal.h"
 #include "gitguard/repo_guard.h"
 
@@ -30,7 +31,7 @@ static int cmp_dir(const void *a, const void *b)
         return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-void guard_sort_dirs(struct repo_guard *g) { qsort(g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir); }
+void guard_sort_dirs(struct repo_guard *g) { tb_qsort(g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir); }
 
 /* Did the session make, remove or rename nothing directly in `d`? */
 static bool dir_unchanged(const struct repo_guard *g, const struct tree_dir *d)

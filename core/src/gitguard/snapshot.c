@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/fileio.h"
+#include "base/macro.h"
 
 static size_t max_of(size_t v, size_t dflt) { return v ? v : dflt; }
 
@@ -23,7 +24,7 @@ static int cmp_items(const void *a, const void *b)
 static void sort(struct snapshot *s)
 {
         if (!s->sorted) {
-                qsort(s->v, s->n, sizeof *s->v, cmp_items);
+                tb_qsort(s->v, s->n, sizeof *s->v, cmp_items);
                 s->sorted = true;
         }
 }

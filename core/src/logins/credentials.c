@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/fileio.h"
+#include "base/macro.h"
 #include "base/path.h"
 #include "base/strv.h"
 #include "base/utf8.h"
@@ -197,7 +198,7 @@ void credentials_names(const struct credentials *c, struct strv *out)
                 for (size_t k = 0; k < c->sections[i].n; k++)
                         strv_addf(out, "%s.%s", c->sections[i].name, c->sections[i].entries[k].key);
         if (out->n > first)
-                qsort(out->v + first, out->n - first, sizeof *out->v, cmp_str);
+                tb_qsort(out->v + first, out->n - first, sizeof *out->v, cmp_str);
 }
 
 /* ---- the default path ---- */

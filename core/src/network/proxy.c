@@ -1200,7 +1200,7 @@ struct json_object *proxy_stats_json(const struct proxy *p)
         struct host_count *v = xcalloc(n ? n : 1, sizeof *v);
         json_object_object_foreach(p->hosts, name, h)
                 v[k++] = (struct host_count){ .name = name, .allowed = field(h, "allowed"), .denied = field(h, "denied") };
-        qsort(v, k, sizeof *v, by_count);
+        tb_qsort(v, k, sizeof *v, by_count);
         struct json_object *hosts = json_object_new_object();
         int64_t rest_allowed = field(p->other_hosts, "allowed"), rest_denied = field(p->other_hosts, "denied");
         int64_t rest_hosts = field(p->other_hosts, "hosts");

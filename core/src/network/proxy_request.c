@@ -263,22 +263,21 @@ int proxy_response_rewrite(const char *buf, size_t len, struct strbuf *out, bool
         if (n < 12 || buf[8] != ' ' || buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
             buf[11] < '0' || buf[11] > '9')
                 return -EINVAL;
+        /* An interim (1xx) head passes whole; a final one loses its
+         * connection headers and ends the connection. Either way each line
+         * ends in CRLF, whatever the server ended it with. */
         *interim = buf[9] == '1';
-        if (*interim) {
-                strbuf_addf(out, "%.*s", (int)head, buf);
-                return (int)head;
-        }
         strbuf_addf(out, "%.*s\r\n", (int)n, buf);
         for (size_t off = first + 1; off < head;) {
                 size_t end = line_end(buf, head, off);
                 size_t ln = content_len(buf, off, end);
                 if (ln == 0)
                         break;
-                if (!is_header(buf + off, ln, "connection") && !is_header(buf + off, ln, "keep-alive") &&
-                    !is_header(buf + off, ln, "proxy-connection"))
+                if (*interim || (!is_header(buf + off, ln, "connection") && !is_header(buf + off, ln, "keep-alive") &&
+                                 !is_header(buf + off, ln, "proxy-connection")))
                         strbuf_addf(out, "%.*s\r\n", (int)ln, buf + off);
                 off = end + 1;
         }
-        strbuf_add(out, "Connection: close\r\n\r\n");
+        strbuf_add(out, *interim ? "\r\n" : "Connection: close\r\n\r\n");
         return (int)head;
 }

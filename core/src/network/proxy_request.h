@@ -44,8 +44,9 @@ void proxy_request_rewrite(const char *buf, const struct proxy_request *req, str
 
 /* The head of the origin server's answer to an absolute-form request, for
  * the client, at buf[0..len): returns the head's length (> 0) once it is
- * complete, with what the client gets appended to `out`: an interim (1xx)
- * head as it is (*interim set: another head follows), else the status line
+ * complete, with what the client gets appended to `out`, every line ended
+ * in CRLF whatever the server ended it with: an interim (1xx)
+ * head whole (*interim set: another head follows), else the status line
  * and the headers but Connection, Keep-Alive and Proxy-Connection, then
  * `Connection: close` (the proxy carries one request per connection, so a
  * client that keeps its connection alive, as Claude Code and OpenCode do,

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/fileio.h"
 #include "base/lines.h"
+#include "base/macro.h"
 #include "base/newest.h"
 #include "model/outcome.h"
 
@@ -389,7 +390,7 @@ void tokens_tally_result(struct tokens_tally *t, struct trial_tokens *out, const
                                 &out->output, &out->reasoning,    &out->requests };
         for (int k = 0; k < T_N; k++)
                 *dst[k] = (long long)sum[k];
-        qsort(t->models, t->n_models, sizeof t->models[0], compare_names);
+        tb_qsort(t->models, t->n_models, sizeof t->models[0], compare_names);
         for (size_t i = 0; i < t->n_models; i++) {
                 if (i < TOKENS_MAX_MODELS)
                         memcpy(out->models[out->n_models++], t->models[i], sizeof out->models[0]);

@@ -152,7 +152,7 @@ static void ro_dirs_apply(struct ro_dirs *d, struct sandbox_spec *spec)
 {
         if (d->n == 0)
                 return;
-        qsort(d->v, d->n, sizeof *d->v, ro_dir_cmp);
+        tb_qsort(d->v, d->n, sizeof *d->v, ro_dir_cmp);
         for (size_t i = 0; i < d->n; i++) {
                 const struct ro_dir *r = &d->v[i];
                 if (r->link && !sandbox_covers(spec, r->dest) && !sandbox_find(spec, r->dest))
