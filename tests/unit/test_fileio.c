@@ -161,18 +161,12 @@ START_TEST(loop_read_reads_until_the_count_or_the_end)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("fileio", 0)
 {
-        Suite *s = suite_create("fileio");
-        TCase *tc = tcase_create("fileio");
         tcase_add_test(tc, read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder);
         tcase_add_test(tc, read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it);
         tcase_add_test(tc, read_full_fd_reads_a_pipe_to_its_end_past_any_one_read);
         tcase_add_test(tc, the_atomic_writer_keeps_the_mode_when_asked_and_replaces_a_link_without_following_it);
         tcase_add_test(tc, the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked);
         tcase_add_test(tc, loop_read_reads_until_the_count_or_the_end);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -208,10 +208,8 @@ START_TEST(a_copy_keeps_files_and_links_and_leaves_setuid_bits_out)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("gitdata", 0)
 {
-        Suite *s = suite_create("gitdata");
-        TCase *tc = tcase_create("gitdata");
         tcase_add_test(tc, refnames_are_taken_as_git_check_ref_format_takes_them);
         tcase_add_test(tc, ref_values_are_an_object_id_or_a_symbolic_ref);
         tcase_add_test(tc, packed_refs_are_whole_lines_of_refs_and_peeled_tags);
@@ -219,8 +217,4 @@ static Suite *suite(void)
         tcase_add_test(tc, the_walk_goes_deeper_than_the_fds_it_may_hold_and_never_follows_a_link);
         tcase_add_test(tc, folders_a_session_left_unreadable_are_walked_and_removed);
         tcase_add_test(tc, a_copy_keeps_files_and_links_and_leaves_setuid_bits_out);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -803,10 +803,8 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
 }
 END_TEST
 
-int main(void)
+TB_SUITE("sandbox", 0)
 {
-        Suite *s = suite_create("sandbox");
-        TCase *tc = tb_tcase(s, "spec", 0);
         tcase_add_test(tc, the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last);
         tcase_add_test(tc, secrets_are_in_the_environment_never_in_argv_and_redacted_when_printed);
         tcase_add_test(tc, a_variable_set_twice_keeps_the_last_value_and_stays_secret);
@@ -830,5 +828,4 @@ int main(void)
         tc = tb_tcase(s, "host sockets", 0);
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
-        return run_suite(s);
 }

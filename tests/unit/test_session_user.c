@@ -190,12 +190,9 @@ START_TEST(
 }
 END_TEST
 
-int main(void)
+TB_SUITE("session_user", 0)
 {
-        Suite *s = suite_create("session_user");
-        TCase *tc = tb_tcase(s, "rules", 0);
         tcase_add_test(tc, the_session_user_follows_the_rules_for_root_and_for_others);
         tcase_add_test(tc, a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user);
         tcase_add_test(tc, access_checked_in_trialboxs_process_is_the_switched_childs_and_leaves_its_ids_as_they_were);
-        return run_suite(s);
 }
