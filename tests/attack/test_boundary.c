@@ -226,19 +226,7 @@ static pid_t socket_daemon(const char *const *paths, size_t n)
                         int c = accept(fds[i], NULL, NULL);
                         if (c < 0)
                                 continue;
-                        char buf[4096];
-                        size_t len = 0;
-                        ssize_t r;
-                        while (len < sizeof buf - 1 && (r = read(c, buf + len, sizeof buf - 1 - len)) > 0) {
-                                len += (size_t)r;
-                                buf[len] = '\0';
-                                if (strstr(buf, "\r\n\r\n"))
-                                        break;
-                        }
-                        static const char reply[] =
-                                "HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
-                        (void)!write(c, reply, sizeof reply - 1);
-                        close(c);
+                        http_answer_ok(c);
                 }
         }
 }

@@ -43,6 +43,17 @@ int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCas
         return run_suite(s);
 }
 
+int tb_run_tests_needing(const char *program, const char *name, int seconds,
+                         void (*add_tests)(Suite *s, TCase *tc))
+{
+        _cleanup_free_ char *found = find_on_path(program, getenv("PATH"));
+        if (!found) {
+                printf("%s is not installed: skipped\n", program);
+                return 77;
+        }
+        return tb_run_tests(name, seconds, add_tests);
+}
+
 void skip_note(const char *test, const char *why)
 {
         fprintf(stderr, "%s: part skipped: %s\n", test, why);

@@ -38,6 +38,10 @@ TCase *tb_tcase(Suite *s, const char *name, int seconds);
 /* Make the Suite NAME with one TCase NAME (tb_tcase), let `add_tests` add its
  * tests, and run it. */
 int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCase *tc));
+/* The same for tests that need `program` on PATH: without it, say so and
+ * return 77 (ctest's SKIP_RETURN_CODE), and only then. */
+int tb_run_tests_needing(const char *program, const char *name, int seconds,
+                         void (*add_tests)(Suite *s, TCase *tc));
 
 /* A test program's main: the Suite NAME of one TCase NAME (timeout `seconds`,
  * as tb_tcase), whose tests the body that follows adds to `tc` (and may add
@@ -51,6 +55,12 @@ int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCas
 #define TB_SUITE(name, seconds)                                                                             \
         static void tb_add_tests_(Suite *s, TCase *tc);                                                     \
         int main(void) { return tb_run_tests((name), (seconds), tb_add_tests_); }                          \
+        static void tb_add_tests_(Suite *s, TCase *tc)
+
+/* TB_SUITE for tests that need `program` on PATH (tb_run_tests_needing). */
+#define TB_SUITE_NEEDING(program, name, seconds)                                                            \
+        static void tb_add_tests_(Suite *s, TCase *tc);                                                     \
+        int main(void) { return tb_run_tests_needing((program), (name), (seconds), tb_add_tests_); }       \
         static void tb_add_tests_(Suite *s, TCase *tc)
 
 /* Say on stderr that part of `test` was skipped, and why (root only, a tool missing). */
@@ -269,6 +279,9 @@ struct model_server {
  * the server's docstring; NULL: its defaults). (asserts) */
 void model_server_start(struct model_server *m, const char *config);
 void model_server_stop(struct model_server *m);
+/* Read one HTTP request's head from the accepted connection `c`, answer
+ * "200 OK" with the body "ok", and close it: a server's whole answer. */
+void http_answer_ok(int c);
 /* A loopback port nothing listens on. (asserts) */
 int closed_port(void);
 /* "TRIALBOX_TEST_HOSTS=NAME=127.0.0.1:PORT,…": the Harness's own endpoints
@@ -278,6 +291,24 @@ int closed_port(void);
 char *endpoints_nowhere(const char *names);
 #define CODEX_ENDPOINTS "api.openai.com,chatgpt.com,auth.openai.com,ab.chatgpt.com"
 #define CLAUDE_ENDPOINTS "api.anthropic.com"
+
+/* What points a real Harness CLI in a Trial on `f` at the stand-in server:
+ * for `cli` "codex" an API-key login in a CODEX_HOME under f->dir (no
+ * ChatGPT account, so Codex asks chatgpt.com for nothing) and the provider
+ * "standin"; for "claude" a setup token in the Credentials under f->dir and
+ * ANTHROPIC_BASE_URL, passed on by TRIALBOX_ENV_ALLOW. Either way the CLI's
+ * own endpoints are sent nowhere. */
+struct standin {
+        char *env[6];   /* for tb_run, NULL-terminated */
+        char *allow;    /* "127.0.0.1:PORT", for --allow-host */
+        char *provider; /* codex: the `-c` value that defines the provider */
+};
+void standin_new(struct standin *s, const char *cli, const struct fixture *f, const struct model_server *m);
+void standin_free(struct standin *s);
+/* Codex's session arguments for a prompt to the stand-in (the prompt follows them). */
+#define STANDIN_CODEX_ARGS(s)                                                                                        \
+        "exec", "--skip-git-repo-check", "-c", "model_provider=standin", "-c", (s)->provider, "-c",                   \
+                "model=stand-in-model", "-c", "features.plugins=false", "-c", "analytics.enabled=false"
 
 /* ---- named assertions: each says what was expected and what was there ---- */
 
