@@ -28,9 +28,7 @@ extern char **environ;
 
 START_TEST(slurm_args_split_like_a_shell_without_expanding_anything)
 {
-        static const struct {
-                const char *in, *want;
-        } table[] = {
+        static const struct text_case table[] = {
                 { "", "" },
                 { "  --partition=gpu\t -N 1 ", "[--partition=gpu] [-N] [1]" },
                 { "--comment 'a b' x", "[--comment] [a b] [x]" },

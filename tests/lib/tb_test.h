@@ -114,6 +114,12 @@ struct json_object *json_get(struct json_object *j, const char *key);
 
 /* ---- text ---- */
 
+/* A row of a table-driven test: an input and what it should give (for a
+ * refusal, a part of what it should say). */
+struct text_case {
+        const char *in, *want;
+};
+
 /* Is `line` one whole line of `text`? */
 bool has_line(const char *text, const char *line);
 /* How many whole lines of `text` are `line`. */

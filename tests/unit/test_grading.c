@@ -228,9 +228,7 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         strv_done(&args);
         plan_done(&plan);
 
-        static const struct {
-                const char *fields, *error;
-        } bad[] = {
+        static const struct text_case bad[] = {
                 { "\"labels\":{\"model\":[1]}", "field 'labels': 'model' must be a string or a number" },
                 { "\"labels\":{\"1x\":1}", "field 'labels': a label's name must be 1 to 32 letters" },
                 { "\"labels\":{\"a\":\"\"}", "field 'labels': 'a' must be a string of 1 to 128 bytes" },
@@ -252,12 +250,12 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
                 _cleanup_free_ char *text = xasprintf("{\"id\":\"x\",\"harness\":\"shell\",\"repo\":\"repo\","
                                                       "\"output_dir\":\"o\",%s}\n",
-                                                      bad[i].fields);
+                                                      bad[i].in);
                 write_text(path, text, 0644);
                 err = (struct tb_error){ 0 };
                 ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
-                ck_assert_msg(strstr(err.msg, bad[i].error), "row %zu: '%s' does not say '%s'", i, err.msg,
-                              bad[i].error);
+                ck_assert_msg(strstr(err.msg, bad[i].want), "row %zu: '%s' does not say '%s'", i, err.msg,
+                              bad[i].want);
         }
         /* The grader's files inside the repository: where its session could read them. */
         write_text(path,

@@ -98,9 +98,7 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
         strv_done(&args);
         plan_done(&plan);
         free(path);
-        static const struct {
-                const char *fields, *says;
-        } bad[] = {
+        static const struct text_case bad[] = {
                 { "\"env\":{\"HOME\":\"/x\"}", "field 'env': 'HOME' cannot be set: trialbox sets it" },
                 { "\"env\":{\"PATH\":\"/x\"}", "field 'env': 'PATH' cannot be set" },
                 { "\"env\":{\"TRIALBOX_DEADLINE\":\"1\"}", "'TRIALBOX_DEADLINE' cannot be set: TRIALBOX_* are" },
@@ -120,11 +118,11 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
         };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
                 _cleanup_free_ char *text = xasprintf("{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\","
-                                                      "\"output_dir\":\"o\",%s}\n", bad[i].fields);
+                                                      "\"output_dir\":\"o\",%s}\n", bad[i].in);
                 path = plan_in(dir, text);
                 struct tb_error e = { 0 };
                 ck_assert_int_eq(plan_load(path, &plan, &e), -EINVAL);
-                ck_assert_msg(strstr(e.msg, bad[i].says), "case %zu: '%s'", i, e.msg);
+                ck_assert_msg(strstr(e.msg, bad[i].want), "case %zu: '%s'", i, e.msg);
                 ck_assert_msg(!strstr(e.msg, "/x"), "case %zu: a value is shown: %s", i, e.msg);
                 free(path);
         }

@@ -16,9 +16,7 @@
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
 {
-        static const struct {
-                const char *in, *want;
-        } cases[] = {
+        static const struct text_case cases[] = {
                 { "plain 'path'/x y", "plain 'path'/x y" },
                 { "a\nb\tc\r", "a\\x0ab\\x09c\\x0d" },
                 { "\033[2J\033]0;title\007", "\\x1b[2J\\x1b]0;title\\x07" },
@@ -115,9 +113,7 @@ END_TEST
 /* SHA-256 against FIPS 180-4's examples, and across its block edges. */
 START_TEST(sha256_gives_the_standard_digests)
 {
-        static const struct {
-                const char *in, *want;
-        } cases[] = {
+        static const struct text_case cases[] = {
                 { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
                 { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
                 { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
