@@ -297,10 +297,8 @@ END_TEST
  * enter them (network.md says so). */
 START_TEST(as_root_a_socket_bound_in_another_network_namespace_is_masked_too)
 {
-        if (geteuid() != 0) {
-                skip_note("as_root_a_socket_bound_…", "not root: another network namespace's sockets are not listed");
+        if (skip_unless_root(__func__, "not root: another network namespace's sockets are not listed"))
                 return;
-        }
         struct fixture f;
         int n = 0;
         fixture_new(&f);

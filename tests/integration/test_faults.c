@@ -155,7 +155,7 @@ START_TEST(credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_va
 {
         const long iterations = env_long("TB_FAULT_ITERATIONS", 300);
         rng_seed("credentials set");
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *cfg = xasprintf("%s/cfg/trialbox", dir);
         _cleanup_free_ char *path = xasprintf("%s/credentials.json", cfg);
         _cleanup_free_ char *value_file = xasprintf("%s/value", dir);
@@ -261,7 +261,6 @@ START_TEST(credentials_set_killed_at_random_moments_leaves_the_old_or_the_new_va
         ck_assert_int_eq(parsed + absent, iterations);
         free(committed);
         free(value);
-        tmpdir_remove(dir);
 }
 END_TEST
 

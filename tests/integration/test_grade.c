@@ -195,10 +195,8 @@ END_TEST
  * grade is void with the fix: the limits tests' case). */
 START_TEST(a_grader_that_fills_its_layer_stops_at_its_memory)
 {
-        if (geteuid() != 0) {
-                skip_note("fill", "memory limits need root's cgroups here");
+        if (skip_unless_root(__func__, "memory limits need root's cgroups here"))
                 return;
-        }
         struct graded g;
         graded_new(&g, "echo fixed > code");
         struct proc_result r;

@@ -99,7 +99,7 @@ END_TEST
  * is gone): no cluster needed. */
 START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *bin = path_in(dir, "bin"), *args = path_in(dir, "sbatch.args");
         mkdir_p(bin, 0755);
         _cleanup_free_ char *sbatch = xasprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\necho 4242\n", args);
@@ -119,8 +119,6 @@ START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_th
          * backoff, 120 s for trialbox: 1953 s, 33 minutes. */
         assert_line(got, "--time=33");
         proc_result_free(&r);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

@@ -59,6 +59,14 @@ void skip_note(const char *test, const char *why)
         fprintf(stderr, "%s: part skipped: %s\n", test, why);
 }
 
+bool skip_unless_root(const char *test, const char *why)
+{
+        if (geteuid() == 0)
+                return false;
+        skip_note(test, why);
+        return true;
+}
+
 /* ---- files ---- */
 
 char *tmpdir_new(void)
@@ -76,6 +84,14 @@ void tmpdir_remove(const char *dir)
         struct proc_result r;
         run_argv(&r, NULL, argv);
         proc_result_free(&r);
+}
+
+void tmpdir_freep(char **dir)
+{
+        if (!*dir)
+                return;
+        tmpdir_remove(*dir);
+        free(*dir);
 }
 
 void write_bytes(const char *path, const void *data, size_t len, mode_t mode)

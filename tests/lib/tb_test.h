@@ -65,6 +65,11 @@ int tb_run_tests_needing(const char *program, const char *name, int seconds,
 
 /* Say on stderr that part of `test` was skipped, and why (root only, a tool missing). */
 void skip_note(const char *test, const char *why);
+/* Not root? Then skip_note(test, why) and true, for a test that needs root:
+ *     if (skip_unless_root(__func__, "needs root's cgroups"))
+ *             return;
+ */
+bool skip_unless_root(const char *test, const char *why);
 
 /* ---- files ---- */
 
@@ -72,6 +77,11 @@ void skip_note(const char *test, const char *why);
 char *tmpdir_new(void);
 /* rm -rf, for a test's folder. */
 void tmpdir_remove(const char *dir);
+/* tmpdir_remove and free *dir: a test's folder that goes when its variable does,
+ *     _cleanup_tmpdir_ char *dir = tmpdir_new();
+ */
+void tmpdir_freep(char **dir);
+#define _cleanup_tmpdir_ _cleanup_(tmpdir_freep)
 
 /* Write a file (created or truncated, then set to `mode`). (asserts) */
 void write_text(const char *path, const char *text, mode_t mode);
@@ -217,9 +227,17 @@ struct fixture {
         char repo[1024];
         char out[1024];
         int outs; /* output folders fixture_next_out made */
+        char **kept; /* what fixture_keep was given */
+        size_t n_kept;
 };
 void fixture_new(struct fixture *f);
+/* Remove DIR and free what the fixture keeps. */
 void fixture_free(struct fixture *f);
+/* Give the fixture `s` (malloc'd) to free with it; returns `s`. For a test's
+ * own fixture struct, whose paths and variables then need no free of their own:
+ *     l->home = fixture_keep(&l->f, path_in(l->f.dir, "home"));
+ */
+char *fixture_keep(struct fixture *f, char *s);
 /* Point f->out at a new output folder, DIR/out0, out1, …, for the next Trial. */
 void fixture_next_out(struct fixture *f);
 

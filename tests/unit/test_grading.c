@@ -190,7 +190,7 @@ END_TEST
 
 START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *repo = path_in(dir, "repo");
         _cleanup_free_ char *files = path_in(dir, "files");
         mkdir_p(repo, 0755);
@@ -264,7 +264,6 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
                    0644);
         ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
         assert_contains(err.msg, "where that session could read the grader's files");
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -294,7 +293,7 @@ END_TEST
 
 START_TEST(a_clone_keeps_modes_times_and_links_and_leaves_the_source_as_it_was)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *src = path_in(dir, "src");
         sh_ok("mkdir -p '%s/a/b' && cd '%s' && printf data > a/b/f && chmod 640 a/b/f && ln -s a/b/f link && "
               "chmod 4755 a && mkfifo pipe && touch -d 2001-02-03 a/b/f && chmod 750 a/b && printf x > exec && "
@@ -329,7 +328,6 @@ START_TEST(a_clone_keeps_modes_times_and_links_and_leaves_the_source_as_it_was)
         ck_assert(!exists_in(copy, "pipe"));
         /* A folder made again fails: nothing is overwritten. */
         ck_assert_int_eq(tree_clone_at(AT_FDCWD, src, out, "copy", NULL), -EEXIST);
-        tmpdir_remove(dir);
 }
 END_TEST
 

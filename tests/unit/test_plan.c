@@ -19,7 +19,7 @@ static char *plan_in(const char *dir, const char *text)
 
 START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         char *path = plan_in(dir, "{\"id\":\"t1\",\"harness\":\"shell\",\"repo\":\"./repo/\",\"output_dir\":\"out/../out/t1/\","
@@ -58,8 +58,6 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         free(want_out);
         free(path);
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -67,7 +65,7 @@ END_TEST
  * values never in its argv (they go through --env-file, the batch's pipe). */
 START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its_argv)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         char *path = plan_in(dir, "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\","
@@ -127,8 +125,6 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
                 free(path);
         }
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -137,7 +133,7 @@ END_TEST
  * field (env included, nested keys in any order) changes it. */
 START_TEST(a_lines_fingerprint_is_what_it_runs)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         static const char *const base =
@@ -176,14 +172,12 @@ START_TEST(a_lines_fingerprint_is_what_it_runs)
                 free(path);
         }
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(repo_from_takes_an_optional_revision)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *src = path_in(dir, "src");
         mkdir_p(src, 0755);
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src@v1.2\",\"output_dir\":\"a\"}\n"
@@ -198,14 +192,12 @@ START_TEST(repo_from_takes_an_optional_revision)
         plan_done(&plan);
         free(path);
         free(src);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a\"}\n"
                                   "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a.attempt-2\"}\n");
         struct plan plan;
@@ -215,8 +207,6 @@ START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
         ck_assert_ptr_null(plan.v);
         ck_assert_uint_eq(plan.n, 0);
         free(path);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -224,7 +214,7 @@ END_TEST
  * even when a sibling sorts between them ('-' sorts before '/'). */
 START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_them)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a\"}\n"
                                   "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a-2\"}\n"
                                   "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a/home/x\"}\n");
@@ -234,8 +224,6 @@ START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_the
         ck_assert_msg(strstr(err.msg, "plan.jsonl:3: field 'output_dir':") && strstr(err.msg, "inside line 1's"), "%s",
                       err.msg);
         free(path);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

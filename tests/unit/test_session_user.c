@@ -68,7 +68,7 @@ START_TEST(a_tree_is_handed_over_without_following_links_and_access_is_checked_a
 {
         if (geteuid() != 0)
                 return;
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *home = path_in(dir, "home"), *outside = path_in(dir, "outside");
         ck_assert(mkdir(home, 0700) == 0);
         write_text(outside, "root's\n", 0600);
@@ -91,8 +91,6 @@ START_TEST(a_tree_is_handed_over_without_following_links_and_access_is_checked_a
         char *paths[] = { login, outside };
         session_user_can_all(&u, paths, 2, R_OK, ok);
         ck_assert(ok[0] && !ok[1]);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

@@ -122,7 +122,7 @@ START_TEST(the_line_reader_refuses_what_is_not_a_regular_file_and_bad_limits)
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         close(fd);
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         lim.max_line = 0;
@@ -130,7 +130,6 @@ START_TEST(the_line_reader_refuses_what_is_not_a_regular_file_and_bad_limits)
         lim = (struct lines_limits){ .max_bytes = 10, .max_line = 10, .needles = empty };
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -138,7 +137,7 @@ END_TEST
 
 START_TEST(the_newest_files_are_found_without_following_links_or_opening_anything)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         sh_ok("cd '%s' && mkdir -p a/b/c/d && touch -d '2026-01-01' old.jsonl && touch -d '2026-01-03' a/new.jsonl &&"
               " touch -d '2026-01-02' a/b/mid.jsonl && touch a/b/c/d/too-deep.jsonl && touch .hidden.jsonl &&"
               " touch other.txt && mkfifo fifo.jsonl && ln -s /etc/passwd link.jsonl && touch hard.jsonl &&"
@@ -181,7 +180,6 @@ START_TEST(the_newest_files_are_found_without_following_links_or_opening_anythin
         ck_assert_uint_eq(n, 0);
         newest_files_free(v, n);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -280,7 +278,7 @@ START_TEST(a_later_line_of_a_claude_response_replaces_an_earlier_and_synthetic_o
 {
         const char *text = CLAUDE_LINE("msg_1", "m", 10, 1) CLAUDE_LINE("msg_1", "m", 10, 89)
                 CLAUDE_LINE("msg_2", "<synthetic>", 0, 0) CLAUDE_LINE("msg_3", "m", 5, 5);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         /* A subagent's transcript, below the session's folder, and the same
          * response copied into a resumed session's. */
@@ -289,13 +287,12 @@ START_TEST(a_later_line_of_a_claude_response_replaces_an_earlier_and_synthetic_o
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 16, 0, 0, 95, 0, 3);
-        tmpdir_remove(home);
 }
 END_TEST
 
 START_TEST(a_home_without_the_harnesses_files_records_null)
 {
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         ck_assert(!t.known);
@@ -306,7 +303,6 @@ START_TEST(a_home_without_the_harnesses_files_records_null)
         ck_assert(!t.known);
         plugin_tokens("claude", home, &t);
         ck_assert(!t.known);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -346,26 +342,24 @@ START_TEST(counts_below_zero_or_over_2_53_are_refused_and_the_tokens_are_partial
         const char *text = CLAUDE_LINE("msg_1", "m", -5, 1) CLAUDE_LINE("msg_2", "m", 99999999999999999999, 1)
                 CLAUDE_LINE("msg_3", "m", 9007199254740992, 1) CLAUDE_LINE("msg_4", "m", 1.5, 1)
                         CLAUDE_LINE("msg_5", "m", 7, 3);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 7, 0, 0, 3, 0, 1);
         ck_assert(t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
 START_TEST(sums_saturate_at_2_53_and_say_so)
 {
         const char *text = CLAUDE_LINE("msg_1", "m", 9007199254740991, 1) CLAUDE_LINE("msg_2", "m", 9007199254740991, 1);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 9007199254740991LL, 0, 0, 2, 0, 2);
         ck_assert(t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -443,7 +437,7 @@ static int try_everything(const struct tb_host_services *svc, struct tb_host *ho
 
 START_TEST(the_tokens_hook_can_only_read_and_record)
 {
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct sandbox_spec spec = { 0 };
         struct tb_host host = { .harness = "t", .sandboxed = true, .spec = &spec, .home_fd = &fd };
@@ -460,7 +454,6 @@ START_TEST(the_tokens_hook_can_only_read_and_record)
         host_done(&host);
         sandbox_spec_done(&spec);
         close(fd);
-        tmpdir_remove(home);
 }
 END_TEST
 

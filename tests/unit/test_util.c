@@ -37,7 +37,7 @@ END_TEST
 
 START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
         int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -61,13 +61,12 @@ START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_f
         _cleanup_free_ char *none = xasprintf("%s/none", dir);
         ck_assert_int_eq(read_file_secure(none, 100, &buf, &len, NULL), -ENOENT);
         erase_and_free(NULL);
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "f", "one\ntwo\n", 0640);
         _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
@@ -89,7 +88,6 @@ START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos
         ck_assert_int_eq(errno, ELOOP);
         ck_assert_ptr_null(read_file_at(dfd, "p", 100, NULL, NULL));
         ck_assert_int_eq(errno, EINVAL);
-        tmpdir_remove(dir);
 }
 END_TEST
 
