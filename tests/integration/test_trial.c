@@ -44,9 +44,7 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
 
         fixture_new(&f);
         tb_shell(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
-        ck_assert_int_eq(r.status, 7);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "exit_code", "7");
+        assert_failed(&f, &r, 7);
         assert_outcome(&f, "signal", "null");
         proc_result_free(&r);
         fixture_free(&f);

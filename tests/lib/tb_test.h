@@ -366,6 +366,18 @@ void standin_free(struct standin *s);
                         assert_outcome_has((f), "detail", part_);                                           \
         } while (0)
 
+/* Assert that the run `r` of a Trial on `f` exited `code` (an int) and the
+ * Trial is failed with that exit_code. */
+#define assert_failed(f, r, code)                                                                           \
+        do {                                                                                                \
+                char code_[16];                                                                             \
+                snprintf(code_, sizeof code_, "%d", (code));                                                \
+                ck_assert_msg((r)->status == (code), "status %d, not %s; stderr: %s", (r)->status, code_,   \
+                              (r)->err);                                                                    \
+                assert_outcome((f), "outcome", "failed");                                                   \
+                assert_outcome((f), "exit_code", code_);                                                    \
+        } while (0)
+
 #define assert_line(text, line)                                                                             \
         ck_assert_msg(has_line((text), (line)), "no line '%s' in:\n%s", (line), (text))
 #define assert_no_line(text, line)                                                                          \

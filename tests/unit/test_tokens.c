@@ -224,32 +224,36 @@ static char *home_with(const char *rel, const char *from, const char *more)
                 ck_assert_int_eq((t)->requests, (requests_));                                                    \
         } while (0)
 
+/* One model, `model`, read whole from `source`. */
+#define assert_one_model_from(t, model, source_)                                                              \
+        do {                                                                                                     \
+                ck_assert_uint_eq((t)->n_models, 1);                                                             \
+                ck_assert_str_eq((t)->models[0], (model));                                                       \
+                ck_assert_str_eq((t)->source, (source_));                                                        \
+                ck_assert(!(t)->partial);                                                                        \
+        } while (0)
+
 /* What the stand-in server sent Codex 0.171 in its two responses (its
  * --record file): 1234+2000 input, 234+1500 cached, 11 written to the cache,
  * 56+30 output, 7 reasoning. */
 START_TEST(a_codex_rollout_gives_the_sessions_total_as_the_server_sent_it)
 {
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234, 1734, 11, 86, 7, 2);
-        ck_assert_uint_eq(t.n_models, 1);
-        ck_assert_str_eq(t.models[0], "stand-in-model");
-        ck_assert_str_eq(t.source, "~/.codex/sessions");
-        ck_assert(!t.partial);
-        tmpdir_remove(home);
+        assert_one_model_from(&t, "stand-in-model", "~/.codex/sessions");
 }
 END_TEST
 
 START_TEST(codex_sessions_are_summed_each_by_its_last_total)
 {
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
         _cleanup_free_ char *two = path_in(home, ".codex/sessions/2026/12/01/rollout-b.jsonl");
         sh_ok("mkdir -p \"$(dirname '%s')\" && head -n 13 '%s' > '%s'", two, CODEX_SEED, two); /* its first turn */
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234 + 1234, 1734 + 234, 11 + 11, 86 + 56, 7 + 7, 3);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -258,15 +262,11 @@ END_TEST
  * read from the cache, 67+150 written to it, 89+42 output. */
 START_TEST(a_claude_transcript_counts_each_response_once_with_its_cache_in_the_input)
 {
-        _cleanup_free_ char *home = home_with(PROJECT_DIR "/a.jsonl", CLAUDE_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(PROJECT_DIR "/a.jsonl", CLAUDE_SEED, NULL);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 1234 + 3 + 345 + 2100 + 67 + 150, 345 + 2100, 67 + 150, 89 + 42, 0, 2);
-        ck_assert_uint_eq(t.n_models, 1);
-        ck_assert_str_eq(t.models[0], "claude-opus-5-5");
-        ck_assert_str_eq(t.source, "~/.claude/projects");
-        ck_assert(!t.partial);
-        tmpdir_remove(home);
+        assert_one_model_from(&t, "claude-opus-5-5", "~/.claude/projects");
 }
 END_TEST
 
@@ -321,7 +321,7 @@ START_TEST(links_fifos_hard_links_and_garbage_in_the_home_change_nothing)
                 "{\"input_tokens\":\"1\",\"output_tokens\":2}}}}\n",
                 deep);
         /* The real rollout last: its totals are the newest. */
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", NULL, more);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", NULL, more);
         _cleanup_free_ char *real = path_in(home, ROLLOUT_DIR "/rollout-a.jsonl");
         sh_ok("cat '%s' >> '%s'", CODEX_SEED, real);
         _cleanup_free_ char *sessions = path_in(home, ROLLOUT_DIR);
@@ -333,7 +333,6 @@ START_TEST(links_fifos_hard_links_and_garbage_in_the_home_change_nothing)
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234, 1734, 11, 86, 7, 2);
         ck_assert(!t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
