@@ -226,19 +226,7 @@ static pid_t socket_daemon(const char *const *paths, size_t n)
                         int c = accept(fds[i], NULL, NULL);
                         if (c < 0)
                                 continue;
-                        char buf[4096];
-                        size_t len = 0;
-                        ssize_t r;
-                        while (len < sizeof buf - 1 && (r = read(c, buf + len, sizeof buf - 1 - len)) > 0) {
-                                len += (size_t)r;
-                                buf[len] = '\0';
-                                if (strstr(buf, "\r\n\r\n"))
-                                        break;
-                        }
-                        static const char reply[] =
-                                "HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
-                        (void)!write(c, reply, sizeof reply - 1);
-                        close(c);
+                        http_answer_ok(c);
                 }
         }
 }
@@ -309,10 +297,8 @@ END_TEST
  * enter them (network.md says so). */
 START_TEST(as_root_a_socket_bound_in_another_network_namespace_is_masked_too)
 {
-        if (geteuid() != 0) {
-                skip_note("as_root_a_socket_bound_…", "not root: another network namespace's sockets are not listed");
+        if (skip_unless_root(__func__, "not root: another network namespace's sockets are not listed"))
                 return;
-        }
         struct fixture f;
         int n = 0;
         fixture_new(&f);

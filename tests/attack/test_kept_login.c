@@ -185,10 +185,8 @@ START_TEST(as_root_the_login_put_back_belongs_to_the_trials_homes_owner)
 {
         /* Started as root, the session runs as another user, who owns the
          * Trials home: the login trialbox puts back must be theirs to read. */
-        if (geteuid() != 0) {
-                skip_note(__func__, "not root");
+        if (skip_unless_root(__func__, "not root"))
                 return;
-        }
         struct passwd *pw = getpwnam("nobody");
         ck_assert_ptr_nonnull(pw);
         struct grok g;

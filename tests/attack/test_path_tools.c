@@ -23,8 +23,6 @@ struct layout {
         char *env_home, *env_path;
 };
 
-static void put(const char *dir, const char *rel, const char *text, mode_t mode) { write_in(dir, rel, text, mode); }
-
 static void link_in(const char *dir, const char *rel, const char *target)
 {
         _cleanup_free_ char *p = path_in(dir, rel);
@@ -34,62 +32,52 @@ static void link_in(const char *dir, const char *rel, const char *target)
 static void layout_new(struct layout *l)
 {
         fixture_new(&l->f);
-        l->home = path_in(l->f.dir, "home");
-        l->bin = path_in(l->home, ".local/bin");
+        l->home = fixture_keep(&l->f, path_in(l->f.dir, "home"));
+        l->bin = fixture_keep(&l->f, path_in(l->home, ".local/bin"));
         /* ~/.local/bin: a tool, a script, a token and notes that are no tools. */
-        put(l->bin, "hello", "#!/bin/sh\necho hello-ran\n", 0755);
-        put(l->bin, "helper.sh", "#!/bin/sh\necho helper-ran\n", 0755);
-        put(l->bin, "deploy-token", "TOKEN-ghp-secret\n", 0644);
-        put(l->bin, "notes.txt", "private notes\n", 0600);
+        write_in(l->bin, "hello", "#!/bin/sh\necho hello-ran\n", 0755);
+        write_in(l->bin, "helper.sh", "#!/bin/sh\necho helper-ran\n", 0755);
+        write_in(l->bin, "deploy-token", "TOKEN-ghp-secret\n", 0644);
+        write_in(l->bin, "notes.txt", "private notes\n", 0600);
         /* An npm package installed under the home (npm's prefix in
          * ~/.npm-global), its dependency hoisted beside it, and its bin
          * linked from ~/.local/bin. */
         _cleanup_free_ char *nm = path_in(l->home, ".npm-global/lib/node_modules");
-        put(nm, "fakepkg/package.json", "{\"name\": \"fakepkg\", \"bin\": {\"npmtool\": \"bin/cli.js\"}}\n", 0644);
-        put(nm, "fakepkg/bin/cli.js",
+        write_in(nm, "fakepkg/package.json", "{\"name\": \"fakepkg\", \"bin\": {\"npmtool\": \"bin/cli.js\"}}\n", 0644);
+        write_in(nm, "fakepkg/bin/cli.js",
             "#!/usr/bin/env node\nconst dep = require('fakedep');\nconst lib = require('../lib/lib.js');\n"
             "console.log('npmtool-ran ' + dep.word + ' ' + lib.word);\n",
             0755);
-        put(nm, "fakepkg/lib/lib.js", "module.exports = { word: 'lib-loaded' };\n", 0644);
-        put(nm, "fakedep/package.json", "{\"name\": \"fakedep\", \"main\": \"index.js\"}\n", 0644);
-        put(nm, "fakedep/index.js", "module.exports = { word: 'dep-loaded' };\n", 0644);
+        write_in(nm, "fakepkg/lib/lib.js", "module.exports = { word: 'lib-loaded' };\n", 0644);
+        write_in(nm, "fakedep/package.json", "{\"name\": \"fakedep\", \"main\": \"index.js\"}\n", 0644);
+        write_in(nm, "fakedep/index.js", "module.exports = { word: 'dep-loaded' };\n", 0644);
         link_in(l->bin, "npmtool", "../../.npm-global/lib/node_modules/fakepkg/bin/cli.js");
         /* A pipx venv: its tool linked from ~/.local/bin, a secret beside the venvs. */
         _cleanup_free_ char *pipx = path_in(l->home, ".local/share/pipx");
-        put(pipx, "venvs/fakevenv/pyvenv.cfg", "home = /usr/bin\n", 0644);
-        put(pipx, "venvs/fakevenv/lib/data.txt", "venv-data", 0644);
-        put(pipx, "venvs/fakevenv/bin/venvtool",
+        write_in(pipx, "venvs/fakevenv/pyvenv.cfg", "home = /usr/bin\n", 0644);
+        write_in(pipx, "venvs/fakevenv/lib/data.txt", "venv-data", 0644);
+        write_in(pipx, "venvs/fakevenv/bin/venvtool",
             "#!/bin/sh\nd=$(dirname \"$(readlink -f \"$0\")\")\necho \"venvtool-ran $(cat \"$d/../lib/data.txt\")\"\n",
             0755);
-        put(pipx, "beside-secret", "pipx-beside-secret\n", 0600);
+        write_in(pipx, "beside-secret", "pipx-beside-secret\n", 0600);
         link_in(l->bin, "venvtool", "../share/pipx/venvs/fakevenv/bin/venvtool");
         /* A link into a secret place: never followed. */
-        put(l->home, ".ssh/agent-tool", "#!/bin/sh\necho ssh-tool-ran\n", 0755);
+        write_in(l->home, ".ssh/agent-tool", "#!/bin/sh\necho ssh-tool-ran\n", 0755);
         _cleanup_free_ char *ssh_tool = path_in(l->home, ".ssh/agent-tool");
         link_in(l->bin, "sshtool", ssh_tool);
         /* A project outside the home with its own node_modules/.bin. */
         _cleanup_free_ char *proj = path_in(l->f.dir, "proj/node_modules");
-        put(proj, "projpkg/package.json", "{\"name\": \"projpkg\"}\n", 0644);
-        put(proj, "projpkg/dist/cli.js",
+        write_in(proj, "projpkg/package.json", "{\"name\": \"projpkg\"}\n", 0644);
+        write_in(proj, "projpkg/dist/cli.js",
             "#!/usr/bin/env node\nconsole.log('projtool-ran ' + require('projdep').word);\n", 0755);
-        put(proj, "projdep/package.json", "{\"name\": \"projdep\", \"main\": \"index.js\"}\n", 0644);
-        put(proj, "projdep/index.js", "module.exports = { word: 'projdep-loaded' };\n", 0644);
-        l->proj_bin = path_in(proj, ".bin");
+        write_in(proj, "projdep/package.json", "{\"name\": \"projdep\", \"main\": \"index.js\"}\n", 0644);
+        write_in(proj, "projdep/index.js", "module.exports = { word: 'projdep-loaded' };\n", 0644);
+        l->proj_bin = fixture_keep(&l->f, path_in(proj, ".bin"));
         ck_assert_int_eq(mkdir_p(l->proj_bin, 0755), 0);
         link_in(l->proj_bin, "projtool", "../projpkg/dist/cli.js");
 
-        l->env_home = xasprintf("HOME=%s", l->home);
-        l->env_path = xasprintf("PATH=%s:%s:/usr/bin:/bin", l->bin, l->proj_bin);
-}
-
-static void layout_free(struct layout *l)
-{
-        free(l->home);
-        free(l->bin);
-        free(l->proj_bin);
-        free(l->env_home);
-        free(l->env_path);
-        fixture_free(&l->f);
+        l->env_home = fixture_keep(&l->f, xasprintf("HOME=%s", l->home));
+        l->env_path = fixture_keep(&l->f, xasprintf("PATH=%s:%s:/usr/bin:/bin", l->bin, l->proj_bin));
 }
 
 /* Does the --dry-run line hold " OP SRC DEST" (each path as given)? */
@@ -141,7 +129,7 @@ START_TEST(a_path_folder_in_the_home_is_bound_tool_by_tool_and_linked_tools_brin
         assert_no_op(line, "--ro-bind", l.home, l.home);
         assert_no_op(line, "--ro-bind", local, local);
         proc_result_free(&r);
-        layout_free(&l);
+        fixture_free(&l.f);
 }
 END_TEST
 
@@ -171,7 +159,7 @@ START_TEST(in_a_trial_the_linked_tools_run_and_the_token_beside_them_cannot_be_r
         ck_assert_ptr_null(strstr(r.out, "TOKEN-ghp-secret"));
         ck_assert_ptr_null(strstr(r.out, "ssh-tool-ran"));
         proc_result_free(&r);
-        layout_free(&l);
+        fixture_free(&l.f);
 }
 END_TEST
 

@@ -851,11 +851,8 @@ START_TEST(a_git_link_at_the_top_of_the_repository_makes_the_trial_void)
 END_TEST
 
 
-static Suite *suite(void)
+TB_SUITE("repo_guard", 120)
 {
-        Suite *s = suite_create("repo_guard");
-        TCase *tc = tcase_create("repo_guard");
-        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, nothing_a_session_writes_into_git_runs_on_the_host);
         tcase_add_test(tc, without_trialbox_the_same_attack_does_run_on_the_host);
         tcase_add_loop_test(tc, head_removed_replaced_or_garbage_and_a_top_that_looks_bare_run_nothing, 0, 4);
@@ -876,8 +873,4 @@ static Suite *suite(void)
         tcase_add_test(tc, a_planted_git_file_never_binds_a_host_folder);
         tcase_add_test(tc, a_fifo_as_git_file_or_commondir_hangs_nothing);
         tcase_add_loop_test(tc, the_session_commits_as_the_host_user_and_sees_no_other_host_git_config, 0, 3);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -73,12 +73,12 @@ static void world_new(struct world *w)
         memset(w, 0, sizeof *w);
         fixture_new(&w->f);
         for (int i = 0; i < N_SECRETS; i++)
-                w->secret[i] = new_secret(kinds[i]);
-        w->home = path_in(w->f.dir, "host-home");
-        w->config = path_in(w->f.dir, "host-config");
-        w->codex_home = path_in(w->f.dir, "host-codex");
-        w->state = path_in(w->f.dir, "host-state");
-        w->creds = path_in(w->config, "trialbox/credentials.json");
+                w->secret[i] = fixture_keep(&w->f, new_secret(kinds[i]));
+        w->home = fixture_keep(&w->f, path_in(w->f.dir, "host-home"));
+        w->config = fixture_keep(&w->f, path_in(w->f.dir, "host-config"));
+        w->codex_home = fixture_keep(&w->f, path_in(w->f.dir, "host-codex"));
+        w->state = fixture_keep(&w->f, path_in(w->f.dir, "host-state"));
+        w->creds = fixture_keep(&w->f, path_in(w->config, "trialbox/credentials.json"));
 
         _cleanup_free_ char *creds = xasprintf(
                 "{\"claude\": {\"setup_token\": \"%s\"},\n \"opencode\": {\"api_key\": \"%s\", \"provider\": \"anthropic\"},\n"
@@ -99,26 +99,15 @@ static void world_new(struct world *w)
         write_in(w->state, "trialbox/trials/grok/auth.json", grok, 0600);
 
         size_t n = 0;
-        w->env[n++] = xasprintf("HOME=%s", w->home);
-        w->env[n++] = xasprintf("XDG_CONFIG_HOME=%s", w->config);
-        w->env[n++] = xasprintf("CODEX_HOME=%s", w->codex_home);
-        w->env[n++] = xasprintf("XDG_STATE_HOME=%s", w->state);
+        w->env[n++] = fixture_keep(&w->f, xasprintf("HOME=%s", w->home));
+        w->env[n++] = fixture_keep(&w->f, xasprintf("XDG_CONFIG_HOME=%s", w->config));
+        w->env[n++] = fixture_keep(&w->f, xasprintf("CODEX_HOME=%s", w->codex_home));
+        w->env[n++] = fixture_keep(&w->f, xasprintf("XDG_STATE_HOME=%s", w->state));
         w->env[n] = NULL;
 }
 
-static void world_free(struct world *w)
-{
-        for (int i = 0; i < N_SECRETS; i++)
-                free(w->secret[i]);
-        for (size_t i = 0; w->env[i]; i++)
-                free(w->env[i]);
-        free(w->home);
-        free(w->config);
-        free(w->codex_home);
-        free(w->state);
-        free(w->creds);
-        fixture_free(&w->f);
-}
+/* Its folder and everything it made (the fixture keeps them all). */
+static void world_free(struct world *w) { fixture_free(&w->f); }
 
 /* The first secret in `len` bytes of `buf`, or NULL. */
 static const char *secret_in(const struct world *w, const char *buf, size_t len)
@@ -475,8 +464,7 @@ START_TEST(a_login_the_session_refreshes_is_never_printed_nor_left_behind)
                 ck_assert_msg(strstr(r.err, t) == NULL, "the refreshed %s login is in stderr (-vv):\n%s",
                               cases[i].harness, r.err);
                 /* Nor left in the output folder. */
-                free(w.secret[cases[i].slot]);
-                w.secret[cases[i].slot] = xstrdup(t);
+                w.secret[cases[i].slot] = fixture_keep(&w.f, xstrdup(t));
                 assert_output_folder_clean(&w, w.f.out);
                 proc_result_free(&r);
         }
@@ -585,8 +573,7 @@ START_TEST(credentials_set_takes_the_secret_from_stdin_and_prints_it_nowhere)
         _cleanup_free_ char *value_file = path_in(w.f.dir, "value");
         write_text(value_file, value, 0600);
         /* The new value is a secret too: none may show it. */
-        free(w.secret[S_CLAUDE]);
-        w.secret[S_CLAUDE] = xstrdup(value);
+        w.secret[S_CLAUDE] = value;
         _cleanup_free_ char *cmd = xasprintf("exec '%s' credentials set claude.setup_token < '%s'", TRIALBOX_BIN, value_file);
         struct proc_result r;
         run_argv(&r, tb_env(w.env), (char *[]){ "/bin/sh", "-c", cmd, NULL });

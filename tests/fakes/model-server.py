@@ -125,6 +125,13 @@ def config_for(family):
     return cfg
 
 
+def next_reply(family, api, body, default_model):
+    """What the next reply of an API family is made of: the config of its
+    `api` ("openai" or "anthropic"), the text, the model and whether to stream."""
+    cfg = config_for(family)
+    return cfg[api], cfg["text"], body.get("model", default_model), bool(body.get("stream"))
+
+
 def log(msg):
     sys.stderr.write(time.strftime("%H:%M:%S ") + msg + "\n")
     sys.stderr.flush()
@@ -349,11 +356,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---------- OpenAI Responses
     def openai_responses(self, body):
-        cfg = config_for("responses")
-        text = cfg["text"]
-        usage = oai_usage(cfg["openai"])
-        model = body.get("model", "stand-in-model")
-        stream = bool(body.get("stream"))
+        o, text, model, stream = next_reply("responses", "openai", body, "stand-in-model")
+        usage = oai_usage(o)
         self.logreq(body, "input_items=%d" % len(body.get("input") or []))
         rid = "resp_" + uuid.uuid4().hex
         mid = "msg_" + uuid.uuid4().hex
@@ -395,11 +399,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---------- OpenAI Chat Completions
     def chat_completions(self, body):
-        cfg = config_for("chat")
-        o = cfg["openai"]
-        text = cfg["text"]
-        model = body.get("model", "stand-in-model")
-        stream = bool(body.get("stream"))
+        o, text, model, stream = next_reply("chat", "openai", body, "stand-in-model")
         total = o.get("total_tokens")
         if total is None:
             total = o["input_tokens"] + o["output_tokens"]
@@ -430,11 +430,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---------- Anthropic Messages
     def anthropic_messages(self, body):
-        cfg = config_for("messages")
-        a = cfg["anthropic"]
-        text = cfg["text"]
-        model = body.get("model", "claude-stand-in")
-        stream = bool(body.get("stream"))
+        a, text, model, stream = next_reply("messages", "anthropic", body, "claude-stand-in")
         start_out = a.get("start_output_tokens")
         if start_out is None:
             start_out = a["output_tokens"]

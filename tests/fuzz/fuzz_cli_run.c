@@ -18,17 +18,10 @@
 #include "model/outcome.h"
 #include "trial/trial.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#define FUZZ_TARGET "fuzz_cli_run"
+#include "fuzz.h"
 
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                /* The stream is /dev/null by now; say it where libFuzzer does. */
-                dprintf(2, "fuzz_cli_run: broken promise: %s\n", what);
-                abort();
-        }
-}
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -15,17 +15,10 @@
 #include "base/error.h"
 #include "base/strv.h"
 
+#define FUZZ_TARGET "fuzz_credentials"
+#include "fuzz.h"
+
 #define PATH "/fuzz/credentials.json"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_credentials: broken promise: %s\n", what);
-                abort();
-        }
-}
 
 static void check_message(const struct tb_error *err, int r)
 {

@@ -19,15 +19,8 @@
 
 #include "base/lines.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_lines: broken promise: %s\n", what);
-                abort();
-        }
-}
+#define FUZZ_TARGET "fuzz_lines"
+#include "fuzz.h"
 
 struct seen {
         const char *want;  /* the model's lines, each followed by a NUL */

@@ -13,17 +13,10 @@
 #include "plugin/manifest.h"
 #include "base/error.h"
 
+#define FUZZ_TARGET "fuzz_manifest"
+#include "fuzz.h"
+
 #define PATH "/fuzz/fuzz.json"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_manifest: broken promise: %s\n", what);
-                abort();
-        }
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

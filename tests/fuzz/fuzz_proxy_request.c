@@ -18,15 +18,8 @@
 #include "network/proxy_request.h"
 #include "base/strbuf.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_proxy_request: broken promise: %s\n", what);
-                abort();
-        }
-}
+#define FUZZ_TARGET "fuzz_proxy_request"
+#include "fuzz.h"
 
 static void check_rewrite(const char *buf, const struct proxy_request *req)
 {

@@ -11,15 +11,8 @@
 
 #include "sandbox/supervisor.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_supervisor_status: broken promise: %s\n", what);
-                abort();
-        }
-}
+#define FUZZ_TARGET "fuzz_supervisor_status"
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -17,15 +17,8 @@
 
 #include "sandbox/term_filter.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_term_filter: broken promise: %s\n", what);
-                abort();
-        }
-}
+#define FUZZ_TARGET "fuzz_term_filter"
+#include "fuzz.h"
 
 /* Feed `in` in slices of `cut` bytes (0: at once); the bytes out, malloc'd. */
 static char *filter(const uint8_t *in, size_t n, size_t cut, size_t *out_n, char *end, size_t *end_n)

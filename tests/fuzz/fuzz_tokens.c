@@ -27,26 +27,20 @@
 #include "plugin/host.h"
 #include "plugin/tokens.h"
 
+#define FUZZ_TARGET "fuzz_tokens_" FUZZ_HARNESS
+#include "fuzz.h"
+
 #ifndef FUZZ_HARNESS
 #error "FUZZ_HARNESS must name the plugin"
 #endif
 
 extern const struct tb_harness trialbox_harness;
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static char home[64];
 static int home_fd = -1;
 static char sub[256]; /* where the files go */
-
-static void check(int ok, const char *what)
-{
-        if (!ok) {
-                fprintf(stderr, "fuzz_tokens_" FUZZ_HARNESS ": broken promise: %s\n", what);
-                abort();
-        }
-}
 
 static void remove_home(void)
 {

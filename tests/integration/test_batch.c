@@ -688,10 +688,8 @@ END_TEST
 
 START_TEST(as_root_a_clone_is_given_to_the_trial_s_user)
 {
-        if (geteuid() != 0) {
-                skip_note("as_root_a_clone_is_given_to_the_trial_s_user", "not root: see its root run");
+        if (skip_unless_root(__func__, "not root: see its root run"))
                 return;
-        }
         struct exp e;
         exp_new(&e);
         ck_assert_int_eq(chmod(e.dir, 0755), 0);

@@ -85,6 +85,13 @@ static void grade(struct proc_result *r, const struct graded *g, char *const env
 
 #define GRADE_OF(g, field, want) assert_record((g)->f.out, "grade.json", (field), (want))
 
+/* The grade before the last, moved aside whole: its `field` reads `want`. */
+static void assert_earlier_grade(const struct graded *g, const char *field, const char *want)
+{
+        _cleanup_free_ char *aside = path_in(g->f.out, "grade.attempt-1");
+        assert_record(aside, "grade.json", field, want);
+}
+
 /* A grader that writes everywhere it can: new files, a changed file, a
  * removed one, a renamed folder, modes, a commit, .git itself. */
 static const char everywhere[] =
@@ -165,8 +172,7 @@ START_TEST(the_best_layer_is_chosen_and_recorded)
         GRADE_OF(&g, "status", "failed");
         ck_assert(!exists_in(g.files, "planted"));
         /* The earlier grade was moved aside, whole. */
-        _cleanup_free_ char *aside = path_in(g.f.out, "grade.attempt-1");
-        assert_record(aside, "grade.json", "status", "passed");
+        assert_earlier_grade(&g, "status", "passed");
         assert_trial_unchanged(&g);
         proc_result_free(&r);
         graded_free(&g);
@@ -195,10 +201,8 @@ END_TEST
  * grade is void with the fix: the limits tests' case). */
 START_TEST(a_grader_that_fills_its_layer_stops_at_its_memory)
 {
-        if (geteuid() != 0) {
-                skip_note("fill", "memory limits need root's cgroups here");
+        if (skip_unless_root(__func__, "memory limits need root's cgroups here"))
                 return;
-        }
         struct graded g;
         graded_new(&g, "echo fixed > code");
         struct proc_result r;
@@ -283,8 +287,7 @@ START_TEST(a_trial_repository_that_is_gone_voids_the_grade_until_it_is_back)
         grade(&r, &g, NULL, NULL, EXTRA("/grader/check.sh"));
         ck_assert_msg(r.status == 0, "status %d; %s", r.status, r.err);
         GRADE_OF(&g, "status", "passed");
-        _cleanup_free_ char *aside = path_in(g.f.out, "grade.attempt-1");
-        assert_record(aside, "grade.json", "cause", "repository_gone");
+        assert_earlier_grade(&g, "cause", "repository_gone");
         assert_trial_unchanged(&g);
         proc_result_free(&r);
         graded_free(&g);

@@ -36,7 +36,7 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         ck_assert_ptr_nonnull(h->env);
 
         /* Called like any plugin's hook: the closure reaches the manifest. */
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         struct sandbox_spec spec = { 0 };
         struct tb_host host = { .harness = "demo", .spec = &spec, .sandboxed = true, .host_home = dir,
                                 .session_home = dir, .checking = true, .credentials_path = "/nonexistent.json" };
@@ -59,8 +59,6 @@ START_TEST(a_manifest_becomes_the_same_vtable_a_plugin_exports)
         host_done(&ok);
         sandbox_spec_done(&spec);
         manifest_free(m);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -111,7 +109,7 @@ END_TEST
 
 START_TEST(manifests_are_found_like_plugins_and_trusted_like_them)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char p[1100], so[1100];
         snprintf(p, sizeof p, "%s/demo.json", dir);
         write_text(p, good, 0644);
@@ -132,8 +130,6 @@ START_TEST(manifests_are_found_like_plugins_and_trusted_like_them)
         write_text(so, "x", 0644);
         ck_assert_int_eq(plugin_load(dir, "demo", &pl, &err), -EEXIST);
         assert_contains(err.msg, "remove one");
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

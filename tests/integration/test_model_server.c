@@ -41,40 +41,25 @@ static void assert_reached(const struct proc_result *r, const struct fixture *f,
         ck_assert_msg(seen && strstr(seen, call), "the stand-in server saw no %s call:\n%s", api, seen ? seen : "");
 }
 
-/* Codex: its plugin gives the session a CODEX_HOME in the fresh home, with
- * the plugin's own config.toml (the host's config does not reach a Trial);
- * the provider comes as `-c` session arguments, passed unchanged. */
-static void run_codex(struct fixture *f, const struct model_server *m, struct proc_result *r)
+/* The real CLI asked to say hi to the stand-in under --network allow, the
+ * stand-in's port named. Codex's plugin gives the session a CODEX_HOME in
+ * the fresh home, with the plugin's own config.toml (the host's config does
+ * not reach a Trial); the provider comes as `-c` session arguments, passed
+ * unchanged. Claude Code's plugin hands over the setup token from the
+ * Credentials (CLAUDE_CODE_OAUTH_TOKEN); ANTHROPIC_BASE_URL reaches the
+ * session through TRIALBOX_ENV_ALLOW, as a user's would. */
+static void run_cli(struct fixture *f, const struct model_server *m, struct proc_result *r)
 {
-        _cleanup_free_ char *home = path_in(f->dir, "codex-home");
-        write_in(home, "auth.json", "{}", 0600);
-        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", home);
-        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
-        _cleanup_free_ char *provider = xasprintf(
-                "model_providers.standin={name=\"Stand-in\",base_url=\"http://127.0.0.1:%d/v1\",wire_api=\"responses\"}",
-                m->port);
-        tb_run(r, "codex", f, ENV(env_home, endpoints_nowhere(CODEX_ENDPOINTS)),
-               EXTRA("--network", "allow", "--allow-host", allow, "--timeout", "90s", "--", "exec",
-                     "--skip-git-repo-check", "-c", "model_provider=standin", "-c", provider, "-c",
-                     "model=stand-in-model", "-c", "features.plugins=false", "-c", "analytics.enabled=false",
-                     "say hi"));
-}
-
-/* Claude Code: its plugin hands over the setup token from the Credentials
- * (CLAUDE_CODE_OAUTH_TOKEN); ANTHROPIC_BASE_URL reaches the session through
- * TRIALBOX_ENV_ALLOW, as a user's would. */
-static void run_claude(struct fixture *f, const struct model_server *m, struct proc_result *r)
-{
-        _cleanup_free_ char *cfg = path_in(f->dir, "config");
-        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-oauth\"}}", 0600);
-        _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
-        _cleanup_free_ char *env_url = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", m->port);
-        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
-        tb_run(r, "claude", f,
-               ENV(env_cfg, env_url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                   "TRIALBOX_ENV_ALLOW=ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-                   endpoints_nowhere(CLAUDE_ENDPOINTS)),
-               EXTRA("--network", "allow", "--allow-host", allow, "--timeout", "90s", "--", "-p", "say hi"));
+        struct standin s;
+        standin_new(&s, MODEL_CLI, f, m);
+        if (strcmp(MODEL_CLI, "codex") == 0)
+                tb_run(r, "codex", f, s.env,
+                       EXTRA("--network", "allow", "--allow-host", s.allow, "--timeout", "90s", "--",
+                             STANDIN_CODEX_ARGS(&s), "say hi"));
+        else
+                tb_run(r, "claude", f, s.env,
+                       EXTRA("--network", "allow", "--allow-host", s.allow, "--timeout", "90s", "--", "-p", "say hi"));
+        standin_free(&s);
 }
 
 /* Does the fresh home hold a file under `rel` (at any depth)? */
@@ -91,10 +76,7 @@ START_TEST(the_real_cli_reaches_a_model_server_on_the_host_loopback_through_the_
         struct proc_result r;
         model_server_start(&m, NULL);
         fixture_new(&f);
-        if (strcmp(MODEL_CLI, "codex") == 0)
-                run_codex(&f, &m, &r);
-        else
-                run_claude(&f, &m, &r);
+        run_cli(&f, &m, &r);
         bool codex = strcmp(MODEL_CLI, "codex") == 0;
         assert_reached(&r, &f, &m, codex ? "responses" : "messages");
         /* The session ran with what its plugin gave it. */
@@ -126,27 +108,14 @@ START_TEST(without_the_port_named_the_host_loopback_is_out_of_reach)
         model_server_start(&m, NULL);
         fixture_new(&f);
         _cleanup_free_ char *other = xasprintf("x.test:%d", m.port);
-        const char *names = strcmp(MODEL_CLI, "codex") == 0 ? CODEX_ENDPOINTS : CLAUDE_ENDPOINTS;
-        _cleanup_free_ char *env_home = path_in(f.dir, "codex-home");
-        write_in(env_home, "auth.json", "{}", 0600);
-        _cleanup_free_ char *cfg = path_in(f.dir, "config");
-        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-oauth\"}}", 0600);
-        _cleanup_free_ char *env_codex = xasprintf("CODEX_HOME=%s", env_home), *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
-        _cleanup_free_ char *env_url = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", m.port);
-        _cleanup_free_ char *provider = xasprintf(
-                "model_providers.standin={name=\"Stand-in\",base_url=\"http://127.0.0.1:%d/v1\",wire_api=\"responses\"}",
-                m.port);
+        struct standin s;
+        standin_new(&s, MODEL_CLI, &f, &m);
         if (strcmp(MODEL_CLI, "codex") == 0)
-                tb_run(&r, "codex", &f, ENV(env_codex, endpoints_nowhere(names)),
-                       EXTRA("--allow-host", other, "--timeout", "4s", "--", "exec", "--skip-git-repo-check", "-c",
-                             "model_provider=standin", "-c", provider, "-c", "features.plugins=false", "-c",
-                             "analytics.enabled=false", "say hi"));
+                tb_run(&r, "codex", &f, s.env,
+                       EXTRA("--allow-host", other, "--timeout", "4s", "--", STANDIN_CODEX_ARGS(&s), "say hi"));
         else
-                tb_run(&r, "claude", &f,
-                       ENV(env_cfg, env_url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                           "TRIALBOX_ENV_ALLOW=ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-                           endpoints_nowhere(names)),
-                       EXTRA("--allow-host", other, "--timeout", "4s", "--", "-p", "say hi"));
+                tb_run(&r, "claude", &f, s.env, EXTRA("--allow-host", other, "--timeout", "4s", "--", "-p", "say hi"));
+        standin_free(&s);
         ck_assert_msg(!strstr(r.out, REPLY), "the model was reached:\n%s", r.out);
         ck_assert_msg(r.status == 124, "the %s Trial ended with status %d, not by its timeout:\n%s", MODEL_CLI, r.status,
                       r.err);
@@ -159,19 +128,8 @@ START_TEST(without_the_port_named_the_host_loopback_is_out_of_reach)
 }
 END_TEST
 
-static void add_tests(Suite *s, TCase *tc)
+TB_SUITE_NEEDING(MODEL_CLI, "model_server_" MODEL_CLI, 150)
 {
-        (void)s;
         tcase_add_test(tc, the_real_cli_reaches_a_model_server_on_the_host_loopback_through_the_proxy);
         tcase_add_test(tc, without_the_port_named_the_host_loopback_is_out_of_reach);
-}
-
-int main(void)
-{
-        _cleanup_free_ char *cli = find_on_path(MODEL_CLI, getenv("PATH"));
-        if (!cli) {
-                printf("%s is not installed: skipped\n", MODEL_CLI);
-                return 77;
-        }
-        return tb_run_tests("model_server_" MODEL_CLI, 150, add_tests);
 }

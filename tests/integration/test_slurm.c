@@ -28,9 +28,7 @@ extern char **environ;
 
 START_TEST(slurm_args_split_like_a_shell_without_expanding_anything)
 {
-        static const struct {
-                const char *in, *want;
-        } table[] = {
+        static const struct text_case table[] = {
                 { "", "" },
                 { "  --partition=gpu\t -N 1 ", "[--partition=gpu] [-N] [1]" },
                 { "--comment 'a b' x", "[--comment] [a b] [x]" },
@@ -85,12 +83,11 @@ static char *sbatch_line(const struct slurm_array_request *req)
 START_TEST(a_plan_becomes_one_array_with_the_largest_limits_of_its_trials)
 {
         struct slurm_array_request req = request(NULL);
-        char *got = sbatch_line(&req);
+        _cleanup_free_ char *got = sbatch_line(&req);
         ck_assert_str_eq(got, "[sbatch] [--job-name=trialbox-batch] [--output=/data/exp/logs/slurm-%A_%a.out] "
                               "[--time=12] [--mem=1088M] [--cpus-per-task=2] [--parsable] [--array=0-11%4] "
                               "[--wrap=exec /usr/bin/trialbox batch /data/exp/plan.jsonl --index "
                               "\"$SLURM_ARRAY_TASK_ID\"]");
-        free(got);
 }
 END_TEST
 
@@ -101,7 +98,7 @@ END_TEST
  * is gone): no cluster needed. */
 START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_them)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *bin = path_in(dir, "bin"), *args = path_in(dir, "sbatch.args");
         mkdir_p(bin, 0755);
         _cleanup_free_ char *sbatch = xasprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\necho 4242\n", args);
@@ -121,8 +118,6 @@ START_TEST(the_arrays_time_limit_covers_every_attempt_and_the_backoff_between_th
          * backoff, 120 s for trialbox: 1953 s, 33 minutes. */
         assert_line(got, "--time=33");
         proc_result_free(&r);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -130,13 +125,12 @@ START_TEST(limits_given_in_slurm_args_are_not_asked_twice)
 {
         struct slurm_array_request req = request("--time=5 -c4 --mem-per-cpu=1G --job-name=mine -p 'big one'");
         req.max_running = 0;
-        char *got = sbatch_line(&req);
+        _cleanup_free_ char *got = sbatch_line(&req);
         ck_assert_str_eq(got, "[sbatch] [--job-name=trialbox-batch] [--output=/data/exp/logs/slurm-%A_%a.out] "
                               "[--time=5] [-c4] [--mem-per-cpu=1G] [--job-name=mine] [-p] [big one] "
                               "[--parsable] [--array=0-11] "
                               "[--wrap=exec /usr/bin/trialbox batch /data/exp/plan.jsonl --index "
                               "\"$SLURM_ARRAY_TASK_ID\"]");
-        free(got);
 }
 END_TEST
 
@@ -145,11 +139,10 @@ START_TEST(a_trial_without_a_limit_keeps_the_array_from_asking_for_it)
         struct slurm_array_request req = request(NULL);
         slurm_limits_add(&req.limits, 0, 0, 0);
         slurm_limits_add(&req.limits, 900, 2LL << 30, 0);
-        char *got = sbatch_line(&req);
+        _cleanup_free_ char *got = sbatch_line(&req);
         assert_lacks(got, "--time");
         assert_lacks(got, "--mem");
         assert_contains(got, "[--cpus-per-task=2]");
-        free(got);
 }
 END_TEST
 
@@ -398,9 +391,8 @@ START_TEST(bwrap_runs_inside_a_task_of_an_unprivileged_submitter)
         }
         ck_assert_int_eq(wait_status(pid), 0);
         assert_bwrap_ran(&j, 2);
-        char *env = file_in(j.dir, "env", 0);
+        _cleanup_free_ char *env = file_in(j.dir, "env", 0);
         assert_contains(env, "SLURM_JOB_UID=65534");
-        free(env);
         job_dir_free(&j);
 }
 END_TEST
@@ -468,22 +460,22 @@ END_TEST
 /* ---- `trialbox batch PLAN --slurm` on the cluster ---- */
 
 struct bexp {
-        char *dir, *plan, *results, *job;
+        struct fixture f; /* its folder and repo/; it keeps the paths below */
+        char *dir;        /* f.dir */
+        char *plan, *results, *job;
 };
 
 /* A folder with repo/ (writable by any user: the Trials leave markers in
  * it) and plan.jsonl of shell Trials `id: script [extra fields]`. */
 static void bexp_new(struct bexp *e, const char *const trials[][3])
 {
-        e->dir = tmpdir_new();
+        fixture_new(&e->f);
+        e->dir = e->f.dir;
         ck_assert_int_eq(chmod(e->dir, 0777), 0);
-        e->plan = path_in(e->dir, "plan.jsonl");
-        e->results = path_in(e->dir, "plan.results.jsonl");
-        e->job = path_in(e->dir, "plan.jsonl.slurm-job");
-        char *repo = path_in(e->dir, "repo");
-        ck_assert_int_eq(mkdir(repo, 0777), 0);
-        ck_assert_int_eq(chmod(repo, 0777), 0);
-        free(repo);
+        ck_assert_int_eq(chmod(e->f.repo, 0777), 0);
+        e->plan = fixture_keep(&e->f, path_in(e->dir, "plan.jsonl"));
+        e->results = fixture_keep(&e->f, path_in(e->dir, "plan.results.jsonl"));
+        e->job = fixture_keep(&e->f, path_in(e->dir, "plan.jsonl.slurm-job"));
         struct strbuf plan = { 0 };
         for (size_t i = 0; trials[i][0]; i++) {
                 json_object *script = json_object_new_string(trials[i][1]);
@@ -497,14 +489,7 @@ static void bexp_new(struct bexp *e, const char *const trials[][3])
         free(plan.s);
 }
 
-static void bexp_free(struct bexp *e)
-{
-        tmpdir_remove(e->dir);
-        free(e->dir);
-        free(e->plan);
-        free(e->results);
-        free(e->job);
-}
+static void bexp_free(struct bexp *e) { fixture_free(&e->f); }
 
 /* Its void Trials (out/void*) are void because bwrap refuses their sandbox. */
 static void tb_batch(struct proc_result *r, const struct bexp *e, const char *const extra[])
@@ -647,11 +632,9 @@ START_TEST(a_plan_through_slurm_gives_the_results_of_a_local_run_and_records_its
         free(ran);
         assert_slurm_ids(&slurm, mixed, saved_job(&slurm));
         /* A local run records no Slurm ids. */
-        char *out = path_in(local.dir, "out/ok0");
-        char *none = outcome_field(out, "slurm_job_id");
+        _cleanup_free_ char *out = path_in(local.dir, "out/ok0");
+        _cleanup_free_ char *none = outcome_field(out, "slurm_job_id");
         ck_assert_msg(none == NULL || strcmp(none, "null") == 0, "local slurm_job_id %s", none);
-        free(none);
-        free(out);
         proc_result_free(&lr);
         proc_result_free(&sr);
         bexp_free(&local);
@@ -697,24 +680,24 @@ START_TEST(no_wait_returns_after_submitting_and_the_next_batch_waits_and_gathers
         ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
         ck_assert_msg(strstr(r.err, "nothing to submit") != NULL, "%s", r.err);
         ck_assert_int_eq(saved_job(&e), job);
-        char *ran = path_in(e.dir, "repo/ran");
-        char *text = read_text(ran);
+        _cleanup_free_ char *ran = path_in(e.dir, "repo/ran");
+        _cleanup_free_ char *text = read_text(ran);
         ck_assert_msg(text && count_lines(text) == 4, "ran: %s", text ? text : "(nothing)");
-        free(text);
-        free(ran);
         proc_result_free(&r);
         bexp_free(&e);
 }
 END_TEST
 
+/* One Trial, t, that appends "t" to REPO/ran. */
+static const char *const one_that_leaves_ran[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
+
 /* A record as if task 0 of a job the controller never had were running
  * the Trial on another node: judged by squeue (gone), not by its pid. */
 START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its_pid)
 {
-        static const char *const one[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
         struct bexp e;
-        bexp_new(&e, one);
-        char *out = path_in(e.dir, "out/t");
+        bexp_new(&e, one_that_leaves_ran);
+        _cleanup_free_ char *out = path_in(e.dir, "out/t");
         ck_assert_int_eq(mkdir_p(out, 0777), 0);
         char boot[64] = "";
         char *b = read_text("/proc/sys/kernel/random/boot_id");
@@ -745,7 +728,6 @@ START_TEST(a_running_record_of_a_gone_slurm_task_is_a_lost_launcher_whatever_its
         free(detail);
         json_object_put(j);
         proc_result_free(&r);
-        free(out);
         bexp_free(&e);
 }
 END_TEST
@@ -756,10 +738,9 @@ END_TEST
  * for it instead of running the Trials here. */
 START_TEST(a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_beside_it)
 {
-        static const char *const one[][3] = { { "t", "echo t >> ran", NULL }, { NULL, NULL, NULL } };
         struct bexp e;
-        bexp_new(&e, one);
-        char *src = path_in(e.dir, "src");
+        bexp_new(&e, one_that_leaves_ran);
+        _cleanup_free_ char *src = path_in(e.dir, "src");
         mkdir_p(src, 0755);
         sh_ok("cd '%s' && git init -q -b main && echo one > file && git add file && " GIT " commit -qm one", src);
         _cleanup_free_ char *plan = read_text(e.plan);
@@ -790,7 +771,6 @@ START_TEST(a_plan_named_without_a_folder_keeps_its_job_logs_results_and_clones_b
         _cleanup_free_ char *want = xasprintf("slurm-%lld_0.out", job);
         assert_contains(names, want);
         proc_result_free(&r);
-        free(src);
         bexp_free(&e);
 }
 END_TEST
@@ -808,7 +788,7 @@ START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_t
         char *err_file = path_in(e.dir, "batch.err"), *out_file = path_in(e.dir, "batch.out");
         char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--slurm", "--jobs", "1", "--retries", "0", NULL };
         pid_t pid = spawn_argv(tb_env(NULL), argv, out_file, err_file);
-        char *ran = path_in(e.dir, "repo/ran");
+        _cleanup_free_ char *ran = path_in(e.dir, "repo/ran");
         ck_assert_msg(wait_for_file(ran, 60000), "the first Trial never started");
         ck_assert_int_eq(kill(pid, SIGTERM), 0);
         ck_assert_int_eq(wait_status(pid), 128 + SIGTERM);
@@ -842,7 +822,6 @@ START_TEST(sigterm_to_a_waiting_batch_cancels_the_array_once_and_still_records_t
         struct tb_error terr = { 0 };
         ck_assert_int_eq(slurm_array_poll(saved_job(&e), environ, &st, &terr), 0);
         ck_assert(st.gone);
-        free(ran);
         free(err_file);
         free(out_file);
         bexp_free(&e);

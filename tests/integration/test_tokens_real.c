@@ -126,84 +126,54 @@ static void assert_tokens_are_the_servers(const struct fixture *f, const struct 
         json_object_put(o);
 }
 
-/* The environment of every run: the Harness's own endpoints sent nowhere,
- * the CLI's own settings through TRIALBOX_ENV_ALLOW, and `more` (up to 2,
- * NULL-terminated). Static storage. */
-static char **run_env(const char *endpoints, const char *home_var, const char *more, const char *more2)
+/* The real CLI in a Trial on `f`, pointed at the stand-in `m` (standin_new),
+ * under the default network: one session saying hi, or with `several` a
+ * session, its continuation (the same rollout or transcript) and another
+ * session, run one after the other by fakes/cli-sessions. */
+static void run_cli(struct proc_result *r, struct fixture *f, const struct model_server *m, bool several)
 {
-        static char *env[8];
-        size_t n = 0;
-        env[n++] = endpoints_nowhere(endpoints);
-        env[n++] = "TRIALBOX_ENV_ALLOW=ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC";
-        env[n++] = (char *)home_var;
-        if (more)
-                env[n++] = (char *)more;
-        if (more2)
-                env[n++] = (char *)more2;
-        env[n] = NULL;
-        return env;
-}
-
-/* Codex: the plugin syncs $CODEX_HOME/auth.json into the fresh home (an
- * API-key login: no ChatGPT account, so Codex asks chatgpt.com for nothing);
- * the provider comes as `-c` session arguments, passed unchanged. */
-static void run_codex(struct proc_result *r, struct fixture *f, const struct model_server *m, bool several)
-{
-        _cleanup_free_ char *home = path_in(f->dir, "codex-home");
-        write_in(home, "auth.json", "{\"OPENAI_API_KEY\": \"tbtest-key\"}", 0600);
-        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", home);
-        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
-        _cleanup_free_ char *provider = xasprintf(
-                "model_providers.standin={name=\"Stand-in\",base_url=\"http://127.0.0.1:%d/v1\",wire_api=\"responses\"}",
-                m->port);
-        char **env = run_env(CODEX_ENDPOINTS, env_home, NULL, NULL);
-#define CODEX_ARGS "exec", "--skip-git-repo-check", "-c", "model_provider=standin", "-c", provider, "-c", \
-                   "model=stand-in-model", "-c", "features.plugins=false", "-c", "analytics.enabled=false"
-        if (!several)
-                tb_run(r, "codex", f, env, EXTRA("--allow-host", allow, "--timeout", "90s", "--", CODEX_ARGS, "say hi"));
-        else /* a session, its continuation (the same rollout), another session */
-                tb_run(r, "codex", f, env,
-                       EXTRA("--allow-host", allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
-                             "codex", CODEX_ARGS, "say hi", ":::", CODEX_ARGS, "resume", "--last", "again", ":::",
-                             CODEX_ARGS, "a new session"));
-#undef CODEX_ARGS
-}
-
-/* Claude Code: its plugin hands over the setup token from the Credentials;
- * ANTHROPIC_BASE_URL reaches the session through TRIALBOX_ENV_ALLOW. */
-static void run_claude(struct proc_result *r, struct fixture *f, const struct model_server *m, bool several)
-{
-        _cleanup_free_ char *cfg = path_in(f->dir, "config");
-        write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-oauth\"}}", 0600);
-        _cleanup_free_ char *env_cfg = xasprintf("XDG_CONFIG_HOME=%s", cfg);
-        _cleanup_free_ char *url = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", m->port);
-        _cleanup_free_ char *allow = xasprintf("127.0.0.1:%d", m->port);
-        char **env = run_env(CLAUDE_ENDPOINTS, env_cfg, url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
-        if (!several)
-                tb_run(r, "claude", f, env, EXTRA("--allow-host", allow, "--timeout", "90s", "--", "-p", "say hi"));
-        else /* a session, its continuation (the same transcript), another session */
-                tb_run(r, "claude", f, env,
-                       EXTRA("--allow-host", allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
+        struct standin s;
+        standin_new(&s, MODEL_CLI, f, m);
+        if (is_codex() && !several)
+                tb_run(r, "codex", f, s.env,
+                       EXTRA("--allow-host", s.allow, "--timeout", "90s", "--", STANDIN_CODEX_ARGS(&s), "say hi"));
+        else if (is_codex())
+                tb_run(r, "codex", f, s.env,
+                       EXTRA("--allow-host", s.allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
+                             "codex", STANDIN_CODEX_ARGS(&s), "say hi", ":::", STANDIN_CODEX_ARGS(&s), "resume",
+                             "--last", "again", ":::", STANDIN_CODEX_ARGS(&s), "a new session"));
+        else if (!several)
+                tb_run(r, "claude", f, s.env, EXTRA("--allow-host", s.allow, "--timeout", "90s", "--", "-p", "say hi"));
+        else
+                tb_run(r, "claude", f, s.env,
+                       EXTRA("--allow-host", s.allow, "--timeout", "90s", "--harness-bin", FAKE("cli-sessions"), "--",
                              "claude", "-p", "say hi", ":::", "-p", "-c", "again", ":::", "-p", "a new session"));
+        standin_free(&s);
 }
 
-START_TEST(the_outcomes_tokens_are_what_the_model_server_sent)
+/* Run the CLI against a new stand-in (run_cli); it must end well, and the
+ * Outcome's tokens be the `requests` responses the server sent. */
+static void assert_trial_counts_what_the_server_sent(bool several, long long requests)
 {
         struct model_server m;
         struct fixture f;
         struct proc_result r;
         model_server_start(&m, server_config);
         fixture_new(&f);
-        if (is_codex())
-                run_codex(&r, &f, &m, false);
-        else
-                run_claude(&r, &f, &m, false);
+        run_cli(&r, &f, &m, several);
         ck_assert_msg(r.status == 0, "the %s Trial ended with status %d:\n%s\n%s", MODEL_CLI, r.status, r.out, r.err);
-        ck_assert_msg(strstr(r.out, REPLY), "no '%s' in what %s printed:\n%s\n%s", REPLY, MODEL_CLI, r.out, r.err);
-        assert_tokens_are_the_servers(&f, &m, 1);
+        if (!several)
+                ck_assert_msg(strstr(r.out, REPLY), "no '%s' in what %s printed:\n%s\n%s", REPLY, MODEL_CLI, r.out,
+                              r.err);
+        assert_tokens_are_the_servers(&f, &m, requests);
         proc_result_free(&r);
         fixture_free(&f);
         model_server_stop(&m);
+}
+
+START_TEST(the_outcomes_tokens_are_what_the_model_server_sent)
+{
+        assert_trial_counts_what_the_server_sent(false, 1);
 }
 END_TEST
 
@@ -212,38 +182,12 @@ END_TEST
  * each, though it writes each (a thinking and a text block) twice. */
 START_TEST(sessions_and_their_continuations_in_one_trial_are_summed_response_for_response)
 {
-        struct model_server m;
-        struct fixture f;
-        struct proc_result r;
-        model_server_start(&m, server_config);
-        fixture_new(&f);
-        if (is_codex())
-                run_codex(&r, &f, &m, true);
-        else
-                run_claude(&r, &f, &m, true);
-        ck_assert_msg(r.status == 0, "the %s Trial ended with status %d:\n%s\n%s", MODEL_CLI, r.status, r.out, r.err);
-        assert_tokens_are_the_servers(&f, &m, 3);
-        proc_result_free(&r);
-        fixture_free(&f);
-        model_server_stop(&m);
+        assert_trial_counts_what_the_server_sent(true, 3);
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE_NEEDING(MODEL_CLI, "tokens_" MODEL_CLI, 200)
 {
-        Suite *s = suite_create("tokens_" MODEL_CLI);
-        TCase *tc = tb_tcase(s, MODEL_CLI, 200);
         tcase_add_test(tc, the_outcomes_tokens_are_what_the_model_server_sent);
         tcase_add_test(tc, sessions_and_their_continuations_in_one_trial_are_summed_response_for_response);
-        return s;
-}
-
-int main(void)
-{
-        _cleanup_free_ char *cli = find_on_path(MODEL_CLI, getenv("PATH"));
-        if (!cli) {
-                printf("%s is not installed: skipped\n", MODEL_CLI);
-                return 77;
-        }
-        return run_suite(suite());
 }

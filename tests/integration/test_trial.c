@@ -44,9 +44,7 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
 
         fixture_new(&f);
         tb_shell(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
-        ck_assert_int_eq(r.status, 7);
-        assert_outcome(&f, "outcome", "failed");
-        assert_outcome(&f, "exit_code", "7");
+        assert_failed(&f, &r, 7);
         assert_outcome(&f, "signal", "null");
         proc_result_free(&r);
         fixture_free(&f);
@@ -220,6 +218,32 @@ START_TEST(a_second_signal_kills_a_session_that_ignores_the_first)
 }
 END_TEST
 
+/* trialbox's Trial of the shell Harness on `f` that would make REPO/RAN,
+ * started in the background with `env` (stderr into DIR/stderr), and
+ * `pending` (a signal, or 0) already pending when it starts. */
+static pid_t start_trial_that_would_make_ran(const struct fixture *f, char *const env[], int pending)
+{
+        char *argv[64];
+        tb_argv(argv, 64, "shell", f, EXTRA("--", "-c", "touch RAN"));
+        _cleanup_free_ char *errp = path_in(f->dir, "stderr");
+        return spawn(tb_env(env), argv, &(struct tb_spawn_io){ .err = errp, .out = "/dev/null", .pending = pending });
+}
+
+/* That Trial ended by `sig`, void/interrupted with `detail`, and (looked
+ * for `settle_us` later) its session never ran. */
+static void assert_interrupted_before_its_session(const struct fixture *f, pid_t pid, int sig, const char *detail,
+                                                  long settle_us)
+{
+        int status = wait_status(pid);
+        _cleanup_free_ char *errs = read_text_in(f->dir, "stderr");
+        ck_assert_msg(status == 128 + sig, "status %d; stderr: %s", status, errs);
+        assert_outcome(f, "outcome", "void");
+        assert_outcome(f, "cause", "interrupted");
+        assert_outcome_has(f, "detail", detail);
+        usleep(settle_us);
+        ck_assert_msg(!exists_in(f->repo, "RAN"), "the session ran after the signal");
+}
+
 /* SIGINT while bwrap is still setting up (a slow one): the session never
  * starts after it, and the Trial is void/interrupted, not a sandbox that
  * failed. */
@@ -227,11 +251,7 @@ START_TEST(a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_s
 {
         struct fixture f;
         fixture_new(&f);
-        char *argv[64];
-        tb_argv(argv, 64, "shell", &f, EXTRA("--", "-c", "touch RAN"));
-        _cleanup_free_ char *errp = path_in(f.dir, "stderr");
-        pid_t pid = spawn(tb_env(ENV("TRIALBOX_BWRAP=" FAKE("fault-slow-bwrap"))), argv,
-                          &(struct tb_spawn_io){ .err = errp, .out = "/dev/null" });
+        pid_t pid = start_trial_that_would_make_ran(&f, ENV("TRIALBOX_BWRAP=" FAKE("fault-slow-bwrap")), 0);
         bool slow = false;
         for (int i = 0; i < 400 && !slow; i++) {
                 slow = host_process_with(FAKE("fault-slow-bwrap"));
@@ -240,14 +260,8 @@ START_TEST(a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_s
         }
         ck_assert_msg(slow, "the slow bwrap never ran");
         ck_assert_int_eq(kill(pid, SIGINT), 0);
-        int status = wait_status(pid);
-        _cleanup_free_ char *errs = read_text(errp);
-        ck_assert_msg(status == 128 + SIGINT, "status %d; stderr: %s", status, errs);
-        assert_outcome(&f, "outcome", "void");
-        assert_outcome(&f, "cause", "interrupted");
-        assert_outcome_has(&f, "detail", "before the session started");
-        usleep(700000); /* the slow bwrap's half second, had it gone on */
-        ck_assert_msg(!exists_in(f.repo, "RAN"), "the session ran after the signal");
+        /* The slow bwrap's half second, had it gone on. */
+        assert_interrupted_before_its_session(&f, pid, SIGINT, "before the session started", 700000);
         fixture_free(&f);
 }
 END_TEST
@@ -259,17 +273,8 @@ START_TEST(a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing
 {
         struct fixture f;
         fixture_new(&f);
-        char *argv[64];
-        tb_argv(argv, 64, "shell", &f, EXTRA("--", "-c", "touch RAN"));
-        _cleanup_free_ char *errp = path_in(f.dir, "stderr");
-        pid_t pid = spawn(tb_env(NULL), argv, &(struct tb_spawn_io){ .err = errp, .out = "/dev/null", .pending = SIGTERM });
-        int status = wait_status(pid);
-        _cleanup_free_ char *errs = read_text(errp);
-        ck_assert_msg(status == 128 + SIGTERM, "status %d; stderr: %s", status, errs);
-        assert_outcome(&f, "outcome", "void");
-        assert_outcome(&f, "cause", "interrupted");
-        assert_outcome_has(&f, "detail", "SIGTERM reached trialbox before the session started");
-        ck_assert_msg(!exists_in(f.repo, "RAN"), "the session ran");
+        pid_t pid = start_trial_that_would_make_ran(&f, NULL, SIGTERM);
+        assert_interrupted_before_its_session(&f, pid, SIGTERM, "SIGTERM reached trialbox before the session started", 0);
         fixture_free(&f);
 }
 END_TEST

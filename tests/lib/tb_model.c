@@ -43,6 +43,22 @@ void model_server_stop(struct model_server *m)
         free(m->record);
 }
 
+void http_answer_ok(int c)
+{
+        static const char reply[] = "HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
+        char buf[4096];
+        size_t len = 0;
+        ssize_t n;
+        while (len < sizeof buf - 1 && (n = read(c, buf + len, sizeof buf - 1 - len)) > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+                if (strstr(buf, "\r\n\r\n"))
+                        break;
+        }
+        (void)!write(c, reply, sizeof reply - 1);
+        close(c);
+}
+
 int closed_port(void)
 {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -66,4 +82,34 @@ char *endpoints_nowhere(const char *names)
         for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
                 n += (size_t)snprintf(env + n, sizeof env - n, "%s%s=127.0.0.1:%d", n > 19 ? "," : "", name, port);
         return env;
+}
+
+void standin_new(struct standin *s, const char *cli, const struct fixture *f, const struct model_server *m)
+{
+        bool codex = strcmp(cli, "codex") == 0;
+        _cleanup_free_ char *home = path_in(f->dir, "codex-home"), *cfg = path_in(f->dir, "config");
+        size_t n = 0;
+        *s = (struct standin){ .allow = xasprintf("127.0.0.1:%d", m->port) };
+        s->env[n++] = xstrdup(endpoints_nowhere(codex ? CODEX_ENDPOINTS : CLAUDE_ENDPOINTS));
+        s->env[n++] = xstrdup("TRIALBOX_ENV_ALLOW=ANTHROPIC_BASE_URL:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC");
+        if (codex) {
+                write_in(home, "auth.json", "{\"OPENAI_API_KEY\": \"tbtest-key\"}", 0600);
+                s->env[n++] = xasprintf("CODEX_HOME=%s", home);
+                s->provider = xasprintf("model_providers.standin={name=\"Stand-in\",base_url=\"http://127.0.0.1:%d/v1\","
+                                        "wire_api=\"responses\"}",
+                                        m->port);
+        } else {
+                write_in(cfg, "trialbox/credentials.json", "{\"claude\": {\"setup_token\": \"tbtest-oauth\"}}", 0600);
+                s->env[n++] = xasprintf("XDG_CONFIG_HOME=%s", cfg);
+                s->env[n++] = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", m->port);
+                s->env[n++] = xstrdup("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
+        }
+}
+
+void standin_free(struct standin *s)
+{
+        for (size_t i = 0; s->env[i]; i++)
+                free(s->env[i]);
+        free(s->allow);
+        free(s->provider);
 }

@@ -43,9 +43,28 @@ int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCas
         return run_suite(s);
 }
 
+int tb_run_tests_needing(const char *program, const char *name, int seconds,
+                         void (*add_tests)(Suite *s, TCase *tc))
+{
+        _cleanup_free_ char *found = find_on_path(program, getenv("PATH"));
+        if (!found) {
+                printf("%s is not installed: skipped\n", program);
+                return 77;
+        }
+        return tb_run_tests(name, seconds, add_tests);
+}
+
 void skip_note(const char *test, const char *why)
 {
         fprintf(stderr, "%s: part skipped: %s\n", test, why);
+}
+
+bool skip_unless_root(const char *test, const char *why)
+{
+        if (geteuid() == 0)
+                return false;
+        skip_note(test, why);
+        return true;
 }
 
 /* ---- files ---- */
@@ -65,6 +84,14 @@ void tmpdir_remove(const char *dir)
         struct proc_result r;
         run_argv(&r, NULL, argv);
         proc_result_free(&r);
+}
+
+void tmpdir_freep(char **dir)
+{
+        if (!*dir)
+                return;
+        tmpdir_remove(*dir);
+        free(*dir);
 }
 
 void write_bytes(const char *path, const void *data, size_t len, mode_t mode)

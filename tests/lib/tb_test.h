@@ -38,6 +38,10 @@ TCase *tb_tcase(Suite *s, const char *name, int seconds);
 /* Make the Suite NAME with one TCase NAME (tb_tcase), let `add_tests` add its
  * tests, and run it. */
 int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCase *tc));
+/* The same for tests that need `program` on PATH: without it, say so and
+ * return 77 (ctest's SKIP_RETURN_CODE), and only then. */
+int tb_run_tests_needing(const char *program, const char *name, int seconds,
+                         void (*add_tests)(Suite *s, TCase *tc));
 
 /* A test program's main: the Suite NAME of one TCase NAME (timeout `seconds`,
  * as tb_tcase), whose tests the body that follows adds to `tc` (and may add
@@ -53,8 +57,19 @@ int tb_run_tests(const char *name, int seconds, void (*add_tests)(Suite *s, TCas
         int main(void) { return tb_run_tests((name), (seconds), tb_add_tests_); }                          \
         static void tb_add_tests_(Suite *s, TCase *tc)
 
+/* TB_SUITE for tests that need `program` on PATH (tb_run_tests_needing). */
+#define TB_SUITE_NEEDING(program, name, seconds)                                                            \
+        static void tb_add_tests_(Suite *s, TCase *tc);                                                     \
+        int main(void) { return tb_run_tests_needing((program), (name), (seconds), tb_add_tests_); }       \
+        static void tb_add_tests_(Suite *s, TCase *tc)
+
 /* Say on stderr that part of `test` was skipped, and why (root only, a tool missing). */
 void skip_note(const char *test, const char *why);
+/* Not root? Then skip_note(test, why) and true, for a test that needs root:
+ *     if (skip_unless_root(__func__, "needs root's cgroups"))
+ *             return;
+ */
+bool skip_unless_root(const char *test, const char *why);
 
 /* ---- files ---- */
 
@@ -62,6 +77,11 @@ void skip_note(const char *test, const char *why);
 char *tmpdir_new(void);
 /* rm -rf, for a test's folder. */
 void tmpdir_remove(const char *dir);
+/* tmpdir_remove and free *dir: a test's folder that goes when its variable does,
+ *     _cleanup_tmpdir_ char *dir = tmpdir_new();
+ */
+void tmpdir_freep(char **dir);
+#define _cleanup_tmpdir_ _cleanup_(tmpdir_freep)
 
 /* Write a file (created or truncated, then set to `mode`). (asserts) */
 void write_text(const char *path, const char *text, mode_t mode);
@@ -103,6 +123,12 @@ struct json_object *results_line(const char *results_path, const char *id);
 struct json_object *json_get(struct json_object *j, const char *key);
 
 /* ---- text ---- */
+
+/* A row of a table-driven test: an input and what it should give (for a
+ * refusal, a part of what it should say). */
+struct text_case {
+        const char *in, *want;
+};
 
 /* Is `line` one whole line of `text`? */
 bool has_line(const char *text, const char *line);
@@ -201,9 +227,17 @@ struct fixture {
         char repo[1024];
         char out[1024];
         int outs; /* output folders fixture_next_out made */
+        char **kept; /* what fixture_keep was given */
+        size_t n_kept;
 };
 void fixture_new(struct fixture *f);
+/* Remove DIR and free what the fixture keeps. */
 void fixture_free(struct fixture *f);
+/* Give the fixture `s` (malloc'd) to free with it; returns `s`. For a test's
+ * own fixture struct, whose paths and variables then need no free of their own:
+ *     l->home = fixture_keep(&l->f, path_in(l->f.dir, "home"));
+ */
+char *fixture_keep(struct fixture *f, char *s);
 /* Point f->out at a new output folder, DIR/out0, out1, …, for the next Trial. */
 void fixture_next_out(struct fixture *f);
 
@@ -269,6 +303,9 @@ struct model_server {
  * the server's docstring; NULL: its defaults). (asserts) */
 void model_server_start(struct model_server *m, const char *config);
 void model_server_stop(struct model_server *m);
+/* Read one HTTP request's head from the accepted connection `c`, answer
+ * "200 OK" with the body "ok", and close it: a server's whole answer. */
+void http_answer_ok(int c);
 /* A loopback port nothing listens on. (asserts) */
 int closed_port(void);
 /* "TRIALBOX_TEST_HOSTS=NAME=127.0.0.1:PORT,…": the Harness's own endpoints
@@ -278,6 +315,24 @@ int closed_port(void);
 char *endpoints_nowhere(const char *names);
 #define CODEX_ENDPOINTS "api.openai.com,chatgpt.com,auth.openai.com,ab.chatgpt.com"
 #define CLAUDE_ENDPOINTS "api.anthropic.com"
+
+/* What points a real Harness CLI in a Trial on `f` at the stand-in server:
+ * for `cli` "codex" an API-key login in a CODEX_HOME under f->dir (no
+ * ChatGPT account, so Codex asks chatgpt.com for nothing) and the provider
+ * "standin"; for "claude" a setup token in the Credentials under f->dir and
+ * ANTHROPIC_BASE_URL, passed on by TRIALBOX_ENV_ALLOW. Either way the CLI's
+ * own endpoints are sent nowhere. */
+struct standin {
+        char *env[6];   /* for tb_run, NULL-terminated */
+        char *allow;    /* "127.0.0.1:PORT", for --allow-host */
+        char *provider; /* codex: the `-c` value that defines the provider */
+};
+void standin_new(struct standin *s, const char *cli, const struct fixture *f, const struct model_server *m);
+void standin_free(struct standin *s);
+/* Codex's session arguments for a prompt to the stand-in (the prompt follows them). */
+#define STANDIN_CODEX_ARGS(s)                                                                                        \
+        "exec", "--skip-git-repo-check", "-c", "model_provider=standin", "-c", (s)->provider, "-c",                   \
+                "model=stand-in-model", "-c", "features.plugins=false", "-c", "analytics.enabled=false"
 
 /* ---- named assertions: each says what was expected and what was there ---- */
 
@@ -309,6 +364,18 @@ char *endpoints_nowhere(const char *names);
                 assert_outcome((f), "cause", (cause));                                                      \
                 if (part_)                                                                                  \
                         assert_outcome_has((f), "detail", part_);                                           \
+        } while (0)
+
+/* Assert that the run `r` of a Trial on `f` exited `code` (an int) and the
+ * Trial is failed with that exit_code. */
+#define assert_failed(f, r, code)                                                                           \
+        do {                                                                                                \
+                char code_[16];                                                                             \
+                snprintf(code_, sizeof code_, "%d", (code));                                                \
+                ck_assert_msg((r)->status == (code), "status %d, not %s; stderr: %s", (r)->status, code_,   \
+                              (r)->err);                                                                    \
+                assert_outcome((f), "outcome", "failed");                                                   \
+                assert_outcome((f), "exit_code", code_);                                                    \
         } while (0)
 
 #define assert_line(text, line)                                                                             \

@@ -19,6 +19,8 @@ void fixture_new(struct fixture *f)
 {
         f->dir = tmpdir_new();
         f->outs = 0;
+        f->kept = NULL;
+        f->n_kept = 0;
         snprintf(f->repo, sizeof f->repo, "%s/repo", f->dir);
         snprintf(f->out, sizeof f->out, "%s/out", f->dir);
         if (mkdir(f->repo, 0755) < 0)
@@ -29,6 +31,16 @@ void fixture_free(struct fixture *f)
 {
         tmpdir_remove(f->dir);
         free(f->dir);
+        for (size_t i = 0; i < f->n_kept; i++)
+                free(f->kept[i]);
+        free(f->kept);
+}
+
+char *fixture_keep(struct fixture *f, char *s)
+{
+        f->kept = xrealloc(f->kept, (f->n_kept + 1) * sizeof *f->kept);
+        f->kept[f->n_kept++] = s;
+        return s;
 }
 
 void fixture_next_out(struct fixture *f) { snprintf(f->out, sizeof f->out, "%s/out%d", f->dir, f->outs++); }

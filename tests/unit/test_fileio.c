@@ -17,7 +17,7 @@
 
 START_TEST(read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "a/b/f", "inside", 0600);
         write_in(dir, "outside", "out", 0600);
         _cleanup_free_ char *link = xasprintf("%s/a/l", dir);
@@ -41,13 +41,12 @@ START_TEST(read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder)
         _cleanup_free_ char *through = NULL;
         ck_assert_int_eq(read_full_file_at(afd, "l/f", 100, 0, &through, NULL, NULL), 0);
         ck_assert_str_eq(through, "inside");
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "f", "0123456789", 0600);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
         ck_assert_int_eq(mkfifo(fifo, 0600), 0);
@@ -63,7 +62,6 @@ START_TEST(read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_
         ck_assert_str_eq(out, "0123456789");
         ck_assert_int_eq(st.st_size, 10);
         erase_and_free(out);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -94,7 +92,7 @@ END_TEST
 
 START_TEST(the_atomic_writer_keeps_the_mode_when_asked_and_replaces_a_link_without_following_it)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "kept", "old", 0640);
         write_in(dir, "target", "target", 0600);
         _cleanup_free_ char *link = xasprintf("%s/link", dir), *target = xasprintf("%s/target", dir);
@@ -117,19 +115,16 @@ START_TEST(the_atomic_writer_keeps_the_mode_when_asked_and_replaces_a_link_witho
         ck_assert(S_ISREG(st.st_mode));
         _cleanup_free_ char *still = read_text(target);
         ck_assert_str_eq(still, "target");
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked)
 {
-        if (geteuid() != 0) {
-                skip_note("the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked", "needs root");
+        if (skip_unless_root(__func__, "needs root"))
                 return;
-        }
         struct passwd *nobody = getpwnam("nobody");
         ck_assert_ptr_nonnull(nobody);
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         ck_assert_int_eq(chown(dir, nobody->pw_uid, nobody->pw_gid), 0);
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_eq(write_file_atomic_at(dfd, "theirs", "x", 1, 0600, WRITE_DIR_OWNER), 0);
@@ -139,7 +134,6 @@ START_TEST(the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked)
         ck_assert_uint_eq(st.st_uid, nobody->pw_uid);
         ck_assert_int_eq(fstatat(dfd, "ours", &st, AT_SYMLINK_NOFOLLOW), 0);
         ck_assert_uint_eq(st.st_uid, 0);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -161,18 +155,12 @@ START_TEST(loop_read_reads_until_the_count_or_the_end)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("fileio", 0)
 {
-        Suite *s = suite_create("fileio");
-        TCase *tc = tcase_create("fileio");
         tcase_add_test(tc, read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder);
         tcase_add_test(tc, read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it);
         tcase_add_test(tc, read_full_fd_reads_a_pipe_to_its_end_past_any_one_read);
         tcase_add_test(tc, the_atomic_writer_keeps_the_mode_when_asked_and_replaces_a_link_without_following_it);
         tcase_add_test(tc, the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked);
         tcase_add_test(tc, loop_read_reads_until_the_count_or_the_end);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -143,7 +143,7 @@ static void make_chain(const char *root, size_t depth)
 
 START_TEST(the_walk_goes_deeper_than_the_fds_it_may_hold_and_never_follows_a_link)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         const size_t depth = 3 * TREE_MAX_OPEN + 7;
         make_chain(dir, depth);
         int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -157,13 +157,12 @@ START_TEST(the_walk_goes_deeper_than_the_fds_it_may_hold_and_never_follows_a_lin
         ck_assert_int_eq(tree_remove_at(fd, "d"), 0);
         ck_assert_int_ne(faccessat(fd, "d", F_OK, AT_SYMLINK_NOFOLLOW), 0);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(folders_a_session_left_unreadable_are_walked_and_removed)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *a = path_in(dir, "a");
         write_in(dir, "a/b/c/file", "x", 0644);
         _cleanup_free_ char *b = path_in(dir, "a/b");
@@ -177,13 +176,12 @@ START_TEST(folders_a_session_left_unreadable_are_walked_and_removed)
         ck_assert_int_eq(tree_remove_at(fd, "a"), 0);
         ck_assert_int_ne(access(a, F_OK), 0);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(a_copy_keeps_files_and_links_and_leaves_setuid_bits_out)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "src/x/f", "hello", 0755);
         _cleanup_free_ char *f = path_in(dir, "src/x/f");
         ck_assert_int_eq(chmod(f, 04755), 0);
@@ -204,14 +202,11 @@ START_TEST(a_copy_keeps_files_and_links_and_leaves_setuid_bits_out)
         ck_assert_int_gt(readlink(cl, target, sizeof target - 1), 0);
         ck_assert_str_eq(target, "/etc/passwd");
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("gitdata", 0)
 {
-        Suite *s = suite_create("gitdata");
-        TCase *tc = tcase_create("gitdata");
         tcase_add_test(tc, refnames_are_taken_as_git_check_ref_format_takes_them);
         tcase_add_test(tc, ref_values_are_an_object_id_or_a_symbolic_ref);
         tcase_add_test(tc, packed_refs_are_whole_lines_of_refs_and_peeled_tags);
@@ -219,8 +214,4 @@ static Suite *suite(void)
         tcase_add_test(tc, the_walk_goes_deeper_than_the_fds_it_may_hold_and_never_follows_a_link);
         tcase_add_test(tc, folders_a_session_left_unreadable_are_walked_and_removed);
         tcase_add_test(tc, a_copy_keeps_files_and_links_and_leaves_setuid_bits_out);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

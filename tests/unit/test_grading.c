@@ -190,7 +190,7 @@ END_TEST
 
 START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *repo = path_in(dir, "repo");
         _cleanup_free_ char *files = path_in(dir, "files");
         mkdir_p(repo, 0755);
@@ -228,9 +228,7 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         strv_done(&args);
         plan_done(&plan);
 
-        static const struct {
-                const char *fields, *error;
-        } bad[] = {
+        static const struct text_case bad[] = {
                 { "\"labels\":{\"model\":[1]}", "field 'labels': 'model' must be a string or a number" },
                 { "\"labels\":{\"1x\":1}", "field 'labels': a label's name must be 1 to 32 letters" },
                 { "\"labels\":{\"a\":\"\"}", "field 'labels': 'a' must be a string of 1 to 128 bytes" },
@@ -252,12 +250,12 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
                 _cleanup_free_ char *text = xasprintf("{\"id\":\"x\",\"harness\":\"shell\",\"repo\":\"repo\","
                                                       "\"output_dir\":\"o\",%s}\n",
-                                                      bad[i].fields);
+                                                      bad[i].in);
                 write_text(path, text, 0644);
                 err = (struct tb_error){ 0 };
                 ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
-                ck_assert_msg(strstr(err.msg, bad[i].error), "row %zu: '%s' does not say '%s'", i, err.msg,
-                              bad[i].error);
+                ck_assert_msg(strstr(err.msg, bad[i].want), "row %zu: '%s' does not say '%s'", i, err.msg,
+                              bad[i].want);
         }
         /* The grader's files inside the repository: where its session could read them. */
         write_text(path,
@@ -266,7 +264,6 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
                    0644);
         ck_assert_int_eq(plan_load(path, &plan, &err), -EINVAL);
         assert_contains(err.msg, "where that session could read the grader's files");
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -296,7 +293,7 @@ END_TEST
 
 START_TEST(a_clone_keeps_modes_times_and_links_and_leaves_the_source_as_it_was)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *src = path_in(dir, "src");
         sh_ok("mkdir -p '%s/a/b' && cd '%s' && printf data > a/b/f && chmod 640 a/b/f && ln -s a/b/f link && "
               "chmod 4755 a && mkfifo pipe && touch -d 2001-02-03 a/b/f && chmod 750 a/b && printf x > exec && "
@@ -331,7 +328,6 @@ START_TEST(a_clone_keeps_modes_times_and_links_and_leaves_the_source_as_it_was)
         ck_assert(!exists_in(copy, "pipe"));
         /* A folder made again fails: nothing is overwritten. */
         ck_assert_int_eq(tree_clone_at(AT_FDCWD, src, out, "copy", NULL), -EEXIST);
-        tmpdir_remove(dir);
 }
 END_TEST
 

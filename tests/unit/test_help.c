@@ -626,10 +626,8 @@ START_TEST(the_bash_completion_offers_the_commands_and_only_options_that_exist)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("help", 0)
 {
-        Suite *s = suite_create("help");
-        TCase *tc = tcase_create("help");
         tcase_add_test(tc, the_man_page_has_the_commands_of_the_table_in_its_order);
         tcase_add_test(tc, each_synopsis_in_help_is_the_man_pages_word_for_word);
         tcase_add_test(tc, each_commands_options_in_help_are_the_man_pages);
@@ -637,8 +635,4 @@ static Suite *suite(void)
         tcase_add_test(tc, every_option_of_a_synopsis_has_a_row_and_every_row_is_in_the_synopsis);
         tcase_add_test(tc, every_command_answers_help_and_trialbox_help_command);
         tcase_add_test(tc, the_bash_completion_offers_the_commands_and_only_options_that_exist);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -32,7 +32,7 @@ static char *creds_file(const char *dir)
 
 START_TEST(a_plugin_reads_only_its_own_section_of_the_credentials)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *path = creds_file(dir);
         const struct tb_host_services *svc = host_services();
         struct tb_host codex = { .harness = "codex", .credentials_path = path, .checking = true };
@@ -45,14 +45,12 @@ START_TEST(a_plugin_reads_only_its_own_section_of_the_credentials)
         struct tb_host claude = { .harness = "claude", .credentials_path = path, .checking = true };
         ck_assert_str_eq(svc->credential(&claude, "setup_token"), "tok-claude");
         host_done(&claude);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(a_malformed_credentials_file_voids_with_its_error)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *path = xasprintf("%s/credentials.json", dir);
         write_text(path, "{\"claude\": {\"setup_token\": 42}}", 0600);
         struct tb_host h = { .harness = "claude", .credentials_path = path };
@@ -61,14 +59,12 @@ START_TEST(a_malformed_credentials_file_voids_with_its_error)
         assert_contains(h.void_detail, "'claude.setup_token' must be a string");
         assert_contains(h.void_detail, path);
         host_done(&h);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(home_files_are_written_0600_only_in_the_fresh_home)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         struct sandbox_spec spec = { 0 };
         struct tb_host h = { .harness = "x", .spec = &spec, .sandboxed = true, .session_home = dir };
         const struct tb_host_services *svc = host_services();
@@ -86,14 +82,12 @@ START_TEST(home_files_are_written_0600_only_in_the_fresh_home)
         ck_assert_int_eq(svc->login_in_place(&h, "/etc/hostname", "/etc/hostname"), -EINVAL);
         host_done(&h);
         sandbox_spec_done(&spec);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(the_wipe_keeps_only_the_named_regular_files_and_follows_no_link)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *home = xasprintf("%s/home", dir), *outside = xasprintf("%s/outside", dir);
         mkdir_p(home, 0700);
         mkdir_p(outside, 0700);
@@ -130,14 +124,12 @@ START_TEST(the_wipe_keeps_only_the_named_regular_files_and_follows_no_link)
         ck_assert_int_eq(symlink(outside, lhome), 0);
         ck_assert_int_lt(trials_home_wipe(lhome, keep, &err), 0);
         ck_assert_int_eq(access(secret, F_OK), 0);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(the_lock_waits_then_times_out_and_is_had_once_free)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *lock = xasprintf("%s/.lock", dir);
         struct tb_error err = { 0 };
         int held = -1, fd = -1;
@@ -148,8 +140,6 @@ START_TEST(the_lock_waits_then_times_out_and_is_had_once_free)
         close(held);
         ck_assert_int_eq(trials_home_lock(lock, 100, &fd, &err), 0);
         close(fd);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -268,7 +258,7 @@ END_TEST
 
 START_TEST(a_kept_login_is_kept_and_put_back_through_the_fds_taken_first)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *home = path_in(dir, "trials/h"), *login = path_in(home, "auth.json");
         _cleanup_free_ char *kept = path_in(dir, "trials/h.kept/auth.json");
         ck_assert_int_eq(mkdir_p(home, 0700), 0);
@@ -295,8 +285,6 @@ START_TEST(a_kept_login_is_kept_and_put_back_through_the_fds_taken_first)
         ck_assert_int_ne(access(login, F_OK), 0);
         kept_login_done(&k);
         ck_assert_int_eq(k.dir_fd, -1);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

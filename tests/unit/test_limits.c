@@ -34,10 +34,7 @@ START_TEST(a_duration_in_every_accepted_form_reads_as_milliseconds)
 }
 END_TEST
 
-static const struct {
-        const char *text;
-        const char *says;
-} bad_durations[] = {
+static const struct text_case bad_durations[] = {
         { "", "not a duration" },        { "-5", "not a duration" },     { "+5", "not a duration" },
         { "5x", "not a duration" },      { "5 s", "not a duration" },    { " 5", "not a duration" },
         { "1e3", "not a duration" },     { "inf", "not a duration" },    { "0x10", "not a duration" },
@@ -51,9 +48,9 @@ START_TEST(a_bad_duration_is_refused_naming_the_option_and_the_forms)
 {
         struct tb_error err = { 0 };
         long long ms = -7;
-        ck_assert_int_eq(limits_parse_duration("--timeout", bad_durations[_i].text, false, &ms, &err), -EINVAL);
+        ck_assert_int_eq(limits_parse_duration("--timeout", bad_durations[_i].in, false, &ms, &err), -EINVAL);
         ck_assert_int_eq(ms, -7);
-        ck_assert_msg(strstr(err.msg, bad_durations[_i].says), "'%s': %s", bad_durations[_i].text, err.msg);
+        ck_assert_msg(strstr(err.msg, bad_durations[_i].want), "'%s': %s", bad_durations[_i].in, err.msg);
         ck_assert_msg(str_has_prefix(err.msg, "--timeout '"), "%s", err.msg);
         ck_assert_ptr_null(strchr(err.msg, '\033'));
         ck_assert_ptr_null(strchr(err.msg, '\n'));
@@ -94,10 +91,7 @@ START_TEST(a_size_in_every_accepted_form_reads_as_bytes_in_powers_of_1024)
 }
 END_TEST
 
-static const struct {
-        const char *text;
-        const char *says;
-} bad_sizes[] = {
+static const struct text_case bad_sizes[] = {
         { "", "not a size" },     { "-1G", "not a size" },  { "1GB", "not a size" }, { "1Gi", "not a size" },
         { "1X", "not a size" },   { "1 G", "not a size" },  { "G", "not a size" },   { "1e9", "not a size" },
         { "1P", "not a size" },   { "1.G", "not a size" },  { "0", "less than" },    { "1000K", "less than" },
@@ -108,9 +102,9 @@ START_TEST(a_bad_size_is_refused_naming_the_option_and_the_forms)
 {
         struct tb_error err = { 0 };
         long long b = -7;
-        ck_assert_int_eq(limits_parse_size("--memory", bad_sizes[_i].text, &b, &err), -EINVAL);
+        ck_assert_int_eq(limits_parse_size("--memory", bad_sizes[_i].in, &b, &err), -EINVAL);
         ck_assert_int_eq(b, -7);
-        ck_assert_msg(strstr(err.msg, bad_sizes[_i].says), "'%s': %s", bad_sizes[_i].text, err.msg);
+        ck_assert_msg(strstr(err.msg, bad_sizes[_i].want), "'%s': %s", bad_sizes[_i].in, err.msg);
         ck_assert_msg(str_has_prefix(err.msg, "--memory '"), "%s", err.msg);
         assert_contains(err.msg, "(512M, 4G, 1.5G)");
 }

@@ -232,7 +232,7 @@ END_TEST
 
 START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char to[1024];
         struct plugin p;
         struct tb_error err = { 0 };
@@ -251,14 +251,12 @@ START_TEST(a_plugin_or_folder_writable_by_others_is_refused)
         ck_assert_int_eq(plugin_load_file(to, "good", &p, &err), -EPERM);
         assert_contains(err.msg, "plugin folder");
         chmod(dir, 0755);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(a_file_that_is_not_a_library_is_refused)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char to[1024];
         struct plugin p;
         struct tb_error err = { 0 };
@@ -276,8 +274,6 @@ START_TEST(a_file_that_is_not_a_library_is_refused)
         free(good);
         ck_assert_int_eq(plugin_load_file(to, "trunc", &p, &err), -ENOEXEC);
         assert_contains(err.msg, "trunc.so' is not a loadable library");
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

@@ -21,11 +21,26 @@ static struct outcome base(void)
         return (struct outcome){ .harness = "codex", .exit_code = -1, .sandboxed = true, .home = "/o/home" };
 }
 
-START_TEST(exit_zero_is_completed)
+/* The Outcome of a Trial whose session ended as `r` says. */
+static struct outcome outcome_of(struct session_result r)
 {
         struct outcome o = base();
-        struct session_result r = { .started = true, .exit_code = 0 };
         outcome_from_session(&o, &r);
+        return o;
+}
+
+/* A failed Outcome with this exit code and signal, and trialbox's exit status. */
+static void assert_failed_with(const struct outcome *o, int exit_code, int signal, int status)
+{
+        ck_assert_int_eq(o->kind, OUTCOME_FAILED);
+        ck_assert_int_eq(o->exit_code, exit_code);
+        ck_assert_int_eq(o->signal, signal);
+        ck_assert_int_eq(outcome_exit_status(o), status);
+}
+
+START_TEST(exit_zero_is_completed)
+{
+        struct outcome o = outcome_of((struct session_result){ .started = true, .exit_code = 0 });
         ck_assert_int_eq(o.kind, OUTCOME_COMPLETED);
         ck_assert_int_eq(outcome_exit_status(&o), 0);
 }
@@ -33,25 +48,15 @@ END_TEST
 
 START_TEST(a_nonzero_exit_is_failed_with_its_code_passed_through)
 {
-        struct outcome o = base();
-        struct session_result r = { .started = true, .exit_code = 3 };
-        outcome_from_session(&o, &r);
-        ck_assert_int_eq(o.kind, OUTCOME_FAILED);
-        ck_assert_int_eq(o.exit_code, 3);
-        ck_assert_int_eq(o.signal, 0);
-        ck_assert_int_eq(outcome_exit_status(&o), 3);
+        struct outcome o = outcome_of((struct session_result){ .started = true, .exit_code = 3 });
+        assert_failed_with(&o, 3, 0, 3);
 }
 END_TEST
 
 START_TEST(a_signal_is_failed_with_the_signal_and_128_plus_n)
 {
-        struct outcome o = base();
-        struct session_result r = { .started = true, .signal = 15 };
-        outcome_from_session(&o, &r);
-        ck_assert_int_eq(o.kind, OUTCOME_FAILED);
-        ck_assert_int_eq(o.signal, 15);
-        ck_assert_int_eq(o.exit_code, -1);
-        ck_assert_int_eq(outcome_exit_status(&o), 143);
+        struct outcome o = outcome_of((struct session_result){ .started = true, .signal = 15 });
+        assert_failed_with(&o, -1, 15, 143);
         assert_contains(o.detail, "SIGTERM");
 }
 END_TEST
@@ -229,9 +234,7 @@ END_TEST
 
 START_TEST(the_json_has_the_record_fields_with_nulls_where_unknown)
 {
-        struct outcome o = base();
-        struct session_result r = { .started = true, .exit_code = 0 };
-        outcome_from_session(&o, &r);
+        struct outcome o = outcome_of((struct session_result){ .started = true, .exit_code = 0 });
         /* Built without the record's fields: nothing stamped. */
         char *s = outcome_to_json(&o);
         json_object *j = json_tokener_parse(s);
@@ -345,9 +348,7 @@ START_TEST(a_running_record_is_lost_when_its_pid_is_gone_or_the_boot_differs)
         ck_assert_int_eq(outcome_launcher_lost(path), 0);
 
         /* The final Outcome replaces the record: nothing is lost. */
-        struct outcome o = base();
-        struct session_result r = { .started = true };
-        outcome_from_session(&o, &r);
+        struct outcome o = outcome_of((struct session_result){ .started = true });
         ck_assert_int_eq(outcome_write(&o, dir, &err), 0);
         ck_assert_int_eq(outcome_launcher_lost(path), 0);
 

@@ -19,7 +19,7 @@ static char *plan_in(const char *dir, const char *text)
 
 START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         char *path = plan_in(dir, "{\"id\":\"t1\",\"harness\":\"shell\",\"repo\":\"./repo/\",\"output_dir\":\"out/../out/t1/\","
@@ -58,8 +58,6 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         free(want_out);
         free(path);
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -67,7 +65,7 @@ END_TEST
  * values never in its argv (they go through --env-file, the batch's pipe). */
 START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its_argv)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         char *path = plan_in(dir, "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"o\","
@@ -98,9 +96,7 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
         strv_done(&args);
         plan_done(&plan);
         free(path);
-        static const struct {
-                const char *fields, *says;
-        } bad[] = {
+        static const struct text_case bad[] = {
                 { "\"env\":{\"HOME\":\"/x\"}", "field 'env': 'HOME' cannot be set: trialbox sets it" },
                 { "\"env\":{\"PATH\":\"/x\"}", "field 'env': 'PATH' cannot be set" },
                 { "\"env\":{\"TRIALBOX_DEADLINE\":\"1\"}", "'TRIALBOX_DEADLINE' cannot be set: TRIALBOX_* are" },
@@ -120,17 +116,15 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
         };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
                 _cleanup_free_ char *text = xasprintf("{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\","
-                                                      "\"output_dir\":\"o\",%s}\n", bad[i].fields);
+                                                      "\"output_dir\":\"o\",%s}\n", bad[i].in);
                 path = plan_in(dir, text);
                 struct tb_error e = { 0 };
                 ck_assert_int_eq(plan_load(path, &plan, &e), -EINVAL);
-                ck_assert_msg(strstr(e.msg, bad[i].says), "case %zu: '%s'", i, e.msg);
+                ck_assert_msg(strstr(e.msg, bad[i].want), "case %zu: '%s'", i, e.msg);
                 ck_assert_msg(!strstr(e.msg, "/x"), "case %zu: a value is shown: %s", i, e.msg);
                 free(path);
         }
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -139,7 +133,7 @@ END_TEST
  * field (env included, nested keys in any order) changes it. */
 START_TEST(a_lines_fingerprint_is_what_it_runs)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *repo = path_in(dir, "repo");
         mkdir_p(repo, 0755);
         static const char *const base =
@@ -178,14 +172,12 @@ START_TEST(a_lines_fingerprint_is_what_it_runs)
                 free(path);
         }
         free(repo);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(repo_from_takes_an_optional_revision)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *src = path_in(dir, "src");
         mkdir_p(src, 0755);
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo_from\":\"src@v1.2\",\"output_dir\":\"a\"}\n"
@@ -200,14 +192,12 @@ START_TEST(repo_from_takes_an_optional_revision)
         plan_done(&plan);
         free(path);
         free(src);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a\"}\n"
                                   "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"a.attempt-2\"}\n");
         struct plan plan;
@@ -217,8 +207,6 @@ START_TEST(a_bad_line_names_its_line_and_field_and_keeps_nothing)
         ck_assert_ptr_null(plan.v);
         ck_assert_uint_eq(plan.n, 0);
         free(path);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -226,7 +214,7 @@ END_TEST
  * even when a sibling sorts between them ('-' sorts before '/'). */
 START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_them)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char *path = plan_in(dir, "{\"id\":\"a\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a\"}\n"
                                   "{\"id\":\"c\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a-2\"}\n"
                                   "{\"id\":\"b\",\"harness\":\"shell\",\"repo\":\".\",\"output_dir\":\"runs/a/home/x\"}\n");
@@ -236,8 +224,6 @@ START_TEST(an_output_folder_inside_another_is_refused_whatever_sorts_between_the
         ck_assert_msg(strstr(err.msg, "plan.jsonl:3: field 'output_dir':") && strstr(err.msg, "inside line 1's"), "%s",
                       err.msg);
         free(path);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 

@@ -130,7 +130,7 @@ END_TEST
 
 START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_target)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char target[512], link[512];
         snprintf(target, sizeof target, "%s/stub-resolv.conf", dir);
         snprintf(link, sizeof link, "%s/resolv.conf", dir);
@@ -156,14 +156,12 @@ START_TEST(the_system_folders_are_read_only_and_a_linked_resolv_conf_brings_its_
         toolchain_add_system(&s2, target);
         ck_assert_ptr_null(sandbox_find(&s2, target));
         sandbox_spec_done(&s2);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(path_folders_and_version_manager_homes_are_bound_read_only_with_their_variables)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char p[1024];
         /* A rustup layout: cargo a link to rustup in ~/.cargo/bin, and ~/.rustup. */
         snprintf(p, sizeof p, "%s/home/.cargo/bin", dir);
@@ -219,8 +217,6 @@ START_TEST(path_folders_and_version_manager_homes_are_bound_read_only_with_their
         for (size_t i = 0; i < s.n_ops; i++)
                 ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
         sandbox_spec_done(&s);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -237,7 +233,7 @@ END_TEST
 
 START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char p[1024], bin[1024], real[1024], tree[1024];
         snprintf(p, sizeof p, "%s/proj/node_modules/agent/bin", dir);
         mkdir_p(p, 0755);
@@ -273,14 +269,12 @@ START_TEST(an_npm_launcher_runs_through_a_link_with_its_package_tree_bound)
         free(truth);
         free(run);
         sandbox_spec_done(&s2);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
 START_TEST(an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path)
 {
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         char p[1024], bin[1024], node[1024], vdir[1024];
         snprintf(vdir, sizeof vdir, "%s/.nvm/versions/node/v20.9.0", dir);
         snprintf(p, sizeof p, "%s/lib/node_modules/agent/bin", vdir);
@@ -305,8 +299,6 @@ START_TEST(an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path)
         snprintf(want, sizeof want, "%s/bin:/usr/bin:/bin", vdir);
         ck_assert_str_eq(sandbox_getenv(&s, "PATH"), want);
         sandbox_spec_done(&s);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -757,7 +749,7 @@ static bool op_is(const struct sandbox_op *op, enum sandbox_op_kind kind, const 
 
 START_TEST(the_kernel_lists_a_host_socket_with_its_file)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *path = path_in(dir, "listed.sock");
         int fd = listening_at(path);
         struct stat st;
@@ -771,13 +763,12 @@ START_TEST(the_kernel_lists_a_host_socket_with_its_file)
         ck_assert_msg(found, "'%s' is not in the kernel's list of %d sockets", path, n);
         host_sockets_free(v, (size_t)n);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *sub = path_in(dir, "sub"), *path = path_in(dir, "sub/d.sock");
         ck_assert_int_eq(mkdir(sub, 0755), 0);
         int fd = listening_at(path);
@@ -799,14 +790,11 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
         ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
         sandbox_spec_done(&s);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
-int main(void)
+TB_SUITE("sandbox", 0)
 {
-        Suite *s = suite_create("sandbox");
-        TCase *tc = tb_tcase(s, "spec", 0);
         tcase_add_test(tc, the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last);
         tcase_add_test(tc, secrets_are_in_the_environment_never_in_argv_and_redacted_when_printed);
         tcase_add_test(tc, a_variable_set_twice_keeps_the_last_value_and_stays_secret);
@@ -830,5 +818,4 @@ int main(void)
         tc = tb_tcase(s, "host sockets", 0);
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
-        return run_suite(s);
 }

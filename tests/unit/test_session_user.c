@@ -68,7 +68,7 @@ START_TEST(a_tree_is_handed_over_without_following_links_and_access_is_checked_a
 {
         if (geteuid() != 0)
                 return;
-        char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *home = path_in(dir, "home"), *outside = path_in(dir, "outside");
         ck_assert(mkdir(home, 0700) == 0);
         write_text(outside, "root's\n", 0600);
@@ -91,8 +91,6 @@ START_TEST(a_tree_is_handed_over_without_following_links_and_access_is_checked_a
         char *paths[] = { login, outside };
         session_user_can_all(&u, paths, 2, R_OK, ok);
         ck_assert(ok[0] && !ok[1]);
-        tmpdir_remove(dir);
-        free(dir);
 }
 END_TEST
 
@@ -190,12 +188,9 @@ START_TEST(
 }
 END_TEST
 
-int main(void)
+TB_SUITE("session_user", 0)
 {
-        Suite *s = suite_create("session_user");
-        TCase *tc = tb_tcase(s, "rules", 0);
         tcase_add_test(tc, the_session_user_follows_the_rules_for_root_and_for_others);
         tcase_add_test(tc, a_tree_is_handed_over_without_following_links_and_access_is_checked_as_the_user);
         tcase_add_test(tc, access_checked_in_trialboxs_process_is_the_switched_childs_and_leaves_its_ids_as_they_were);
-        return run_suite(s);
 }

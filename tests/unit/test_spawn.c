@@ -166,10 +166,8 @@ START_TEST(a_program_can_be_run_by_its_fd)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("spawn", 0)
 {
-        Suite *s = suite_create("spawn");
-        TCase *tc = tcase_create("spawn");
         tcase_add_test(tc, stdout_and_stderr_are_captured_apart_with_the_exit_status);
         tcase_add_test(tc, stderr_can_go_where_stdout_goes);
         tcase_add_test(tc, a_child_killed_by_a_signal_has_status_128_plus_the_signal);
@@ -179,8 +177,4 @@ static Suite *suite(void)
         tcase_add_test(tc, extra_fds_and_stdin_are_placed_and_the_cwd_set);
         tcase_add_test(tc, a_function_runs_in_the_child_and_its_return_is_the_status);
         tcase_add_test(tc, a_program_can_be_run_by_its_fd);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -122,7 +122,7 @@ START_TEST(the_line_reader_refuses_what_is_not_a_regular_file_and_bad_limits)
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         close(fd);
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         lim.max_line = 0;
@@ -130,7 +130,6 @@ START_TEST(the_line_reader_refuses_what_is_not_a_regular_file_and_bad_limits)
         lim = (struct lines_limits){ .max_bytes = 10, .max_line = 10, .needles = empty };
         ck_assert_int_eq(lines_read_fd(fd, &lim, collect, NULL, NULL), -EINVAL);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -138,7 +137,7 @@ END_TEST
 
 START_TEST(the_newest_files_are_found_without_following_links_or_opening_anything)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         sh_ok("cd '%s' && mkdir -p a/b/c/d && touch -d '2026-01-01' old.jsonl && touch -d '2026-01-03' a/new.jsonl &&"
               " touch -d '2026-01-02' a/b/mid.jsonl && touch a/b/c/d/too-deep.jsonl && touch .hidden.jsonl &&"
               " touch other.txt && mkfifo fifo.jsonl && ln -s /etc/passwd link.jsonl && touch hard.jsonl &&"
@@ -181,7 +180,6 @@ START_TEST(the_newest_files_are_found_without_following_links_or_opening_anythin
         ck_assert_uint_eq(n, 0);
         newest_files_free(v, n);
         close(fd);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -226,32 +224,36 @@ static char *home_with(const char *rel, const char *from, const char *more)
                 ck_assert_int_eq((t)->requests, (requests_));                                                    \
         } while (0)
 
+/* One model, `model`, read whole from `source`. */
+#define assert_one_model_from(t, model, source_)                                                              \
+        do {                                                                                                     \
+                ck_assert_uint_eq((t)->n_models, 1);                                                             \
+                ck_assert_str_eq((t)->models[0], (model));                                                       \
+                ck_assert_str_eq((t)->source, (source_));                                                        \
+                ck_assert(!(t)->partial);                                                                        \
+        } while (0)
+
 /* What the stand-in server sent Codex 0.171 in its two responses (its
  * --record file): 1234+2000 input, 234+1500 cached, 11 written to the cache,
  * 56+30 output, 7 reasoning. */
 START_TEST(a_codex_rollout_gives_the_sessions_total_as_the_server_sent_it)
 {
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234, 1734, 11, 86, 7, 2);
-        ck_assert_uint_eq(t.n_models, 1);
-        ck_assert_str_eq(t.models[0], "stand-in-model");
-        ck_assert_str_eq(t.source, "~/.codex/sessions");
-        ck_assert(!t.partial);
-        tmpdir_remove(home);
+        assert_one_model_from(&t, "stand-in-model", "~/.codex/sessions");
 }
 END_TEST
 
 START_TEST(codex_sessions_are_summed_each_by_its_last_total)
 {
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", CODEX_SEED, NULL);
         _cleanup_free_ char *two = path_in(home, ".codex/sessions/2026/12/01/rollout-b.jsonl");
         sh_ok("mkdir -p \"$(dirname '%s')\" && head -n 13 '%s' > '%s'", two, CODEX_SEED, two); /* its first turn */
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234 + 1234, 1734 + 234, 11 + 11, 86 + 56, 7 + 7, 3);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -260,15 +262,11 @@ END_TEST
  * read from the cache, 67+150 written to it, 89+42 output. */
 START_TEST(a_claude_transcript_counts_each_response_once_with_its_cache_in_the_input)
 {
-        _cleanup_free_ char *home = home_with(PROJECT_DIR "/a.jsonl", CLAUDE_SEED, NULL);
+        _cleanup_tmpdir_ char *home = home_with(PROJECT_DIR "/a.jsonl", CLAUDE_SEED, NULL);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 1234 + 3 + 345 + 2100 + 67 + 150, 345 + 2100, 67 + 150, 89 + 42, 0, 2);
-        ck_assert_uint_eq(t.n_models, 1);
-        ck_assert_str_eq(t.models[0], "claude-opus-5-5");
-        ck_assert_str_eq(t.source, "~/.claude/projects");
-        ck_assert(!t.partial);
-        tmpdir_remove(home);
+        assert_one_model_from(&t, "claude-opus-5-5", "~/.claude/projects");
 }
 END_TEST
 
@@ -280,7 +278,7 @@ START_TEST(a_later_line_of_a_claude_response_replaces_an_earlier_and_synthetic_o
 {
         const char *text = CLAUDE_LINE("msg_1", "m", 10, 1) CLAUDE_LINE("msg_1", "m", 10, 89)
                 CLAUDE_LINE("msg_2", "<synthetic>", 0, 0) CLAUDE_LINE("msg_3", "m", 5, 5);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         /* A subagent's transcript, below the session's folder, and the same
          * response copied into a resumed session's. */
@@ -289,13 +287,12 @@ START_TEST(a_later_line_of_a_claude_response_replaces_an_earlier_and_synthetic_o
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 16, 0, 0, 95, 0, 3);
-        tmpdir_remove(home);
 }
 END_TEST
 
 START_TEST(a_home_without_the_harnesses_files_records_null)
 {
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         struct trial_tokens t;
         plugin_tokens("codex", home, &t);
         ck_assert(!t.known);
@@ -306,7 +303,6 @@ START_TEST(a_home_without_the_harnesses_files_records_null)
         ck_assert(!t.known);
         plugin_tokens("claude", home, &t);
         ck_assert(!t.known);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -325,7 +321,7 @@ START_TEST(links_fifos_hard_links_and_garbage_in_the_home_change_nothing)
                 "{\"input_tokens\":\"1\",\"output_tokens\":2}}}}\n",
                 deep);
         /* The real rollout last: its totals are the newest. */
-        _cleanup_free_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", NULL, more);
+        _cleanup_tmpdir_ char *home = home_with(ROLLOUT_DIR "/rollout-a.jsonl", NULL, more);
         _cleanup_free_ char *real = path_in(home, ROLLOUT_DIR "/rollout-a.jsonl");
         sh_ok("cat '%s' >> '%s'", CODEX_SEED, real);
         _cleanup_free_ char *sessions = path_in(home, ROLLOUT_DIR);
@@ -337,7 +333,6 @@ START_TEST(links_fifos_hard_links_and_garbage_in_the_home_change_nothing)
         plugin_tokens("codex", home, &t);
         assert_counts(&t, 3234, 1734, 11, 86, 7, 2);
         ck_assert(!t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -346,26 +341,24 @@ START_TEST(counts_below_zero_or_over_2_53_are_refused_and_the_tokens_are_partial
         const char *text = CLAUDE_LINE("msg_1", "m", -5, 1) CLAUDE_LINE("msg_2", "m", 99999999999999999999, 1)
                 CLAUDE_LINE("msg_3", "m", 9007199254740992, 1) CLAUDE_LINE("msg_4", "m", 1.5, 1)
                         CLAUDE_LINE("msg_5", "m", 7, 3);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 7, 0, 0, 3, 0, 1);
         ck_assert(t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
 START_TEST(sums_saturate_at_2_53_and_say_so)
 {
         const char *text = CLAUDE_LINE("msg_1", "m", 9007199254740991, 1) CLAUDE_LINE("msg_2", "m", 9007199254740991, 1);
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         write_in(home, PROJECT_DIR "/a.jsonl", text, 0600);
         struct trial_tokens t;
         plugin_tokens("claude", home, &t);
         assert_counts(&t, 9007199254740991LL, 0, 0, 2, 0, 2);
         ck_assert(t.partial);
-        tmpdir_remove(home);
 }
 END_TEST
 
@@ -443,7 +436,7 @@ static int try_everything(const struct tb_host_services *svc, struct tb_host *ho
 
 START_TEST(the_tokens_hook_can_only_read_and_record)
 {
-        _cleanup_free_ char *home = tmpdir_new();
+        _cleanup_tmpdir_ char *home = tmpdir_new();
         int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct sandbox_spec spec = { 0 };
         struct tb_host host = { .harness = "t", .sandboxed = true, .spec = &spec, .home_fd = &fd };
@@ -460,7 +453,6 @@ START_TEST(the_tokens_hook_can_only_read_and_record)
         host_done(&host);
         sandbox_spec_done(&spec);
         close(fd);
-        tmpdir_remove(home);
 }
 END_TEST
 

@@ -62,15 +62,9 @@ START_TEST(a_text_is_valid_only_when_every_sequence_is)
 }
 END_TEST
 
-static Suite *suite(void)
+TB_SUITE("utf8", 0)
 {
-        Suite *s = suite_create("utf8");
-        TCase *tc = tcase_create("utf8");
         tcase_add_test(tc, the_decoder_takes_each_length_and_gives_its_code_point);
         tcase_add_test(tc, the_decoder_refuses_overlong_forms_surrogates_too_high_cut_and_stray_bytes);
         tcase_add_test(tc, a_text_is_valid_only_when_every_sequence_is);
-        suite_add_tcase(s, tc);
-        return s;
 }
-
-int main(void) { return run_suite(suite()); }

@@ -16,9 +16,7 @@
 
 START_TEST(str_escape_shows_controls_escape_sequences_and_broken_utf8_and_keeps_text)
 {
-        static const struct {
-                const char *in, *want;
-        } cases[] = {
+        static const struct text_case cases[] = {
                 { "plain 'path'/x y", "plain 'path'/x y" },
                 { "a\nb\tc\r", "a\\x0ab\\x09c\\x0d" },
                 { "\033[2J\033]0;title\007", "\\x1b[2J\\x1b]0;title\\x07" },
@@ -39,7 +37,7 @@ END_TEST
 
 START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
         int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -63,13 +61,12 @@ START_TEST(read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_f
         _cleanup_free_ char *none = xasprintf("%s/none", dir);
         ck_assert_int_eq(read_file_secure(none, 100, &buf, &len, NULL), -ENOENT);
         erase_and_free(NULL);
-        tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files)
 {
-        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "f", "one\ntwo\n", 0640);
         _cleanup_free_ char *file = xasprintf("%s/f", dir), *link = xasprintf("%s/l", dir);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
@@ -91,7 +88,6 @@ START_TEST(read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos
         ck_assert_int_eq(errno, ELOOP);
         ck_assert_ptr_null(read_file_at(dfd, "p", 100, NULL, NULL));
         ck_assert_int_eq(errno, EINVAL);
-        tmpdir_remove(dir);
 }
 END_TEST
 
@@ -115,9 +111,7 @@ END_TEST
 /* SHA-256 against FIPS 180-4's examples, and across its block edges. */
 START_TEST(sha256_gives_the_standard_digests)
 {
-        static const struct {
-                const char *in, *want;
-        } cases[] = {
+        static const struct text_case cases[] = {
                 { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
                 { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
                 { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
