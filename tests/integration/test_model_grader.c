@@ -94,7 +94,7 @@ static char *model_script(const char *verdict)
  * written in `dir`. */
 struct model_grader {
         char *creds, *codex_home, *allow, *url, *provider;
-        const char *args[16]; /* after "--" */
+        const char *args[20]; /* after "--" */
         const char *vars[3];  /* NAME=value */
         char *host_env[3];
 };
@@ -112,6 +112,7 @@ static void model_grader_init(struct model_grader *mg, const char *dir, int port
                 const char *args[] = { "exec",
                                        "--sandbox",
                                        "danger-full-access",
+                                       "--skip-git-repo-check",
                                        "-c",
                                        "model_provider=standin",
                                        "-c",
@@ -124,6 +125,7 @@ static void model_grader_init(struct model_grader *mg, const char *dir, int port
                                        "analytics.enabled=false",
                                        PROMPT,
                                        NULL };
+                _Static_assert(sizeof args <= sizeof mg->args, "room for Codex's arguments");
                 memcpy(mg->args, args, sizeof args);
                 mg->host_env[0] = xasprintf("CODEX_HOME=%s", mg->codex_home);
                 mg->host_env[1] = xstrdup(endpoints_nowhere(CODEX_ENDPOINTS));
@@ -134,6 +136,7 @@ static void model_grader_init(struct model_grader *mg, const char *dir, int port
         mg->url = xasprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", port);
         const char *args[] = { "-p",   PROMPT, "--allowedTools", "Read(//grader/**)", "Edit(//sandbox/grade/**)",
                                "Bash", NULL };
+        _Static_assert(sizeof args <= sizeof mg->args, "room for Claude Code's arguments");
         memcpy(mg->args, args, sizeof args);
         mg->vars[0] = mg->url;
         mg->vars[1] = "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1";
