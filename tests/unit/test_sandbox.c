@@ -486,7 +486,7 @@ START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_in
         mk(&h, ".codex/bin/codex-helper", "#!/bin/sh\n");
         /* A folder outside the home: bound whole, its links' npm tree too. */
         _cleanup_free_ char *proj = xasprintf("%s/proj/node_modules", h.dir);
-        _cleanup_free_ char *proj_cli = xasprintf("%s/pkg/cli.js", proj), *proj_bin = xasprintf("%s/.bin", proj);
+        _cleanup_free_ char *proj_bin = xasprintf("%s/.bin", proj);
         _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         ck_assert_int_eq(mkdir_p(proj_bin, 0755), 0);
         write_in(proj, "pkg/cli.js", "#!/usr/bin/env node\n", 0755);
