@@ -60,7 +60,8 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (r == 0) {
                 const struct tree_ops ops = { .pre = guard_seen_pre };
                 r = tree_walk(g->repo_fd, &ops, g);
-                qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
+                if (g->n_seen) /* qsort's base must not be NULL, even for none */
+                        qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
         }
         if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its setuid sweep skips those unchanged */
                 const struct tree_ops ops = { .pre = guard_dirs_pre };
