@@ -14,7 +14,7 @@ Endpoints
   Anthropic Messages API   POST /v1/messages            (stream true -> SSE, false -> JSON)
                            POST /v1/messages/count_tokens
   Models lists             GET  /v1/models , /models    (OpenAI + Anthropic shaped union)
-  anything else            logged; GET -> 200 {} ; POST -> 200 {} (see UNKNOWN_STATUS)
+  anything else            logged; GET -> 200 {} ; POST -> 200 {}
 Paths are also accepted without the /v1 prefix.
 
 Every request is logged to stderr as one line:  REQ <method> <path> <summary>.
@@ -22,7 +22,9 @@ With --record FILE (or MODEL_SERVER_RECORD) one JSON line per request is appende
   {"n":..,"method":..,"path":..,"api":"responses|messages|chat|count_tokens|other",
    "model":..,"stream":..,"response_id":"resp_..|msg_..|chatcmpl-..",
    "usage":{...exactly what was sent (final usage)...},"headers":{...},
-   "hint":{"system_head":..,"last_user_tail":..,"n_items":..,"n_tools":..}}
+   "hint":{"system_head":..,"last_user_tail":..,"n_items":..,"n_tools":..,"tools":[names],
+           "tool_result_tail":..(the last tool result the CLI sent back, its last 200 characters)},
+   "tool_call":{"name":..,"id":..} (only when the answer was a tool call)}
 response_id is what the CLI stores: codex token_usage_record.payload.response_id,
 claude transcript message.id. (opencode stores no provider id.)
 
@@ -38,6 +40,8 @@ Configuration (JSON file via --config / MODEL_SERVER_CONFIG, then env overrides)
                   "start_output_tokens": null,           # message_start usage.output_tokens; null -> same as output_tokens
                   "delta_full_usage": false,             # also put input/cache counts into message_delta.usage
                   "thinking": null},                     # a string -> emit a thinking block before the text block
+    "tool_call": null,                                    # {"name": N, "input": {...}}: answer with that tool
+                                                          # call instead of the text (below)
     "script": [ {...}, {...} ]                            # optional: request #i (0-based, per API family
                                                           # "responses"/"messages"/"chat") is deep-merged with script[i]
   }
@@ -45,8 +49,20 @@ Env overrides (integers): MS_TEXT, MS_OAI_INPUT, MS_OAI_CACHED, MS_OAI_OUTPUT,
   MS_OAI_REASONING, MS_OAI_TOTAL, MS_OAI_CACHE_WRITE, MS_ANT_INPUT, MS_ANT_CACHE_READ,
   MS_ANT_CACHE_CREATE, MS_ANT_OUTPUT, MS_ANT_START_OUTPUT, MS_ANT_THINKING.
 
-The server always answers with a plain text message (no tool call): every CLI
-tested (codex exec, claude -p, opencode run) finishes its turn on that.
+By default the server answers with a plain text message (no tool call): every
+CLI tested (codex exec, claude -p, opencode run) finishes its turn on that.
+With "tool_call" (usually in one script entry: {"script": [{"tool_call": ...}]})
+that request is answered with a call of the tool N, its arguments `input`, in
+the API's own shape, and nothing else; the CLI runs the tool and sends its
+result in its next request, which the next script entry (or the plain text)
+answers:
+  Anthropic Messages   a tool_use block (id toolu_..), stop_reason "tool_use";
+                       Claude Code's Write takes {"file_path": ABSOLUTE, "content": TEXT}
+  OpenAI Responses     a function_call item (call_id call_..), arguments the input as JSON;
+                       Codex's exec_command takes {"cmd": SHELL COMMAND} (it offers no
+                       file-writing tool of its own to a model it does not know)
+  Chat Completions     a tool_calls entry of a function, finish_reason "tool_calls"
+The hint's "tools" lists the names a request offers, to pick N from.
 """
 import copy
 import http.server
@@ -66,6 +82,7 @@ DEFAULTS = {
                   "cache_creation_input_tokens": 40, "output_tokens": 50,
                   "start_output_tokens": None, "delta_full_usage": False,
                   "thinking": None},
+    "tool_call": None,
     "script": [],
 }
 
@@ -126,10 +143,11 @@ def config_for(family):
 
 
 def next_reply(family, api, body, default_model):
-    """What the next reply of an API family is made of: the config of its
-    `api` ("openai" or "anthropic"), the text, the model and whether to stream."""
+    """What the next reply of an API family is made of: the whole config (its
+    tool_call), the config of its `api` ("openai" or "anthropic"), the text,
+    the model and whether to stream."""
     cfg = config_for(family)
-    return cfg[api], cfg["text"], body.get("model", default_model), bool(body.get("stream"))
+    return cfg, cfg[api], cfg["text"], body.get("model", default_model), bool(body.get("stream"))
 
 
 def log(msg):
@@ -164,6 +182,33 @@ def _text_of(content):
     return ""
 
 
+def tool_names(body):
+    """The names of the tools a request offers (a Responses API tool without one: its type)."""
+    out = []
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            out.append(t.get("name") or (t.get("function") or {}).get("name") or t.get("type") or "?")
+    return out
+
+
+def last_tool_result(msgs):
+    """The text of the last tool result sent back (Messages tool_result, Responses
+    function_call_output, Chat role "tool"), or None."""
+    found = None
+    for m in msgs if isinstance(msgs, list) else []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("type") == "function_call_output":
+            found = _text_of(m.get("output"))
+        elif m.get("role") == "tool":
+            found = _text_of(m.get("content"))
+        elif isinstance(m.get("content"), list):
+            for c in m["content"]:
+                if isinstance(c, dict) and c.get("type") == "tool_result":
+                    found = _text_of(c.get("content"))
+    return found
+
+
 def prompt_hint(body):
     """Short hints that let a test tell requests apart (e.g. title generation vs main turn)."""
     if not isinstance(body, dict):
@@ -184,7 +229,21 @@ def prompt_hint(body):
         system = _text_of(system)
     return {"system_head": (system or "")[:80], "last_user_tail": (last_user or "")[-80:],
             "n_items": len(msgs) if isinstance(msgs, list) else 0,
-            "n_tools": len(body.get("tools") or [])}
+            "n_tools": len(body.get("tools") or []), "tools": tool_names(body),
+            "tool_result_tail": (last_tool_result(msgs) or "")[-200:]}
+
+
+def tool_call_of(cfg, prefix):
+    """The tool call this answer is (config "tool_call"), with a fresh id and its input as JSON; or None."""
+    t = cfg.get("tool_call")
+    if not t:
+        return None
+    inp = t.get("input") or {}
+    return {"name": t["name"], "input": inp, "arguments": json.dumps(inp), "id": prefix + uuid.uuid4().hex[:24]}
+
+
+def call_record(call):
+    return {"tool_call": {"name": call["name"], "id": call["id"]}} if call else {}
 
 
 def oai_usage(o):
@@ -356,17 +415,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---------- OpenAI Responses
     def openai_responses(self, body):
-        o, text, model, stream = next_reply("responses", "openai", body, "stand-in-model")
+        cfg, o, text, model, stream = next_reply("responses", "openai", body, "stand-in-model")
         usage = oai_usage(o)
         self.logreq(body, "input_items=%d" % len(body.get("input") or []))
         rid = "resp_" + uuid.uuid4().hex
         mid = "msg_" + uuid.uuid4().hex
-        record({"method": "POST", "path": self.path, "api": "responses", "model": model,
-                "stream": stream, "response_id": rid, "usage": usage,
-                "headers": self.hdr_summary(), "hint": prompt_hint(body)})
+        call = tool_call_of(cfg, "call_")
+        record(dict({"method": "POST", "path": self.path, "api": "responses", "model": model,
+                     "stream": stream, "response_id": rid, "usage": usage,
+                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
         now = int(time.time())
         item_done = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
                      "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        if call:
+            item_done = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex, "status": "completed",
+                         "call_id": call["id"], "name": call["name"], "arguments": call["arguments"]}
         base = {"id": rid, "object": "response", "created_at": now, "model": model,
                 "status": "in_progress", "output": [], "usage": None}
         if not stream:
@@ -382,6 +445,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         ev({"type": "response.created", "response": base})
         ev({"type": "response.in_progress", "response": base})
+        if call:
+            fid = item_done["id"]
+            ev({"type": "response.output_item.added", "output_index": 0,
+                "item": dict(item_done, status="in_progress", arguments="")})
+            for c in chunks(call["arguments"], 32):
+                ev({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": 0,
+                    "delta": c})
+            ev({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": 0,
+                "arguments": call["arguments"]})
+            ev({"type": "response.output_item.done", "output_index": 0, "item": item_done})
+            ev({"type": "response.completed",
+                "response": dict(base, status="completed", output=[item_done], usage=usage)})
+            return
         ev({"type": "response.output_item.added", "output_index": 0,
             "item": {"type": "message", "id": mid, "status": "in_progress", "role": "assistant", "content": []}})
         ev({"type": "response.content_part.added", "item_id": mid, "output_index": 0, "content_index": 0,
@@ -399,7 +475,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---------- OpenAI Chat Completions
     def chat_completions(self, body):
-        o, text, model, stream = next_reply("chat", "openai", body, "stand-in-model")
+        cfg, o, text, model, stream = next_reply("chat", "openai", body, "stand-in-model")
         total = o.get("total_tokens")
         if total is None:
             total = o["input_tokens"] + o["output_tokens"]
@@ -409,28 +485,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "completion_tokens_details": {"reasoning_tokens": o["reasoning_tokens"]}}
         self.logreq(body, "messages=%d" % len(body.get("messages") or []))
         cid = "chatcmpl-" + uuid.uuid4().hex
-        record({"method": "POST", "path": self.path, "api": "chat", "model": model,
-                "stream": stream, "response_id": cid, "usage": usage,
-                "headers": self.hdr_summary(), "hint": prompt_hint(body)})
+        call = tool_call_of(cfg, "call_")
+        record(dict({"method": "POST", "path": self.path, "api": "chat", "model": model,
+                     "stream": stream, "response_id": cid, "usage": usage,
+                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
         now = int(time.time())
+        message = {"role": "assistant", "content": text}
+        finish = "stop"
+        if call:
+            message = {"role": "assistant", "content": None,
+                       "tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                                       "function": {"name": call["name"], "arguments": call["arguments"]}}]}
+            finish = "tool_calls"
         if not stream:
             return self.send_json({"id": cid, "object": "chat.completion", "created": now, "model": model,
-                                   "choices": [{"index": 0, "finish_reason": "stop",
-                                                "message": {"role": "assistant", "content": text}}],
+                                   "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                                    "usage": usage})
         self.start_sse()
         base = {"id": cid, "object": "chat.completion.chunk", "created": now, "model": model}
-        self.sse(None, dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                            "finish_reason": None}]))
-        for c in chunks(text):
-            self.sse(None, dict(base, choices=[{"index": 0, "delta": {"content": c}, "finish_reason": None}]))
-        self.sse(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        if call:
+            self.sse(None, dict(base, choices=[{"index": 0, "delta": message, "finish_reason": None}]))
+        else:
+            self.sse(None, dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                "finish_reason": None}]))
+            for c in chunks(text):
+                self.sse(None, dict(base, choices=[{"index": 0, "delta": {"content": c}, "finish_reason": None}]))
+        self.sse(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]))
         self.sse(None, dict(base, choices=[], usage=usage))
         self.sse(None, "[DONE]")
 
     # ---------- Anthropic Messages
     def anthropic_messages(self, body):
-        a, text, model, stream = next_reply("messages", "anthropic", body, "claude-stand-in")
+        cfg, a, text, model, stream = next_reply("messages", "anthropic", body, "claude-stand-in")
         start_out = a.get("start_output_tokens")
         if start_out is None:
             start_out = a["output_tokens"]
@@ -441,17 +527,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         usage_final = dict(usage_start, output_tokens=a["output_tokens"])
         self.logreq(body, "messages=%d" % len(body.get("messages") or []))
         mid = "msg_" + uuid.uuid4().hex[:24]
-        record({"method": "POST", "path": self.path, "api": "messages", "model": model,
-                "stream": stream, "response_id": mid, "usage": usage_final,
-                "headers": self.hdr_summary(), "hint": prompt_hint(body)})
+        call = tool_call_of(cfg, "toolu_")
+        record(dict({"method": "POST", "path": self.path, "api": "messages", "model": model,
+                     "stream": stream, "response_id": mid, "usage": usage_final,
+                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
         thinking = a.get("thinking")
         content = []
         if thinking:
             content.append({"type": "thinking", "thinking": thinking, "signature": "c3RhbmQtaW4="})
-        content.append({"type": "text", "text": text})
+        if call:
+            content.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["input"]})
+        else:
+            content.append({"type": "text", "text": text})
+        stop = "tool_use" if call else "end_turn"
         if not stream:
             return self.send_json({"id": mid, "type": "message", "role": "assistant", "model": model,
-                                   "content": content, "stop_reason": "end_turn",
+                                   "content": content, "stop_reason": stop,
                                    "stop_sequence": None, "usage": usage_final})
         self.start_sse()
         self.sse("message_start", {"type": "message_start", "message": {
@@ -468,18 +559,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                              "delta": {"type": "signature_delta", "signature": "c3RhbmQtaW4="}})
             self.sse("content_block_stop", {"type": "content_block_stop", "index": idx})
             idx += 1
-        self.sse("content_block_start", {"type": "content_block_start", "index": idx,
-                                         "content_block": {"type": "text", "text": ""}})
-        self.sse("ping", {"type": "ping"})
-        for c in chunks(text):
-            self.sse("content_block_delta", {"type": "content_block_delta", "index": idx,
-                                             "delta": {"type": "text_delta", "text": c}})
+        if call:
+            self.sse("content_block_start", {"type": "content_block_start", "index": idx,
+                                             "content_block": {"type": "tool_use", "id": call["id"],
+                                                               "name": call["name"], "input": {}}})
+            for c in chunks(call["arguments"], 32):
+                self.sse("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                 "delta": {"type": "input_json_delta", "partial_json": c}})
+        else:
+            self.sse("content_block_start", {"type": "content_block_start", "index": idx,
+                                             "content_block": {"type": "text", "text": ""}})
+            self.sse("ping", {"type": "ping"})
+            for c in chunks(text):
+                self.sse("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                 "delta": {"type": "text_delta", "text": c}})
         self.sse("content_block_stop", {"type": "content_block_stop", "index": idx})
         delta_usage = {"output_tokens": a["output_tokens"]}
         if a.get("delta_full_usage"):
             delta_usage = dict(usage_final)
         self.sse("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                   "delta": {"stop_reason": stop, "stop_sequence": None},
                                    "usage": delta_usage})
         self.sse("message_stop", {"type": "message_stop"})
 

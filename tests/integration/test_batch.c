@@ -1252,7 +1252,8 @@ START_TEST(a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_
         /* Nothing changed since: nothing runs. */
         batch(&r, &e, NULL);
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
-        ck_assert_uint_eq(lines_of(path_in(e.repo, "marker")), 5);
+        _cleanup_free_ char *marks = path_in(e.repo, "marker");
+        ck_assert_uint_eq(lines_of(marks), 5);
         proc_result_free(&r);
         exp_free(&e);
 }

@@ -6,6 +6,7 @@
 #include "network/proxy.h"
 
 #include <check.h>
+#include <json-c/json.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +58,73 @@ void http_answer_ok(int c)
         }
         (void)!write(c, reply, sizeof reply - 1);
         close(c);
+}
+
+static long long count_at(json_object *j, const char *a, const char *b)
+{
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(j, a, &v) || !v)
+                return 0;
+        if (b && (!json_object_object_get_ex(v, b, &v) || !v))
+                return 0;
+        return json_object_get_int64(v);
+}
+
+void model_server_sums(const struct model_server *m, struct model_sums *s)
+{
+        *s = (struct model_sums){ 0 };
+        _cleanup_free_ char *text = read_text(m->record);
+        ck_assert_msg(text != NULL, "the stand-in server recorded nothing");
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                json_object *j = json_tokener_parse(line), *u, *api, *model;
+                ck_assert_ptr_nonnull(j);
+                ck_assert(json_object_object_get_ex(j, "api", &api));
+                if (strcmp(json_object_get_string(api), "responses") != 0 &&
+                    strcmp(json_object_get_string(api), "messages") != 0) {
+                        json_object_put(j);
+                        continue;
+                }
+                ck_assert(json_object_object_get_ex(j, "usage", &u));
+                if (json_object_object_get_ex(j, "model", &model))
+                        snprintf(s->model, sizeof s->model, "%s", json_object_get_string(model));
+                s->requests++;
+                if (strcmp(json_object_get_string(api), "responses") == 0) {
+                        s->input += count_at(u, "input_tokens", NULL);
+                        s->cached_input += count_at(u, "input_tokens_details", "cached_tokens");
+                        s->cache_write_input += count_at(u, "input_tokens_details", "cache_write_tokens");
+                        s->output += count_at(u, "output_tokens", NULL);
+                        s->reasoning += count_at(u, "output_tokens_details", "reasoning_tokens");
+                } else {
+                        long long read = count_at(u, "cache_read_input_tokens", NULL);
+                        long long write = count_at(u, "cache_creation_input_tokens", NULL);
+                        s->input += count_at(u, "input_tokens", NULL) + read + write;
+                        s->cached_input += read;
+                        s->cache_write_input += write;
+                        s->output += count_at(u, "output_tokens", NULL);
+                }
+                json_object_put(j);
+        }
+}
+
+void assert_tokens_are_the_servers(json_object *t, const struct model_server *m, long long requests, const char *source)
+{
+        struct model_sums want;
+        model_server_sums(m, &want);
+        ck_assert_int_eq(want.requests, requests);
+        const char *text = json_object_to_json_string(t);
+        static const char *const names[] = { "input",  "cached_input", "cache_write_input",
+                                             "output", "reasoning",    "requests" };
+        const long long wants[] = { want.input,  want.cached_input, want.cache_write_input,
+                                    want.output, want.reasoning,    want.requests };
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                ck_assert_msg(json_object_get_int64(json_get(t, names[i])) == wants[i],
+                              "tokens.%s is %lld, the server sent %lld: %s", names[i],
+                              (long long)json_object_get_int64(json_get(t, names[i])), wants[i], text);
+        json_object *models = json_get(t, "models");
+        ck_assert_uint_eq(json_object_array_length(models), 1);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(models, 0)), want.model);
+        ck_assert(!json_object_get_boolean(json_get(t, "partial")));
+        ck_assert_str_eq(json_object_get_string(json_get(t, "source")), source);
 }
 
 int closed_port(void)

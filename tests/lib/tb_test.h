@@ -6,8 +6,8 @@
  *
  *   tb_test.c    files, text, JSON, the suite runner
  *   tb_proc.c    spawning and running programs, the host's processes, ptys
- *   tb_trial.c   fixtures, trialbox's command line and environment, outcome.json
- *   tb_model.c   the stand-in model server, a closed port, the endpoints sent nowhere
+ *   tb_trial.c   fixtures, trialbox's command line and environment, outcome.json, graded Trials
+ *   tb_model.c   the stand-in model server, what it sent, a closed port, the endpoints sent nowhere
  *
  * Helpers documented "(asserts)" fail the running test, naming what they were
  * doing, instead of returning an error; call them only inside a test or a
@@ -289,6 +289,29 @@ char *record_field(const char *dir, const char *name, const char *field);
  * (asserts) */
 char *tree_manifest(const char *dir);
 
+/* ---- graded Trials (`trialbox grade`) ---- */
+
+/* A Trial that ran, to be graded: its fixture, the grader's files folder
+ * beside it, and what the Trial left, to compare after grading. */
+struct graded {
+        struct fixture f;
+        char files[1100];
+        char *manifest; /* of the repository after the Trial */
+        char *outcome;  /* outcome.json's bytes */
+        size_t outcome_len;
+};
+/* The fixture, its repository a git repository whose one commit has the
+ * file `code` reading "broken", and an empty folder DIR/files for the
+ * grader's files; no Trial yet. (asserts) */
+void graded_init(struct graded *g);
+/* Run the shell Trial `session` (`sh -c`) on it, which must complete or
+ * fail, and take the repository's manifest and outcome.json. (asserts) */
+void graded_run(struct graded *g, const char *session);
+void graded_free(struct graded *g);
+/* Assert that nothing of the Trial changed since graded_run: its repository,
+ * to the inode and the change time, and its outcome.json, to the byte. */
+void assert_trial_unchanged(const struct graded *g);
+
 /* ---- the stand-in model server (tb_model.c) ----
  * tests/fakes/model-server.py: stdlib Python on 127.0.0.1, answering the
  * OpenAI and Anthropic APIs with known usage and writing down every response
@@ -306,6 +329,19 @@ void model_server_stop(struct model_server *m);
 /* Read one HTTP request's head from the accepted connection `c`, answer
  * "200 OK" with the body "ok", and close it: a server's whole answer. */
 void http_answer_ok(int c);
+/* What the server sent in its model responses (Responses and Messages
+ * calls), summed in trialbox's convention: input with the cache, output
+ * with the reasoning; `model` the last one named. */
+struct model_sums {
+        long long input, cached_input, cache_write_input, output, reasoning, requests;
+        char model[128];
+};
+void model_server_sums(const struct model_server *m, struct model_sums *s);
+/* Assert that `tokens` (an Outcome's or a grade's) is what the server sent,
+ * response for response: `requests` responses, one model, not partial,
+ * read from `source`. */
+void assert_tokens_are_the_servers(struct json_object *tokens, const struct model_server *m, long long requests,
+                                   const char *source);
 /* A loopback port nothing listens on. (asserts) */
 int closed_port(void);
 /* "TRIALBOX_TEST_HOSTS=NAME=127.0.0.1:PORT,…": the Harness's own endpoints

@@ -158,3 +158,49 @@ char *tree_manifest(const char *dir)
         free(r.err);
         return r.out;
 }
+
+void graded_init(struct graded *g)
+{
+        fixture_new(&g->f);
+        sh_ok("cd '%s' && git init -q && echo broken > code && " GIT " add -A && " GIT " commit -qm one", g->f.repo);
+        snprintf(g->files, sizeof g->files, "%s/files", g->f.dir);
+        mkdir_p(g->files, 0755);
+        g->manifest = g->outcome = NULL;
+        g->outcome_len = 0;
+}
+
+void graded_run(struct graded *g, const char *session)
+{
+        struct proc_result r;
+        tb_shell(&r, &g->f, NULL, EXTRA("--", "-c", session));
+        ck_assert_msg(r.status == 0 || r.status == 1, "the Trial: status %d; %s", r.status, r.err);
+        proc_result_free(&r);
+        g->manifest = tree_manifest(g->f.repo);
+        _cleanup_free_ char *path = path_in(g->f.out, "outcome.json");
+        g->outcome = read_all(path, &g->outcome_len, false);
+        ck_assert(g->outcome != NULL);
+}
+
+void graded_free(struct graded *g)
+{
+        free(g->manifest);
+        free(g->outcome);
+        fixture_free(&g->f);
+}
+
+void assert_trial_unchanged(const struct graded *g)
+{
+        _cleanup_free_ char *now = tree_manifest(g->f.repo);
+        size_t i = 0;
+        while (now[i] && now[i] == g->manifest[i])
+                i++;
+        while (i > 0 && now[i - 1] != '\n')
+                i--;
+        ck_assert_msg(strcmp(now, g->manifest) == 0, "the Trial's repository changed, from:\n%.300s\nto:\n%.300s",
+                      g->manifest + i, now + i);
+        _cleanup_free_ char *path = path_in(g->f.out, "outcome.json");
+        size_t len = 0;
+        _cleanup_free_ char *bytes = read_all(path, &len, false);
+        ck_assert_msg(bytes && len == g->outcome_len && memcmp(bytes, g->outcome, len) == 0,
+                      "the Trial's outcome.json changed:\n%s\n%s", g->outcome, bytes ? bytes : "(gone)");
+}

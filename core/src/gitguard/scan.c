@@ -37,7 +37,7 @@ void guard_sort_dirs(struct repo_guard *g) { tb_qsort(g->dirs, g->n_dirs, sizeof
 static bool dir_unchanged(const struct repo_guard *g, const struct tree_dir *d)
 {
         struct guard_dir k = { .dev = d->dev, .ino = d->ino };
-        const struct guard_dir *was = bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir);
+        const struct guard_dir *was = g->n_dirs ? bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir) : NULL;
         return was && was->ctime.tv_sec == d->ctime.tv_sec && was->ctime.tv_nsec == d->ctime.tv_nsec;
 }
 
@@ -91,7 +91,7 @@ struct scan {
 static const struct guard_seen *seen_find(const struct repo_guard *g, const char *path)
 {
         struct guard_seen k = { .path = (char *)path };
-        return bsearch(&k, g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
+        return g->n_seen ? bsearch(&k, g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen) : NULL;
 }
 
 static bool has_name(const struct tree_dir *d, const char *name)
