@@ -7,7 +7,7 @@
 #                                     REPORT_NOTE='text': a sentence for the page's header)
 #   bench/report.sh noop-trial wipe  (only these; docs/performance.md then holds only them)
 #
-# Needs what the scripts need: hyperfine, valgrind, GNU time, strace, and the
+# Needs what the scripts need: hyperfine, jq, git, valgrind, GNU time, strace, and the
 # build (the C drivers are built in it with -DTRIALBOX_BENCH=ON); optional peers firejail and srt (see bench/noop-trial.sh). Takes about 3 to 6
 # minutes on 2 cores. Output of the tools goes to stderr; the scripts' figures are also
 # kept in bench/.cache/last/ (not committed).
@@ -20,7 +20,7 @@ case ${BUILD:-} in
 esac
 export BUILD
 # bench/slurm.sh starts a Slurm cluster: only as root (its row says so otherwise).
-default="noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits proxy"
+default="noop-trial startup-breakdown own-work guard memory wipe writeback concurrent batch limits proxy"
 [ "$(id -u)" != 0 ] || default="$default slurm"
 scripts=${*:-$default}
 out="$root/bench/.cache/last"
@@ -98,7 +98,7 @@ mkdir -p "$root/docs"
         echo "## Running them"
         echo
         echo '```sh'
-        echo 'apt-get install -y hyperfine valgrind time strace build-essential   # needed'
+        echo 'apt-get install -y hyperfine jq git valgrind time strace build-essential # needed'
         echo 'apt-get install -y firejail eatmydata ripgrep socat                 # peers and diagnostics (srt: npm, installed by bench/noop-trial.sh into bench/.cache)'
         echo './scripts/setup                                                     # builds ./build'
         echo 'bench/report.sh                                                     # all of them, regenerates this file'
