@@ -34,7 +34,7 @@ mkdir "$T/repo" "$D/repo"
 skip=${AB_SKIP:-}
 
 tb() { # BUILD FOLDER OUT [--dry-run]
-        echo "env TRIALBOX_PLUGIN_PATH=$1/plugins $1/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $2/repo --output-dir $2/$3 $4"
+        echo "env TRIALBOX_PLUGIN_PATH=$1/plugins $1/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $2/repo --output-dir $2/$3 ${4:-}"
 }
 # The same line from both (their plugin folders aside).
 $(tb "$A" "$T" same --dry-run) >"$T/dry.a" || die "A: --dry-run failed"

@@ -1,0 +1,33 @@
+/* The seccomp filter compiled when trialbox is built. Building it from the
+ * rules with libseccomp is most of what trialbox does before it starts bwrap
+ * (millions of instructions), and its result is the same every time on one
+ * system: so the build runs the rules through libseccomp once
+ * (confine_bpf_gen.c) and puts the two programs it makes (with and without
+ * nested user namespaces) into trialbox, read-only, with the key they were
+ * made under. At run time the built program is used only when the key is
+ * this system's (sandbox/confine_rules.h); elsewhere (another libseccomp, a
+ * kernel of another seccomp API level, a cross-compiled build) the filter is
+ * compiled from the rules, as before. Nothing is cached in a file that
+ * someone else, or a session, could write. */
+#ifndef TB_CONFINE_BPF_H
+#define TB_CONFINE_BPF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct confine_bpf_key {
+        uint32_t arch;   /* seccomp_arch_native(): an AUDIT_ARCH_* value */
+        unsigned lib[3]; /* libseccomp's major, minor, micro version */
+        int api;         /* the kernel's seccomp API level (seccomp_api_get) */
+};
+
+struct confine_bpf {
+        struct confine_bpf_key key; /* key.arch 0: nothing was compiled (a cross build) */
+        const unsigned char *prog[2]; /* [nested_userns]: the BPF program, as seccomp_export_bpf writes it */
+        size_t len[2];
+};
+
+/* Made by the build (confine_bpf_gen.c writes its source). */
+extern const struct confine_bpf confine_bpf_built;
+
+#endif
