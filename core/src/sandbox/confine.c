@@ -31,8 +31,7 @@ static const struct confine_bpf *built_filter(void)
                 usable = 0;
                 if (k->arch != 0) {
                         confine_rules_key(&here);
-                        usable = here.arch == k->arch && memcmp(here.lib, k->lib, sizeof here.lib) == 0 &&
-                                 here.api == k->api;
+                        usable = here.arch == k->arch && memcmp(here.lib, k->lib, sizeof here.lib) == 0;
                 }
         }
         return usable ? &confine_bpf_built : NULL;

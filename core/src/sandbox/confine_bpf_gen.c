@@ -78,11 +78,11 @@ int main(int argc, char **argv)
         put_bytes(f, "nested", prog[1], len[1]);
         fprintf(f,
                 "\nconst struct confine_bpf confine_bpf_built = {\n"
-                "\t.key = { .arch = 0x%08xu, .lib = { %uu, %uu, %uu }, .api = %d },\n"
+                "\t.key = { .arch = 0x%08xu, .lib = { %uu, %uu, %uu } },\n"
                 "\t.prog = { plain, nested },\n"
                 "\t.len = { %zuu, %zuu },\n"
                 "};\n",
-                key.arch, key.lib[0], key.lib[1], key.lib[2], key.api, len[0], len[1]);
+                key.arch, key.lib[0], key.lib[1], key.lib[2], len[0], len[1]);
         if (fclose(f) != 0 || rename(tmp, out) < 0) {
                 fprintf(stderr, "confine_bpf_gen: cannot write '%s': %s\n", out, strerror(errno));
                 unlink(tmp);

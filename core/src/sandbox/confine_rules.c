@@ -276,6 +276,5 @@ void confine_rules_key(struct confine_bpf_key *key)
         *key = (struct confine_bpf_key){
                 .arch = seccomp_arch_native(),
                 .lib = { v->major, v->minor, v->micro },
-                .api = seccomp_api_get(),
         };
 }

@@ -15,8 +15,8 @@
 int confine_rules_export(bool nested_userns, int fd, const char **step);
 
 /* What the program libseccomp makes of the rules depends on, here and now:
- * the native architecture, libseccomp's version and the kernel's seccomp API
- * level (seccomp_api_get, which asks the kernel once). */
+ * the native architecture and libseccomp's version (confine_bpf.h says why
+ * not the kernel). Asks the kernel nothing. */
 void confine_rules_key(struct confine_bpf_key *key);
 
 #endif
