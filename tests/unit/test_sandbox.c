@@ -455,10 +455,11 @@ static void assert_ro(const struct sandbox_spec *s, const struct fake_home *h, c
         ck_assert_msg(op && op->kind == SANDBOX_RO_BIND && strcmp(op->src, p) == 0, "'%s' is not bound read-only", rel);
 }
 
-START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into)
+/* A home with PATH folders of every kind (a_path_folder_in_the_home_...):
+ * the PATH, malloc'd; *proj_out: the outside project's node_modules. */
+static char *path_tools_home(struct fake_home *hp, char **proj_out)
 {
-        struct fake_home h;
-        fake_home_new(&h);
+        struct fake_home h = *hp;
         mk(&h, ".local/bin/token", "secret");
         _cleanup_free_ char *token = at(&h, ".local/bin/token");
         ck_assert_int_eq(chmod(token, 0600), 0);
@@ -485,14 +486,24 @@ START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_in
         /* A PATH folder inside a secret place: nothing of it. */
         mk(&h, ".codex/bin/codex-helper", "#!/bin/sh\n");
         /* A folder outside the home: bound whole, its links' npm tree too. */
-        _cleanup_free_ char *proj = xasprintf("%s/proj/node_modules", h.dir);
+        char *proj = xasprintf("%s/proj/node_modules", h.dir);
         _cleanup_free_ char *proj_cli = xasprintf("%s/pkg/cli.js", proj), *proj_bin = xasprintf("%s/.bin", proj);
         _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         ck_assert_int_eq(mkdir_p(proj_bin, 0755), 0);
         write_in(proj, "pkg/cli.js", "#!/usr/bin/env node\n", 0755);
         ck_assert_int_eq(symlink("../pkg/cli.js", proj_link), 0);
 
-        _cleanup_free_ char *path = xasprintf("%s/.local/bin:%s/.codex/bin:%s:/usr/bin:/bin", h.home, h.home, proj_bin);
+        *proj_out = proj;
+        return xasprintf("%s/.local/bin:%s/.codex/bin:%s:/usr/bin:/bin", h.home, h.home, proj_bin);
+}
+
+START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into)
+{
+        struct fake_home h;
+        fake_home_new(&h);
+        _cleanup_free_ char *proj = NULL;
+        _cleanup_free_ char *path = path_tools_home(&h, &proj);
+        _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         struct toolchain_host th = { .path = path, .home = h.home };
         struct sandbox_spec s = { 0 };
         toolchain_add_system(&s, "/nonexistent");
@@ -524,6 +535,35 @@ START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_in
         for (size_t i = 0; i < s.n_ops; i++)
                 ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
         sandbox_spec_done(&s);
+        fake_home_free(&h);
+}
+END_TEST
+
+/* The toolchain pass with its realpath memo and a PATH that says each
+ * folder twice builds the spec a plain pass over the PATH builds. */
+START_TEST(a_memo_and_a_path_folder_said_twice_change_nothing_of_the_binds)
+{
+        struct fake_home h;
+        fake_home_new(&h);
+        _cleanup_free_ char *proj = NULL;
+        _cleanup_free_ char *path = path_tools_home(&h, &proj);
+        _cleanup_free_ char *twice = xasprintf("%s:%s:%s/.local/bin", path, path, h.home);
+        struct path_memo memo = { 0 };
+        const struct toolchain_host plain = { .path = path, .home = h.home };
+        const struct toolchain_host fast = { .path = twice, .home = h.home, .memo = &memo };
+        struct sandbox_spec a = { 0 }, b = { 0 };
+        toolchain_add_system(&a, "/nonexistent");
+        toolchain_add_tools(&a, &plain);
+        toolchain_mask_secrets(&a, &plain);
+        toolchain_add_system(&b, "/nonexistent");
+        toolchain_add_tools(&b, &fast);
+        toolchain_mask_secrets(&b, &fast);
+        ck_assert_uint_gt(memo.n, 0);
+        _cleanup_free_ char *la = sandbox_render(&a, "bwrap"), *lb = sandbox_render(&b, "bwrap");
+        ck_assert_str_eq(la, lb);
+        path_memo_done(&memo);
+        sandbox_spec_done(&a);
+        sandbox_spec_done(&b);
         fake_home_free(&h);
 }
 END_TEST
@@ -821,6 +861,7 @@ int main(void)
         tcase_add_test(tc, an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path);
         tcase_add_test(tc, tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_top_level_folder);
         tcase_add_test(tc, a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into);
+        tcase_add_test(tc, a_memo_and_a_path_folder_said_twice_change_nothing_of_the_binds);
         tcase_add_test(tc, a_cargo_config_is_bound_only_when_it_names_no_registry_token);
         tcase_add_test(tc, too_broad_means_the_home_a_folder_above_it_a_top_level_folder_or_an_xdg_base);
         tc = tb_tcase(s, "secret places", 0);

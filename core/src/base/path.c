@@ -110,3 +110,48 @@ char *path_clean(const char *base, const char *p)
         out[n] = '\0';
         return out;
 }
+
+struct path_memo_entry {
+        char *path, *real; /* real NULL: realpath failed with `err` */
+        unsigned hash;
+        int err;
+};
+
+static unsigned path_hash(const char *s)
+{
+        unsigned h = 2166136261u; /* FNV-1a */
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+char *path_memo_realpath(struct path_memo *memo, const char *path)
+{
+        if (!memo)
+                return realpath(path, NULL);
+        unsigned h = path_hash(path);
+        for (size_t i = 0; i < memo->n; i++) {
+                const struct path_memo_entry *e = &memo->v[i];
+                if (e->hash != h || strcmp(e->path, path) != 0)
+                        continue;
+                if (!e->real)
+                        errno = e->err;
+                return e->real ? xstrdup(e->real) : NULL;
+        }
+        char *real = realpath(path, NULL);
+        int err = errno;
+        GREEDY_REALLOC(memo->v, memo->cap, memo->n + 1);
+        memo->v[memo->n++] = (struct path_memo_entry){ xstrdup(path), real ? xstrdup(real) : NULL, h, err };
+        errno = err;
+        return real;
+}
+
+void path_memo_done(struct path_memo *memo)
+{
+        for (size_t i = 0; i < memo->n; i++) {
+                free(memo->v[i].path);
+                free(memo->v[i].real);
+        }
+        free(memo->v);
+        *memo = (struct path_memo){ 0 };
+}

@@ -424,10 +424,14 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 return 0;
         }
         struct toolchain_host th = trial_toolchain_host(t);
+        /* One pass over the host's toolchains: each path resolved once. */
+        struct path_memo memo = { 0 };
+        th.memo = &memo;
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
         _cleanup_free_ char *run_path = toolchain_add_harness(spec, t->opt->harness, t->bin, &th);
+        path_memo_done(&memo);
         if (t->skills) {
                 sandbox_add(spec, SANDBOX_RO_BIND, t->skills, t->skills);
                 _cleanup_free_ char *given = make_absolute(t->opt->skills);
