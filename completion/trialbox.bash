@@ -48,7 +48,7 @@ _trialbox()
         plan)
                 COMPREPLY=($(compgen -f -W "-o --output --help" -- "$cur")) ;;
         grade)
-                COMPREPLY=($(compgen -W "--trial-dir --repo --harness --files --harness-bin --credentials --env
+                COMPREPLY=($(compgen -W "--trial-dir --repo --harness --files --harness-bin --credentials --env --env-file
                         --network --allow-host --layer --user --root-session --json -v -q --help --timeout
                         --kill-after --memory --pids --cpus --" -- "$cur")) ;;
         batch)

@@ -1093,7 +1093,9 @@ START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
                           "{\"id\":\"notgit\",\"harness\":\"shell\",\"repo_from\":\"plain\",\"output_dir\":\"out/notgit\"}\n"
                           "{\"id\":\"noplugin\",\"harness\":\"nosuchharness\",\"repo\":\"repo\",\"output_dir\":\"out/noplugin\"}\n"
                           "{\"id\":\"nologin\",\"harness\":\"claude\",\"repo\":\"repo\",\"output_dir\":\"out/nologin\","
-                          "\"harness_bin\":\"/bin/sh\"}\n");
+                          "\"harness_bin\":\"/bin/sh\"}\n"
+                          /* Not {"id": first: write_plan gives it no root_session. */
+                          "{\"harness\":\"shell\",\"id\":\"asroot\",\"repo\":\"repo\",\"output_dir\":\"out/asroot\"}\n");
         write_plan(e.plan, plan.s);
         free(plan.s);
         /* A home without any Harness's login, and no Credentials. */
@@ -1113,13 +1115,19 @@ START_TEST(lines_that_cannot_run_are_all_said_before_anything_runs)
                 ck_assert_msg(r.status == 2, "pass %d: status %d; stderr:\n%s", pass, r.status, r.err);
                 for (size_t i = 0; i < TB_ARRAY_SIZE(says); i++)
                         assert_contains(r.err, says[i]);
+                /* As root, a root-owned repository's session would be root's. */
+                if (geteuid() == 0)
+                        assert_contains(r.err, "plan.jsonl:9: field 'user': started as root with a root-owned "
+                                               "repository");
+                else
+                        assert_lacks(r.err, "plan.jsonl:9: field");
                 assert_lacks(r.err, "plan.jsonl:1:");
                 ck_assert_msg(!exists_in(e.dir, "out") && !exists_in(e.repo, "marker"), "pass %d: something ran", pass);
                 ck_assert(!exists_in(e.dir, "plan.results.jsonl"));
                 proc_result_free(&r);
         }
         /* A plan of lines that can run: --check says so, runs nothing. */
-        write_text(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n", 0644);
+        write_plan(e.plan, "{\"id\":\"ok\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/ok\"}\n");
         struct proc_result r;
         batch_env(&r, &e, env_home, EXTRA("--check"));
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
@@ -1151,6 +1159,39 @@ START_TEST(a_void_trial_whose_binary_is_gone_is_not_retried)
         assert_contains(r.err, "victim: void, and its shell binary '");
         assert_contains(r.err, "is not there: it is not run again");
         ck_assert(!exists_in(e.dir, "out/victim.attempt-1"));
+        proc_result_free(&r);
+        exp_free(&e);
+}
+END_TEST
+
+/* A line its run refuses (exit 2: it ran nothing; here its output folder
+ * already holds a fresh home no record explains) is a void attempt that
+ * says so; the next attempt, in a fresh folder, runs. */
+START_TEST(a_line_its_run_refuses_is_a_void_attempt_that_says_why)
+{
+        struct exp e;
+        exp_new(&e);
+        _cleanup_free_ char *home = path_in(e.dir, "out/refused/home");
+        mkdir_p(home, 0700);
+        struct strbuf plan = { 0 };
+        add_trial(&plan, "refused", "echo ran >> marker", NULL);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        struct proc_result r;
+        batch(&r, &e, EXTRA("--retries", "2", "-v"));
+        ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
+        assert_result(&e, "refused", "outcome", "completed");
+        assert_result(&e, "refused", "attempts", "2");
+        _cleanup_free_ char *aside = path_in(e.dir, "out/refused.attempt-1");
+        assert_record(aside, "outcome.json", "cause", "launcher_lost");
+        _cleanup_free_ char *detail = outcome_field(aside, "detail");
+        assert_contains(detail, "trialbox run refused the line and ran nothing (exit status 2; its log's last line: "
+                                "trialbox: output folder '");
+        assert_contains(detail, "the batch runs it again, in a fresh folder, while retries are left");
+        /* The void attempt ran no session: no duration to say. */
+        assert_contains(r.err, "refused: void, attempt 1 of 3");
+        assert_lacks(r.err, "-1 ms");
+        assert_file_in(e.repo, "marker", "ran\n");
         proc_result_free(&r);
         exp_free(&e);
 }
@@ -1277,6 +1318,7 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, sigterm_stops_starting_waits_for_the_running_and_writes_results);
         tcase_add_test(tc, lines_that_cannot_run_are_all_said_before_anything_runs);
         tcase_add_test(tc, a_void_trial_whose_binary_is_gone_is_not_retried);
+        tcase_add_test(tc, a_line_its_run_refuses_is_a_void_attempt_that_says_why);
         tcase_add_test(tc, a_finished_trial_whose_line_or_binary_changed_is_said_and_runs_again_only_when_asked);
         tcase_add_test(tc, an_interrupted_trial_runs_again_on_resume_whatever_its_retries);
         tcase_add_test(tc, a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void);

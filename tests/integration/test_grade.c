@@ -345,6 +345,62 @@ START_TEST(a_layer_asked_for_that_cannot_be_made_here_voids_the_grade)
 }
 END_TEST
 
+/* The grader's own variables: --env for plain ones (its value is in argv),
+ * --env-file for secrets, and a plan's grade.env through the batch's pipe;
+ * the names a Trial's env may not set are refused, and a refused value is
+ * never said. */
+START_TEST(a_graders_variables_reach_it_and_its_secrets_stay_out_of_argv_and_messages)
+{
+        struct graded g;
+        graded_new(&g, "echo fixed > code");
+        _cleanup_free_ char *secret = marker("grader-secret");
+        _cleanup_free_ char *env_json = xasprintf("{\"SECRET\": \"%s\"}", secret);
+        _cleanup_free_ char *env_file = path_in(g.f.dir, "grader.env");
+        write_text(env_file, env_json, 0600);
+        static const char says[] = "printf '{\"passed\": true, \"detail\": \"%s|%s\"}' \"$PLAIN\" \"$SECRET\" "
+                                   "> \"$TRIALBOX_GRADE_FILE\"";
+        struct proc_result r;
+        grade(&r, &g, NULL, EXTRA("--env", "PLAIN=p", "--env-file", env_file), EXTRA("-c", says));
+        ck_assert_msg(r.status == 0, "status %d; %s", r.status, r.err);
+        _cleanup_free_ char *want = xasprintf("p|%s", secret);
+        GRADE_OF(&g, "detail", want);
+        proc_result_free(&r);
+
+        /* Refused, with nothing graded and the value never said. */
+        _cleanup_free_ char *path_env = xasprintf("PATH=%s", secret);
+        grade(&r, &g, NULL, EXTRA("--env", path_env), EXTRA("-c", says));
+        ck_assert_int_eq(r.status, 2);
+        assert_contains(r.err, "'PATH' cannot be set");
+        assert_lacks(r.err, secret);
+        proc_result_free(&r);
+        _cleanup_free_ char *bad_json = xasprintf("{\"LD_PRELOAD\": \"%s\"}", secret);
+        write_text(env_file, bad_json, 0600);
+        grade(&r, &g, NULL, EXTRA("--env-file", env_file), EXTRA("-c", says));
+        ck_assert_msg(r.status == 2, "status %d; %s", r.status, r.err);
+        assert_contains(r.err, "'LD_PRELOAD' cannot be set");
+        assert_lacks(r.err, secret);
+        proc_result_free(&r);
+
+        /* A plan's grade.env: handed over through the batch's pipe. */
+        _cleanup_free_ char *plan = path_in(g.f.dir, "plan.jsonl");
+        _cleanup_free_ char *out = path_in(g.f.dir, "batch-out");
+        _cleanup_free_ char *line = xasprintf(
+                "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"%s\",\"output_dir\":\"%s\",\"args\":[\"-c\",\"true\"],"
+                "\"grade\":{\"harness\":\"shell\",%s\"files\":\"%s\",\"env\":{\"SECRET\":\"%s\"},"
+                "\"args\":[\"-c\",\"printf '{\\\"passed\\\": true, \\\"detail\\\": \\\"%%s\\\"}' \\\"$SECRET\\\" > "
+                "\\\"$TRIALBOX_GRADE_FILE\\\"\"]}}\n",
+                g.f.repo, out, geteuid() == 0 ? "\"root_session\":true," : "", g.files, secret);
+        write_plan(plan, line);
+        tb_command(&r, NULL, EXTRA("batch", plan, "-q"));
+        ck_assert_msg(r.status == 0, "batch: status %d; %s", r.status, r.err);
+        assert_record(out, "grade.json", "detail", secret);
+        _cleanup_free_ char *log = read_text_in(out, "grade.log");
+        assert_lacks(log, secret);
+        proc_result_free(&r);
+        graded_free(&g);
+}
+END_TEST
+
 TB_SUITE("grade", 120)
 {
         (void)s;
@@ -358,4 +414,5 @@ TB_SUITE("grade", 120)
         tcase_add_test(tc, a_trial_repository_that_is_gone_voids_the_grade_until_it_is_back);
         tcase_add_test(tc, only_a_trial_that_ran_is_graded_and_only_in_the_sandbox);
         tcase_add_test(tc, a_layer_asked_for_that_cannot_be_made_here_voids_the_grade);
+        tcase_add_test(tc, a_graders_variables_reach_it_and_its_secrets_stay_out_of_argv_and_messages);
 }

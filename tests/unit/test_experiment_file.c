@@ -150,7 +150,13 @@ START_TEST(every_mistake_is_named_by_the_file_and_the_field)
                   "arms[0].network: 'lan' is not one of none, allow, host" },
                 { "{\"arms\": [{\"name\": \"a\", \"harness\": \"shell\", \"env\": {\"TRIALBOX_X\": \"1\"}}],"
                   " \"tasks\": [" TASK "]}",
-                  "arms[0].env.TRIALBOX_X: not a variable's name" },
+                  "arms[0].env.TRIALBOX_X: 'TRIALBOX_X' cannot be set: TRIALBOX_* are trialbox's own" },
+                { "{\"arms\": [{\"name\": \"a\", \"harness\": \"shell\", \"env\": {\"PATH\": \"/x\"}}],"
+                  " \"tasks\": [" TASK "]}",
+                  "arms[0].env.PATH: 'PATH' cannot be set: trialbox sets it" },
+                { "{\"arms\": [{\"name\": \"a\", \"harness\": \"shell\", \"env\": {\"1X\": \"1\"}}],"
+                  " \"tasks\": [" TASK "]}",
+                  "arms[0].env.?: not a variable's name" },
                 { "{\"arms\": [{\"name\": \"a\", \"harness\": \"shell\", \"output_dir\": \"x\"}], \"tasks\": [" TASK "]}",
                   "arms[0].output_dir: unknown field" },
                 { "{\"arms\": [{\"name\": \"a\", \"harness\": \"shell\", \"labels\": {\"1x\": 1}}], \"tasks\": [" TASK "]}",

@@ -211,12 +211,14 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         ck_assert_str_eq(t->labels, "{\"model\":\"m\",\"n\":3}");
         ck_assert_uint_eq(t->grade->slots, 2);
         struct strv args = { 0 };
-        plan_grade_args(t->grade, t->output_dir, t->repo, &args);
+        plan_grade_args(t->grade, t->output_dir, t->repo, "/dev/fd/3", &args);
         _cleanup_free_ char *line = strv_joined(&args, "", "");
+        /* The grader's env goes through a pipe, as a Trial's: no value in argv. */
         _cleanup_free_ char *want = xasprintf("grade --trial-dir %s --repo %s --harness shell --files %s --timeout 30 "
-                                              "--cpus 2 --env K=v --layer copy -q -- /grader/t.sh",
+                                              "--cpus 2 --env-file /dev/fd/3 --layer copy -q -- /grader/t.sh",
                                               t->output_dir, repo, files);
         ck_assert_str_eq(line, want);
+        assert_lacks(line, "K=v");
         strv_done(&args);
         /* The run's own arguments know nothing of it. */
         plan_trial_run_args(t, t->repo, NULL, &args);
@@ -238,6 +240,8 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
                 { "\"grade\":{\"harness\":\"shell\",\"timeout\":\"soon\"}", "field 'grade.timeout': value 'soon'" },
                 { "\"grade\":{\"harness\":\"shell\",\"layer\":\"zfs\"}", "field 'grade.layer': 'zfs' is not one of" },
                 { "\"grade\":{\"harness\":\"shell\",\"env\":{\"TRIALBOX_X\":\"1\"}}", "field 'grade.env': 'TRIALBOX_X'" },
+                { "\"grade\":{\"harness\":\"shell\",\"env\":{\"PATH\":\"/x\"}}", "field 'grade.env': 'PATH' cannot be set" },
+                { "\"grade\":{\"harness\":\"shell\",\"env\":{\"LD_PRELOAD\":\"/x\"}}", "field 'grade.env': 'LD_PRELOAD' cannot" },
                 { "\"grade\":{\"harness\":\"shell\",\"files\":\"nowhere\"}", "field 'grade.files': '" },
                 { "\"grade\":{\"harness\":\"shell\",\"files\":\"repo/hidden\"}", "field 'grade.files': '" },
                 { "\"grade\":{\"harness\":\"shell\",\"cache\":1}", "field 'grade.cache': unknown field" },

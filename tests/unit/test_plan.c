@@ -113,6 +113,10 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
                 { "\"kill_after\":\"5s\"", "field 'kill_after': needs 'timeout'" },
                 { "\"timeout\":5,\"kill_after\":\"soon\"", "field 'kill_after':" },
                 { "\"harness_endpoints\":\"no\"", "field 'harness_endpoints': must be true or false" },
+                /* As run takes them: a pattern it parses, under allow only. */
+                { "\"allow_host\":[\"bad pattern!\"]", "field 'allow_host': --allow-host 'bad pattern!': not a host" },
+                { "\"network\":\"none\",\"allow_host\":[\"localhost\"]", "field 'network': is 'none', but allow_host" },
+                { "\"network\":\"host\",\"harness_endpoints\":false", "field 'network': is 'host', but harness_endpoints" },
         };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
                 _cleanup_free_ char *text = xasprintf("{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\","

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -691,6 +692,67 @@ START_TEST(connect_relays_bytes_both_ways_and_a_half_closed_stream_still_deliver
 }
 END_TEST
 
+/* Bytes of a stream that says where it is: a lost, doubled or reordered chunk shows. */
+static unsigned char pattern_byte(size_t i) { return (unsigned char)(i * 31 + i / 4093); }
+
+struct bulk_writer {
+        int fd;
+        size_t n;
+};
+
+static void *bulk_write(void *arg)
+{
+        struct bulk_writer *w = arg;
+        static unsigned char buf[65536];
+        for (size_t off = 0; off < w->n;) {
+                size_t k = w->n - off < sizeof(buf) ? w->n - off : sizeof(buf);
+                for (size_t i = 0; i < k; i++)
+                        buf[i] = pattern_byte(off + i);
+                ssize_t sent = send(w->fd, buf, k, MSG_NOSIGNAL);
+                if (sent <= 0)
+                        return NULL;
+                off += (size_t)sent;
+        }
+        shutdown(w->fd, SHUT_WR);
+        return NULL;
+}
+
+START_TEST(a_tunnel_carries_megabytes_both_ways_intact_while_its_pipes_grow)
+{
+        struct harness h;
+        harness_start(&h, ALLOWED("allowed.test:443"));
+        _cleanup_free_ char *head = NULL;
+        int fd = open_tunnel(&h, "allowed.test:443", &head);
+        ck_assert_str_eq(head, "HTTP/1.1 200 Connection established\r\n\r\n");
+        /* The server echoes: 8 MiB up and the same back down, well past the point where a flow's
+         * pipe grows, then its "BYE\n" after the end of the stream. */
+        struct bulk_writer w = { .fd = fd, .n = 8u << 20 };
+        pthread_t t;
+        pthread_create(&t, NULL, bulk_write, &w);
+        static unsigned char buf[65536];
+        size_t got = 0, bad = 0;
+        char tail[5] = { 0 };
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+                for (ssize_t i = 0; i < n; i++, got++) {
+                        if (got < w.n)
+                                bad += buf[i] != pattern_byte(got);
+                        else if (got - w.n < 4)
+                                tail[got - w.n] = (char)buf[i];
+                }
+        }
+        pthread_join(t, NULL);
+        ck_assert_int_eq(n, 0);
+        ck_assert_uint_eq(got, w.n + 4);
+        ck_assert_uint_eq(bad, 0);
+        ck_assert_str_eq(tail, "BYE\n");
+        close(fd);
+        _cleanup_free_ char *stats = harness_stop(&h);
+        assert_contains(stats, "\"allowed\":1,");
+        harness_free(&h);
+}
+END_TEST
+
 START_TEST(tls_through_connect_with_openssl)
 {
         if (!host_can("command -v openssl >/dev/null")) {
@@ -1009,6 +1071,28 @@ END_TEST
 
 #endif
 
+/* The proxy's side of the session's connections is a loopback hop in the session's namespace:
+ * set on the listening socket, so that every accepted one is born with it, reno, which does not pace
+ * (the host's default may: bbr). */
+START_TEST(the_session_side_of_every_connection_uses_reno_from_the_listening_socket_on)
+{
+        uint16_t port;
+        int lfd = listen_loopback(&port);
+        int seen = dup(lfd);
+        ck_assert_int_ge(seen, 0);
+        struct tb_error err = { 0 };
+        struct proxy *p = NULL;
+        struct proxy_config cfg = { .listen_fd = lfd, .record_fd = -1, .policy = netpolicy_new() };
+        ck_assert_msg(proxy_new(&cfg, &p, &err) == 0, "%s", err.msg);
+        char cc[16] = "";
+        socklen_t len = sizeof(cc);
+        ck_assert_int_eq(getsockopt(seen, IPPROTO_TCP, TCP_CONGESTION, cc, &len), 0);
+        ck_assert_str_eq(cc, "reno");
+        proxy_free(p);
+        close(seen);
+}
+END_TEST
+
 /* With the map honoured, localhost goes to the origin (listed literally); a release ignores the map,
  * so localhost, listed with a port nothing listens on, goes to this host's loopback there, never
  * resolved, and the connection is refused. The same request either way. */
@@ -1066,6 +1150,7 @@ TB_SUITE("proxy", 60)
                 tcase_add_test(tc, plain_http_in_absolute_form_reaches_the_server_in_origin_form);
                 tcase_add_test(tc, a_server_that_keeps_the_connection_alive_is_answered_connection_close);
                 tcase_add_test(tc, connect_relays_bytes_both_ways_and_a_half_closed_stream_still_delivers_the_other_way);
+                tcase_add_test(tc, a_tunnel_carries_megabytes_both_ways_intact_while_its_pipes_grow);
                 tcase_add_test(tc, tls_through_connect_with_openssl);
                 tcase_add_test(tc, a_denied_name_gets_403_with_the_reason_and_is_never_resolved);
                 tcase_add_test(tc, wildcards_match_strict_subdomains_and_ports_are_honoured);
@@ -1079,5 +1164,6 @@ TB_SUITE("proxy", 60)
                 printf("proxy: tests through the name map skipped: this build does not honour it\n");
         }
 #endif
+        tcase_add_test(tc, the_session_side_of_every_connection_uses_reno_from_the_listening_socket_on);
         tcase_add_test(tc, the_test_name_map_is_honoured_only_in_test_builds);
 }

@@ -487,7 +487,7 @@ static char *path_tools_home(struct fake_home *hp, char **proj_out)
         mk(&h, ".codex/bin/codex-helper", "#!/bin/sh\n");
         /* A folder outside the home: bound whole, its links' npm tree too. */
         char *proj = xasprintf("%s/proj/node_modules", h.dir);
-        _cleanup_free_ char *proj_cli = xasprintf("%s/pkg/cli.js", proj), *proj_bin = xasprintf("%s/.bin", proj);
+        _cleanup_free_ char *proj_bin = xasprintf("%s/.bin", proj);
         _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         ck_assert_int_eq(mkdir_p(proj_bin, 0755), 0);
         write_in(proj, "pkg/cli.js", "#!/usr/bin/env node\n", 0755);

@@ -12,13 +12,14 @@
 #include "cmd/options.h"
 #include "network/netpolicy.h"
 #include "trial/grade.h"
+#include "trial/session_env.h"
 
 /* --env may be given this many times. */
 #define GRADE_MAX_ENV 64
 
 struct grade_args {
         struct grade_options g;
-        const char *network, *layer, *files;
+        const char *network, *layer, *files, *env_file;
         char *env[GRADE_MAX_ENV + 1];
         size_t n_env;
         int v, q;
@@ -47,7 +48,9 @@ static int take_allow_host(const struct cli_command *cmd, const struct cli_optio
         return 0;
 }
 
-/* NAME=VALUE: a variable's name, not one of trialbox's own (TRIALBOX_...). */
+/* NAME=VALUE: a name `run --env-file` would take (trial/session_env.h).
+ * The value is in argv, where other users can read it: for a secret,
+ * --env-file. */
 static int take_env(const struct cli_command *cmd, const struct cli_option *o, const char *value, void *args)
 {
         struct grade_args *a = args;
@@ -56,14 +59,12 @@ static int take_env(const struct cli_command *cmd, const struct cli_option *o, c
         char name[256];
         size_t n = eq ? (size_t)(eq - value) : 0;
         if (!eq || n == 0 || n >= sizeof name)
-                return cli_usage_error(cmd->name, "--env '%s' is not NAME=VALUE", value);
+                return cli_usage_error(cmd->name, "--env: not NAME=VALUE; give a variable's name, '=', its value");
         memcpy(name, value, n);
         name[n] = '\0';
-        if (!sandbox_env_name_valid(name) || strncmp(name, "TRIALBOX_", 9) == 0)
-                return cli_usage_error(cmd->name,
-                                       "--env: '%s' is not a variable a grader may set (letters, digits "
-                                       "and '_', not TRIALBOX_...)",
-                                       name);
+        struct tb_error err = { 0 };
+        if (session_env_name_check(name, &err) < 0)
+                return cli_usage_error(cmd->name, "--env: %s", err.msg);
         if (a->n_env == GRADE_MAX_ENV)
                 return cli_usage_error(cmd->name, "--env is given more than %d times", GRADE_MAX_ENV);
         a->env[a->n_env++] = (char *)value;
@@ -98,7 +99,11 @@ static const struct cli_option grade_options[] = {
           .name = "env",
           .metavar = "NAME=VALUE",
           .call = take_env,
-          .help = "set a variable in the grader's session (repeatable)" },
+          .help = "set a variable in the grader's session (repeatable; the value\n"
+                  "is in trialbox's argv: a secret goes in --env-file)" },
+        STRING_ONCE("env-file", "FILE", offsetof(struct grade_args, env_file),
+                    "the grader's own variables: one JSON object {\"NAME\": \"value\"}\n"
+                    "(as run's --env-file: values are secrets, never printed)"),
         { .kind = CLI_STRING,
           .name = "network",
           .metavar = "MODE",
@@ -157,7 +162,7 @@ static const struct cli_status grade_statuses[] = {
 
 const struct cli_usage cmd_grade_usage = {
         .synopsis = "trialbox grade --trial-dir DIR --repo DIR --harness NAME [--files DIR] [--harness-bin PATH] "
-                    "[--credentials FILE] [--env NAME=VALUE]... [--network none|allow|host] "
+                    "[--credentials FILE] [--env NAME=VALUE]... [--env-file FILE] [--network none|allow|host] "
                     "[--allow-host PATTERN]... [--layer auto|bwrap-overlay|overlayfs|copy] "
                     "[--user NAME|UID | --root-session] [--json] [-v|-q] "
                     "[--timeout DURATION [--kill-after DURATION]] [--memory SIZE] [--pids N] [--cpus N] -- "
@@ -239,8 +244,20 @@ int cmd_grade(const struct cli_command *self, const struct tb_env *env, int argc
         if (cli_verbosity(self, a.v, a.q, &a.g.run.verbosity) != 0 || check_required(self, &a) != 0 ||
             check_files(self, &a, &files) != 0)
                 return TB_EXIT_USAGE;
+        /* Read here, once (it may be a pipe), so that a bad one is a usage
+         * error with nothing graded; its values are erased at the end. */
+        struct strv secrets = { 0 };
+        struct tb_error err = { 0 };
+        if (a.env_file && session_env_read(a.env_file, &secrets, &err) < 0) {
+                cli_usage_error(self->name, "%s", err.msg);
+                session_env_done(&secrets);
+                return TB_EXIT_USAGE;
+        }
         a.g.run.session_args = argv + first;
+        a.g.run.session_env = secrets.v;
         a.g.grader.env = a.env;
         log_set_verbosity(a.g.run.verbosity);
-        return trial_grade(&a.g, env);
+        r = trial_grade(&a.g, env);
+        session_env_done(&secrets);
+        return r;
 }

@@ -26,6 +26,7 @@
 #include "experiments/batch_internal.h"
 #include "model/outcome.h"
 #include "plugin/loader.h"
+#include "sandbox/session_user.h"
 #include "trial/readiness.h"
 
 /* ---- the Harnesses' plugins, asked once ---- */
@@ -256,6 +257,24 @@ static const char *login_problem(struct batch *b, struct batch_harness *h, const
         return why ? seen->v[seen->n - 1] : NULL;
 }
 
+/* Who the session (or the grader) of line `p` runs as, as `run` (or
+ * `grade`) will decide it: a line that would be refused for it, said. A
+ * clone of repo_from is the batch's own until it is given to `user`. */
+static void check_user(const struct batch *b, const struct plan_trial *p, const char *field, const char *user,
+                       bool root_session, const char *repo, struct strv *out)
+{
+        struct stat st = { .st_uid = geteuid() };
+        if (repo && stat(repo, &st) < 0)
+                return; /* said by the plan's check, or the Trial's own */
+        struct session_user u;
+        struct tb_error err = { 0 };
+        if (session_user_resolve(user, root_session, geteuid(), &st, &u, &err) < 0)
+                problem(b, p, field, out, "%s (in a plan line: '%s' or '%s')", err.msg, field,
+                        strcmp(field, "user") == 0 ? "root_session" : "grade.root_session");
+        else
+                session_user_done(&u);
+}
+
 /* What the checks asked once, for every line: the plugins' preflights,
  * git's answers. */
 struct check_memo {
@@ -289,6 +308,10 @@ static void check_line(struct batch *b, const struct plan_trial *p, struct check
         const char *login = login_problem(b, h, p->credentials, &memo->logins);
         if (login)
                 problem(b, p, "harness", out, "the %s plugin's preflight: %s", p->harness, login);
+        check_user(b, p, "user", p->user, p->root_session != NULL, p->repo, out);
+        /* (A clone given to the Trial's user is the grader's default user.) */
+        if (p->grade && (p->repo || !p->user))
+                check_user(b, p, "grade.user", p->grade->user, p->grade->root_session, p->repo, out);
 }
 
 /* Check the lines `run` selects (every line when NULL): each problem a

@@ -122,11 +122,14 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (log_fd < 0)
                 return tb_fail(err, -errno, "cannot grade Trial '%s': '%s': %s", p->id, log, strerror(errno));
+        _cleanup_close_ int env_fd = batch_env_pipe(&p->grade->env);
+        if (env_fd < -1)
+                return tb_fail(err, env_fd, "cannot grade Trial '%s': its grader's env: %s", p->id, strerror(-env_fd));
         _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
         _cleanup_strv_ struct strv argv = { 0 };
         _cleanup_strv_ struct strv envp = { 0 };
         strv_add(&argv, "trialbox");
-        plan_grade_args(p->grade, p->output_dir, p->repo ? p->repo : clone, &argv);
+        plan_grade_args(p->grade, p->output_dir, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
         batch_child_env(&envp);
         struct spawn s = { .argv = argv.v,
                            .envp = envp.v,
@@ -138,6 +141,12 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
                            .std_out_fd = log_fd,
                            .std_err = SPAWN_FD,
                            .std_err_fd = log_fd };
+        const int env_target = BATCH_ENV_FD;
+        if (env_fd >= 0) {
+                s.fds = &env_fd;
+                s.fd_targets = &env_target;
+                s.n_fds = 1;
+        }
         int r = spawn_start(&s, err);
         pid_t pid = s.pid;
         spawn_done(&s);

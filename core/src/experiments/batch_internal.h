@@ -174,7 +174,7 @@ int batch_record_ours(const char *out, json_object *rec, char **why);
 void batch_set_aside_foreign(const char *out);
 /* Record a launcher that ended without a final Outcome as void/launcher_lost
  * (keeping `running`'s fields; `running` may be NULL); the new record. */
-json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why);
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why, bool refused);
 /* A launcher the batch forwarded the operator's signal `sig` to ended
  * without a final Outcome (before its session ran: e.g. while it cloned):
  * recorded void/interrupted, like a run that got the signal (keeping
@@ -236,6 +236,13 @@ const char *batch_harness_exclusive(struct batch *b, const char *harness);
 /* The environment a child of the batch gets: the batch's own, without a
  * Trial's token. */
 void batch_child_env(struct strv *envp);
+/* Where a launcher or a grader finds its `env` (--env-file /dev/fd/N): the
+ * read end of a pipe holding the JSON, whole (it fits: session_env.h), its
+ * write end closed. No value is ever in an argv, nor on disk. */
+#define BATCH_ENV_FD 3
+#define BATCH_ENV_FILE "/dev/fd/3"
+/* That pipe's read end for `env`, -1 when it is empty, or -errno. */
+int batch_env_pipe(const struct strv *env);
 
 /* ---- batch_progress.c ---- */
 size_t batch_total(const struct batch *b);

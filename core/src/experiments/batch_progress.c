@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -69,10 +70,14 @@ void batch_note_finished(struct batch *b, struct btrial *t, json_object *rec)
         json_object_object_get_ex(rec, "cause", &c);
         json_object_object_get_ex(rec, "duration_ms", &d);
         _cleanup_free_ char *id = str_escape((t->p->id));
-        log_error("[%zu/%zu] %s: %s%s%s%s, attempt %u, %lld ms", b->done, batch_total(b), id,
-                t->kind == BATCH_KIND_UNRECORDED ? "unrecorded" : outcome_kind_name((enum outcome_kind)t->kind), c && json_object_get_string(c) ? " (" : "",
-                c && json_object_get_string(c) ? json_object_get_string(c) : "",
-                c && json_object_get_string(c) ? ")" : "", t->attempt, d ? (long long)json_object_get_int64(d) : -1LL);
+        const char *cause = c ? json_object_get_string(c) : NULL;
+        /* A record without a duration (a launcher's that ran no session) says none. */
+        _cleanup_free_ char *took = d && json_object_is_type(d, json_type_int)
+                                            ? xasprintf(", %lld ms", (long long)json_object_get_int64(d))
+                                            : xstrdup("");
+        log_error("[%zu/%zu] %s: %s%s%s%s, attempt %u%s", b->done, batch_total(b), id,
+                  t->kind == BATCH_KIND_UNRECORDED ? "unrecorded" : outcome_kind_name((enum outcome_kind)t->kind),
+                  cause ? " (" : "", cause ? cause : "", cause ? ")" : "", t->attempt, took);
 }
 
 void batch_note_graded(struct batch *b, struct btrial *t, json_object *grade)

@@ -295,12 +295,16 @@ json_object *batch_record_interrupted_launcher(const struct btrial *t, json_obje
 /* The launcher ended, or is gone, without a final Outcome: record it as
  * void/launcher_lost in the attempt's folder (keeping the running record's
  * fields). Returns the new record. */
-json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why)
+json_object *batch_record_lost(const struct btrial *t, json_object *running, const char *why, bool refused)
 {
         _cleanup_free_ char *tail = batch_log_tail(t->p->output_dir);
-        _cleanup_free_ char *detail = xasprintf("%s without a final outcome (its log's last line: %s); the batch runs "
-                                                "it again while retries are left",
-                                                why, tail);
+        _cleanup_free_ char *detail =
+                refused ? xasprintf("trialbox run refused the line and ran nothing (exit status 2; its log's last line: "
+                                    "%s); the batch runs it again, in a fresh folder, while retries are left",
+                                    tail)
+                        : xasprintf("%s without a final outcome (its log's last line: %s); the batch runs it again "
+                                    "while retries are left",
+                                    why, tail);
         return record_void(t, running, "launcher_lost", detail);
 }
 

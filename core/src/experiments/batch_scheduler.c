@@ -156,6 +156,12 @@ static long long backoff(const struct batch *b, unsigned attempt)
         return ms < BATCH_BACKOFF_MAX_MS ? ms : BATCH_BACKOFF_MAX_MS;
 }
 
+/* Did our launcher refuse its line (a usage error: it ran nothing)? */
+static bool refused(int exit_status)
+{
+        return exit_status >= 0 && WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == TB_EXIT_USAGE;
+}
+
 static char *lost_why(int exit_status)
 {
         if (exit_status < 0)
@@ -179,24 +185,24 @@ static enum found unreadable(const struct btrial *t, const char *name, const cha
         return FOUND_UNREADABLE;
 }
 
-/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
- * alive (adopted: waited for); or a record in *rec (a lost launcher's written
- * as void/launcher_lost first). `exit_status`: our child's wait status when
- * it just ended, else -1. */
-static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
+/* OUTPUT_DIR/outcome.json into *rec, and its kind (NULL: none). Returns
+ * FOUND_NOTHING to go on, or what was found when that settles it: a record
+ * that cannot be read, one another process wrote (set aside: the Trial
+ * runs), a final one. */
+static enum found read_outcome(struct btrial *t, json_object **rec, const char **kind)
 {
         const char *out = t->p->output_dir;
         _cleanup_free_ char *why = NULL;
         int r = batch_load_record(out, "outcome.json", rec, &why);
         if (r < 0 && r != -ENOENT)
                 return unreadable(t, "outcome.json", why);
-        const char *kind = batch_record_kind(*rec);
-        if (r == 0 && !kind) {
+        *kind = batch_record_kind(*rec);
+        if (r == 0 && !*kind) {
                 json_object_put(*rec);
                 *rec = NULL;
                 return unreadable(t, "outcome.json", "it has no \"outcome\"");
         }
-        int ours = kind ? batch_record_ours(out, *rec, &why) : 1;
+        int ours = *kind ? batch_record_ours(out, *rec, &why) : 1;
         if (ours < 0) {
                 json_object_put(*rec);
                 *rec = NULL;
@@ -210,11 +216,25 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                          id, out);
                 batch_set_aside_foreign(out);
                 json_object_put(*rec);
-                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started");
+                *rec = batch_record_lost(t, NULL, "its outcome.json was not written by a run this batch started", false);
                 return FOUND_RECORD;
         }
-        if (kind && strcmp(kind, "running") != 0)
-                return FOUND_RECORD;
+        return *kind && strcmp(*kind, "running") != 0 ? FOUND_RECORD : FOUND_NOTHING;
+}
+
+/* What OUTPUT_DIR says of its attempt: nothing started yet; a launcher still
+ * alive (adopted: waited for); or a record in *rec (a lost launcher's written
+ * as void/launcher_lost first). `exit_status`: our child's wait status when
+ * it just ended, else -1. */
+static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int exit_status, json_object **rec)
+{
+        const char *out = t->p->output_dir;
+        _cleanup_free_ char *why = NULL;
+        const char *kind = NULL;
+        enum found found = read_outcome(t, rec, &kind);
+        if (found != FOUND_NOTHING)
+                return found;
+        int r;
         if (!kind) {
                 json_object_put(*rec);
                 *rec = NULL;
@@ -264,7 +284,7 @@ static enum found read_attempt(struct batch *b, struct btrial *t, size_t ix, int
                 return FOUND_RECORD;
         }
         _cleanup_free_ char *lost = slurm_why ? TAKE_PTR(slurm_why) : lost_why(exit_status);
-        *rec = batch_record_lost(t, *rec, lost);
+        *rec = batch_record_lost(t, *rec, lost, refused(exit_status));
         return FOUND_RECORD;
 }
 
@@ -447,30 +467,6 @@ static int launch_child(void *ctx)
         return 0;
 }
 
-/* Where a launcher finds its Trial's `env` (run --env-file /dev/fd/N):
- * the read end of a pipe holding the JSON, whole (it fits: session_env.h),
- * its write end closed. No value is ever in an argv, nor on disk. */
-#define BATCH_ENV_FD 3
-#define BATCH_ENV_FILE "/dev/fd/3"
-
-/* The pipe's read end, or -1 when the Trial has no `env`; -errno. */
-static int env_pipe(const struct plan_trial *p)
-{
-        if (p->env.n == 0)
-                return -1;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return -errno;
-        _cleanup_(erase_and_freep) char *json = session_env_to_json(&p->env);
-        int r = loop_write(fds[1], json, strlen(json));
-        close(fds[1]);
-        if (r < 0) {
-                close(fds[0]);
-                return r;
-        }
-        return fds[0];
-}
-
 static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *err)
 {
         const struct plan_trial *p = t->p;
@@ -487,7 +483,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
-        _cleanup_close_ int env_fd = env_pipe(p);
+        _cleanup_close_ int env_fd = batch_env_pipe(&p->env);
         if (env_fd < -1) {
                 close(go[0]);
                 close(go[1]);
@@ -540,6 +536,23 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
                 return tb_fail(err, r, "cannot record the launcher of Trial '%s' in '%s': %s", p->id, p->output_dir,
                                strerror(-r));
         return 0;
+}
+
+int batch_env_pipe(const struct strv *env)
+{
+        if (env->n == 0)
+                return -1;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        _cleanup_(erase_and_freep) char *json = session_env_to_json(env);
+        int r = loop_write(fds[1], json, strlen(json));
+        close(fds[1]);
+        if (r < 0) {
+                close(fds[0]);
+                return r;
+        }
+        return fds[0];
 }
 
 void batch_child_env(struct strv *envp)

@@ -22,6 +22,7 @@
 #include "model/limits.h"
 #include "sandbox/cow.h"
 #include "sandbox/spec.h"
+#include "trial/session_env.h"
 
 #define PROMPT "{prompt}"
 
@@ -214,8 +215,12 @@ static int check_env(const struct xctx *x, const char *where, json_object *v)
                 return xfail(x, where, "must be an object of strings ({\"NAME\": \"value\"})");
         json_object_object_foreach(v, name, val) {
                 _cleanup_free_ char *w = at(where, sandbox_env_name_valid(name) ? name : "?");
-                if (!sandbox_env_name_valid(name) || strncmp(name, "TRIALBOX_", 9) == 0)
-                        return xfail(x, w, "not a variable's name (letters, digits, '_'; not TRIALBOX_...)");
+                struct tb_error e = { 0 };
+                if (!sandbox_env_name_valid(name))
+                        return xfail(x, w, "not a variable's name (letters, digits, '_')");
+                /* The rule of the plan line's `env` (trial/session_env.h), said here, not at the batch. */
+                if (session_env_name_check(name, &e) < 0)
+                        return xfail(x, w, "%s", e.msg);
                 if (!text_of(val, true))
                         return xfail(x, w, "must be a string");
         }

@@ -17,7 +17,9 @@
 #include "base/path.h"
 #include "base/sha256.h"
 #include "base/strv.h"
+#include "network/netpolicy.h"
 #include "trial/session_env.h"
+#include "trial/trial.h"
 
 enum field_type {
         F_STRING,    /* a non-empty string */
@@ -161,6 +163,63 @@ static int set_experiment_field(const struct plan *plan, struct plan_trial *t, c
         return 0;
 }
 
+/* F_STRINGS: an array of strings, kept without spare capacity. */
+static int set_strings_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                             struct tb_error *err)
+{
+        if (!json_object_is_type(v, json_type_array))
+                return field_error(err, plan, t->line, f->name, "must be an array of strings");
+        struct strv *sv = strv_slot(t, f);
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+                json_object *e = json_object_array_get_idx(v, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return field_error(err, plan, t->line, f->name, "item %zu is not a string", i);
+                strv_add(sv, json_object_get_string(e));
+        }
+        /* Kept for the whole batch: no spare capacity per Trial. */
+        if (sv->v && sv->cap > sv->n + 1) {
+                sv->cap = sv->n + 1;
+                sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
+        }
+        return 0;
+}
+
+/* A limit (F_DURATION to F_GRACE): a string or a number, checked by the
+ * run's own parsers, kept as written. */
+static int set_limit_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
+                           struct tb_error *err)
+{
+        const char *text = limit_text(v);
+        long long value = 0;
+        struct tb_error e = { 0 };
+        if (!text)
+                return field_error(err, plan, t->line, f->name, "must be a string or a number");
+        if (check_limit(f, text, &value, &e) < 0)
+                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+        if (f->type == F_CPUS)
+                t->slots = (unsigned)((value + 999) / 1000);
+        *str_slot(t, f) = xstrdup(text);
+        return 0;
+}
+
+/* F_REPO_FROM: PATH[@REV]. */
+static int set_repo_from(const struct plan *plan, struct plan_trial *t, const char *s, struct tb_error *err)
+{
+        _cleanup_free_ char *path = xstrdup(s);
+        char *at = strrchr(path, '@');
+        if (at && !strchr(at, '/')) {
+                *at = '\0';
+                if (!at[1] || at[1] == '-')
+                        return field_error(err, plan, t->line, "repo_from",
+                                           "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
+                t->repo_rev = xstrdup(at + 1);
+        }
+        if (!path[0])
+                return field_error(err, plan, t->line, "repo_from", "'%s' has no path; use PATH or PATH@REV", s);
+        t->repo_from = path_clean(plan->dir, path);
+        return 0;
+}
+
 static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
                      struct tb_error *err)
 {
@@ -169,46 +228,17 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                 return set_experiment_field(plan, t, f, v, err);
         if (f->type == F_ENV)
                 return set_env_field(plan, t, f, v, err);
-        if (f->type == F_FLAG_OFF) {
+        if (f->type == F_STRINGS)
+                return set_strings_field(plan, t, f, v, err);
+        if (f->type >= F_DURATION && f->type <= F_GRACE)
+                return set_limit_field(plan, t, f, v, err);
+        if (f->type == F_FLAG || f->type == F_FLAG_OFF) {
                 if (!json_object_is_type(v, json_type_boolean))
                         return field_error(err, plan, t->line, name, "must be true or false");
-                *str_slot(t, f) = json_object_get_boolean(v) ? NULL : xstrdup("false");
-                return 0;
-        }
-        if (f->type == F_STRINGS) {
-                if (!json_object_is_type(v, json_type_array))
-                        return field_error(err, plan, t->line, name, "must be an array of strings");
-                struct strv *sv = strv_slot(t, f);
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        json_object *e = json_object_array_get_idx(v, i);
-                        if (!json_object_is_type(e, json_type_string))
-                                return field_error(err, plan, t->line, name, "item %zu is not a string", i);
-                        strv_add(sv, json_object_get_string(e));
-                }
-                /* Kept for the whole batch: no spare capacity per Trial. */
-                if (sv->v && sv->cap > sv->n + 1) {
-                        sv->cap = sv->n + 1;
-                        sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
-                }
-                return 0;
-        }
-        if (f->type == F_FLAG) {
-                if (!json_object_is_type(v, json_type_boolean))
-                        return field_error(err, plan, t->line, name, "must be true or false");
-                *str_slot(t, f) = json_object_get_boolean(v) ? xstrdup("true") : NULL;
-                return 0;
-        }
-        if (f->type >= F_DURATION && f->type <= F_GRACE) {
-                const char *text = limit_text(v);
-                long long value = 0;
-                struct tb_error e = { 0 };
-                if (!text)
-                        return field_error(err, plan, t->line, name, "must be a string or a number");
-                if (check_limit(f, text, &value, &e) < 0)
-                        return field_error(err, plan, t->line, name, "%s", e.msg);
-                if (f->type == F_CPUS)
-                        t->slots = (unsigned)((value + 999) / 1000);
-                *str_slot(t, f) = xstrdup(text);
+                bool on = json_object_get_boolean(v);
+                /* F_FLAG: "true" gives the flag; F_FLAG_OFF: "false" does. */
+                if (f->type == F_FLAG ? on : !on)
+                        *str_slot(t, f) = xstrdup(on ? "true" : "false");
                 return 0;
         }
         if (!json_object_is_type(v, json_type_string))
@@ -230,21 +260,8 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                         return field_error(err, plan, t->line, name, "'%s' is not one of host, none, allow", s);
                 *str_slot(t, f) = xstrdup(s);
                 return 0;
-        case F_REPO_FROM: {
-                _cleanup_free_ char *path = xstrdup(s);
-                char *at = strrchr(path, '@');
-                if (at && !strchr(at, '/')) {
-                        *at = '\0';
-                        if (!at[1] || at[1] == '-')
-                                return field_error(err, plan, t->line, name,
-                                                   "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
-                        t->repo_rev = xstrdup(at + 1);
-                }
-                if (!path[0])
-                        return field_error(err, plan, t->line, name, "'%s' has no path; use PATH or PATH@REV", s);
-                t->repo_from = path_clean(plan->dir, path);
-                return 0;
-        }
+        case F_REPO_FROM:
+                return set_repo_from(plan, t, s, err);
         default:
                 *str_slot(t, f) = xstrdup(s);
                 return 0;
@@ -296,6 +313,26 @@ static int check_folder(const struct plan *plan, unsigned line, const char *fiel
         return 0;
 }
 
+/* `allow_host` and `harness_endpoints` as `run` takes them: with `network`
+ * allow (or none given), each pattern one it parses, at most as many. */
+static int check_network(const struct plan *plan, const struct plan_trial *t, struct tb_error *err)
+{
+        bool allow_only = t->allow_host.n || t->harness_endpoints;
+        if (allow_only && t->network && strcmp(t->network, "allow") != 0)
+                return field_error(err, plan, t->line, "network", "is '%s', but %s needs allow", t->network,
+                                   t->allow_host.n ? "allow_host" : "harness_endpoints false");
+        if (t->allow_host.n > TRIAL_MAX_ALLOW_HOSTS)
+                return field_error(err, plan, t->line, "allow_host", "holds %zu patterns; at most %d", t->allow_host.n,
+                                   TRIAL_MAX_ALLOW_HOSTS);
+        for (size_t i = 0; i < t->allow_host.n; i++) {
+                _cleanup_(netpolicy_freep) struct netpolicy *np = netpolicy_new();
+                struct tb_error e = { 0 };
+                if (netpolicy_add(np, t->allow_host.v[i], &e) < 0)
+                        return field_error(err, plan, t->line, "allow_host", "%s", e.msg);
+        }
+        return 0;
+}
+
 static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_error *err)
 {
         static const char *const required[] = { "id", "harness", "output_dir" };
@@ -315,10 +352,13 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
                 return field_error(err, plan, t->line, "output_dir",
                                    "'%s' is a name the batch keeps for its own folders (NAME.repo, NAME.attempt-N); "
                                    "choose another", t->output_dir);
+        int r = check_network(plan, t, err);
+        if (r < 0)
+                return r;
         if (t->kill_after && !t->timeout)
                 return field_error(err, plan, t->line, "kill_after", "needs 'timeout' (the grace after the deadline's "
                                    "SIGTERM)");
-        int r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
+        r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
         if (r < 0)
                 return r;
         if (t->slots == 0)

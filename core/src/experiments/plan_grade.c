@@ -14,6 +14,7 @@
 #include "model/limits.h"
 #include "sandbox/cow.h"
 #include "sandbox/spec.h"
+#include "trial/session_env.h"
 
 enum gtype {
         G_STRING,
@@ -53,7 +54,7 @@ static const struct gfield gfields[] = {
         GF(cpus, G_CPUS, "--cpus"),
         GF(network, G_NETWORK, "--network"),
         GF(allow_host, G_STRINGS, "--allow-host"),
-        GF(env, G_ENV, "--env"),
+        GF(env, G_ENV, "--env-file"),
         GF(layer, G_LAYER, "--layer"),
 };
 
@@ -93,21 +94,13 @@ static int take_strings(struct plan_grade *g, const struct gfield *f, json_objec
         return 0;
 }
 
+/* As a Trial's `env` (trial/session_env.h): secrets, handed to the
+ * grader through a pipe, never in its argv. */
 static int take_env(struct plan_grade *g, const struct gfield *f, json_object *v, const struct gerr *e)
 {
-        if (!json_object_is_type(v, json_type_object))
-                return gfail(e, f->name, "must be an object of strings ({\"NAME\": \"value\"})");
-        json_object_object_foreach(v, name, val) {
-                if (!sandbox_env_name_valid(name) || strncmp(name, "TRIALBOX_", 9) == 0)
-                        return gfail(e, f->name,
-                                     "'%.64s' is not a variable a grader may set (letters, digits and "
-                                     "'_', not TRIALBOX_...)",
-                                     name);
-                if (!json_object_is_type(val, json_type_string) ||
-                    strlen(json_object_get_string(val)) != (size_t)json_object_get_string_len(val))
-                        return gfail(e, f->name, "the value of '%s' is not a string", name);
-                strv_addf(&g->env, "%s=%s", name, json_object_get_string(val));
-        }
+        struct tb_error err = { 0 };
+        if (session_env_from_json(v, &g->env, &err) < 0)
+                return gfail(e, f->name, "%s", err.msg);
         return 0;
 }
 
@@ -238,15 +231,18 @@ void plan_grade_free(struct plan_grade *g)
                 return;
         for (size_t i = 0; i < TB_ARRAY_SIZE(gfields); i++) {
                 const struct gfield *f = &gfields[i];
-                if (f->type == G_STRINGS || f->type == G_ENV)
+                if (f->type == G_STRINGS)
                         strv_done(strv_at(g, f));
+                else if (f->type == G_ENV)
+                        session_env_done(strv_at(g, f));
                 else if (f->type != G_FLAG)
                         free(*str_at(g, f));
         }
         free(g);
 }
 
-void plan_grade_args(const struct plan_grade *g, const char *trial_dir, const char *repo, struct strv *out)
+void plan_grade_args(const struct plan_grade *g, const char *trial_dir, const char *repo, const char *env_file,
+                     struct strv *out)
 {
         struct plan_grade *m = (struct plan_grade *)g;
         strv_add(out, "grade");
@@ -261,7 +257,12 @@ void plan_grade_args(const struct plan_grade *g, const char *trial_dir, const ch
                 if (f->type == G_FLAG) {
                         if (g->root_session)
                                 strv_add(out, f->flag);
-                } else if (f->type == G_STRINGS || f->type == G_ENV) {
+                } else if (f->type == G_ENV) {
+                        if (g->env.n && env_file) {
+                                strv_add(out, f->flag);
+                                strv_add(out, env_file);
+                        }
+                } else if (f->type == G_STRINGS) {
                         const struct strv *sv = strv_at(m, f);
                         for (size_t k = 0; k < sv->n; k++) {
                                 strv_add(out, f->flag);

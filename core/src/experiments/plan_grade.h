@@ -24,7 +24,7 @@ struct plan_grade {
         char *network, *layer;
         bool root_session;
         struct strv allow_host;
-        struct strv env; /* "NAME=value" */
+        struct strv env; /* "NAME=value" (trial/session_env.h: secrets) */
         unsigned slots;  /* job slots it takes: ceil(cpus), at least 1 */
 };
 
@@ -36,7 +36,10 @@ int plan_grade_parse(json_object *j, const char *dir, struct plan_grade **out, c
 void plan_grade_free(struct plan_grade *g);
 
 /* The `trialbox grade` arguments after the program name: "grade",
- * "--trial-dir", OUT, "--repo", REPO, the options, "-q", "--", args... */
-void plan_grade_args(const struct plan_grade *g, const char *trial_dir, const char *repo, struct strv *out);
+ * "--trial-dir", OUT, "--repo", REPO, the options, "-q", "--", args...;
+ * with `env`, "--env-file env_file" (the batch's pipe: never a value in
+ * argv). */
+void plan_grade_args(const struct plan_grade *g, const char *trial_dir, const char *repo, const char *env_file,
+                     struct strv *out);
 
 #endif

@@ -61,11 +61,13 @@ struct proxy_config {
 
 struct proxy;
 
-/* Start serving cfg->listen_fd (made non-blocking here). Adds the host's own
- * addresses (getifaddrs, here) to cfg->policy's refused ones. Also raises this
- * process's RLIMIT_NOFILE soft limit to its hard limit (children forked later
- * inherit it). 0, or a negative errno with err set (cfg's fd and policy are
- * released then too). */
+/* Start serving cfg->listen_fd (made non-blocking here, and given reno
+ * congestion control, which every accepted socket inherits: the session's
+ * side is a loopback hop, where the host's default may pace for nothing).
+ * Adds the host's own addresses (getifaddrs, here) to cfg->policy's refused
+ * ones. Also raises this process's RLIMIT_NOFILE soft limit to its hard limit
+ * (children forked later inherit it). 0, or a negative errno with err set
+ * (cfg's fd and policy are released then too). */
 int proxy_new(const struct proxy_config *cfg, struct proxy **out, struct tb_error *err);
 
 /* The fd to poll for POLLIN (an epoll fd). */

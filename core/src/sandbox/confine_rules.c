@@ -142,6 +142,14 @@ static int deny_when(scmp_filter_ctx ctx, int nr, int errnum, unsigned n, const 
         return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(errnum), nr, n, cmp);
 }
 
+/* One comparison with every field set: libseccomp's SCMP_A0() leaves
+ * datum_b to the compiler's zeroing, which clang's
+ * -Wmissing-field-initializers refuses. */
+static struct scmp_arg_cmp arg_cmp(unsigned arg, enum scmp_compare op, scmp_datum_t value)
+{
+        return (struct scmp_arg_cmp){ .arg = arg, .op = op, .datum_a = value, .datum_b = 0 };
+}
+
 /* socket() and socketpair(): only the families a session needs. A family
  * is an int, but the comparison is on the whole register: a value with
  * anything above its low 32 bits is at least AF_NETLINK + 1 and refused,
@@ -157,16 +165,16 @@ static int deny_socket_families(scmp_filter_ctx ctx)
                 for (scmp_datum_t fam = 0; fam < AF_NETLINK; fam++) {
                         if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6)
                                 continue;
-                        const struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, fam);
+                        const struct scmp_arg_cmp eq = arg_cmp(0, SCMP_CMP_EQ, fam);
                         if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 1, &eq)) < 0)
                                 return r;
                 }
-                const struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, AF_NETLINK);
+                const struct scmp_arg_cmp above = arg_cmp(0, SCMP_CMP_GT, AF_NETLINK);
                 if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 1, &above)) < 0)
                         return r;
                 /* Netlink: NETLINK_ROUTE (0) alone, what getaddrinfo and `ip` use. */
-                const struct scmp_arg_cmp netlink[] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-                                                        SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE) };
+                const struct scmp_arg_cmp netlink[] = { arg_cmp(0, SCMP_CMP_EQ, AF_NETLINK),
+                                                        arg_cmp(2, SCMP_CMP_NE, NETLINK_ROUTE) };
                 if ((r = deny_when(ctx, calls[c], EAFNOSUPPORT, 2, netlink)) < 0)
                         return r;
         }

@@ -11,13 +11,21 @@
 #include "base/fileio.h"
 #include "sandbox/spec.h"
 
-int session_env_check(const char *name, json_object *value, struct tb_error *err)
+int session_env_name_check(const char *name, struct tb_error *err)
 {
         if (!sandbox_env_name_valid(name))
                 return tb_fail(err, -EINVAL, "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", name);
         const char *why = sandbox_env_reserved(name);
         if (why)
                 return tb_fail(err, -EINVAL, "'%s' cannot be set: %s", name, why);
+        return 0;
+}
+
+int session_env_check(const char *name, json_object *value, struct tb_error *err)
+{
+        int r = session_env_name_check(name, err);
+        if (r < 0)
+                return r;
         if (!json_object_is_type(value, json_type_string))
                 return tb_fail(err, -EINVAL, "'%s' must be a string", name);
         if (strlen(json_object_get_string(value)) != (size_t)json_object_get_string_len(value))

@@ -16,6 +16,9 @@
 /* At most this much JSON (the whole object): what a pipe takes at once. */
 #define SESSION_ENV_MAX_BYTES 60000
 
+/* Check a variable's name: 0, or -EINVAL with err saying "'NAME' why". */
+int session_env_name_check(const char *name, struct tb_error *err);
+
 /* Check one variable: 0, or -EINVAL with err saying "NAME: why" (the value
  * never shown). */
 int session_env_check(const char *name, json_object *value, struct tb_error *err);

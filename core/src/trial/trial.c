@@ -277,6 +277,8 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                 if (r < 0)
                         return r;
         }
+        for (char *const *e = opt->session_env; e && *e; e++)
+                strv_add(&t->session_env, *e);
         if (opt->no_sandbox && opt->network != TRIAL_NETWORK_HOST && opt->network != TRIAL_NETWORK_DEFAULT)
                 return tb_fail(err, -EINVAL, "--network %s needs the sandbox; drop --no-sandbox (and TRIALBOX_NO_SANDBOX)",
                                trial_network_name(opt->network));

@@ -37,6 +37,10 @@ struct trial_options {
         /* --env-file: the user's own variables for the session, one JSON
          * object (trial/session_env.h), or NULL. */
         const char *env_file;
+        /* Or those variables already read and checked, "NAME=VALUE"
+         * (NULL-terminated; `grade` reads its --env-file first, so that a
+         * bad one is its usage error): copied, then erased by the caller. */
+        char *const *session_env;
         /* Who the session runs as when trialbox is root (session_user.h). */
         const char *user;  /* --user NAME|UID, or NULL */
         bool root_session; /* --root-session: accept a root session */
