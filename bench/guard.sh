@@ -73,7 +73,7 @@ for n in $sizes; do
                         "$t ms (+$d ms; $per µs)" "≤ +150 ms" "$(verdict_le "$d" 150)"
         else
                 row "repository guard" "no-op Trial, $(fmt "$n")-file repository, median (more than the empty one; per file)" \
-                        "$t ms (+$d ms; $per µs)" "" ""
+                        "$t ms (+$d ms; $per µs)" "a figure: how the cost grows" "met (measured)"
         fi
 done
 method "repository guard: one hyperfine series without a shell (-N), in $rounds rounds ($(pool_count "$T/runs" files-0) runs of each Trial in all; medians), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` (a new O each run) where R is, on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}), a git repository with one empty commit, or one of $(for n in $sizes; do [ "$n" = 0 ] || fmt "$n"; done | paste -sd/ -) empty files, 100 per folder, added and committed; each Trial checked to end with the guard's status \`restored\`. The difference from the empty repository is what the guard does per file (its walks of the worktree before and after the session, the index kept as data)."

@@ -54,6 +54,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
 doc="$root/docs/performance.md"
 mkdir -p "$root/docs"
+[ ! -e "$doc" ] || cp "$doc" "$out/previous.md"
 {
         echo "# Performance"
         echo
@@ -83,6 +84,20 @@ mkdir -p "$root/docs"
                 if (v ~ /^not met/) { n++; which = which (which ? "; " : "") $2 } else if (v ~ /^met/) m++ }
                 END { printf "Targets: %d met, %d not met%s.\n", m, n, n ? " (" which ")" : "" }'
         echo
+        echo "## Targets"
+        echo
+        echo "Each figure that has a target: its value, its verdict, and where its method is (the script and"
+        echo "its entry under Method below)."
+        echo
+        echo "| target | figure | value | verdict | method |"
+        echo "|---|---|---|---|---|"
+        for s in $scripts; do
+                awk -F' [|] ' -v s="$s" '/^[|] / && NF >= 5 { t = $4; v = $5; sub(/ *[|]$/, "", v)
+                        if (t == "") next
+                        printf "| %s | %s: %s | %s | %s | `bench/%s.sh` (**%s**) |\n", t, substr($1, 3), $2, $3, v, s, substr($1, 3) }' "$out/$s.out"
+        done
+        echo "| no figure of this report worse than in the one before | see \"Against the previous report\" | | the reader's (a figure that moved by less than its runs' spread has not moved) | \`bench/report.sh\` |"
+        echo
         echo "## Method"
         echo
         for s in $scripts; do
@@ -93,6 +108,25 @@ mkdir -p "$root/docs"
                 echo "## Notes"
                 echo
                 for s in $scripts; do sed -n 's/^note: /- /p' "$out/$s.out"; done
+        fi
+        echo
+        echo "## Against the previous report"
+        echo
+        if [ -s "$out/previous.md" ]; then
+                was_on=$(sed -n 's/^Measured \([0-9-]*\) .*/\1/p' "$out/previous.md" | head -n 1)
+                was_at=$(sed -n 's/.*(commit \([^)]*\)).*/\1/p' "$out/previous.md" | head -n 1)
+                was=" (measured ${was_on:-?}, commit ${was_at:-?})"
+                echo "Each figure whose value differs from the one in the report this one replaced$was, matched"
+                echo "by area and figure; figures new here, or gone, are not listed."
+                echo
+                echo "| area | figure | before | now |"
+                echo "|---|---|---|---|"
+                for s in $scripts; do grep '^| ' "$out/$s.out" || true; done | awk -F' [|] ' '
+                        NR == FNR { if ($0 ~ /^[|] / && NF >= 5) was[$1 FS $2] = $3; next }
+                        /^[|] / && NF >= 5 && ($1 FS $2) in was && was[$1 FS $2] != $3 {
+                                printf "| %s | %s | %s | %s |\n", substr($1, 3), $2, was[$1 FS $2], $3 }' "$out/previous.md" -
+        else
+                echo "No previous report to compare with."
         fi
         echo
         echo "## Running them"
