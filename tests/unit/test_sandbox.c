@@ -2,6 +2,9 @@
  * plain data, inspected without running anything. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/spec.h"
@@ -815,6 +819,52 @@ START_TEST(the_kernel_lists_a_host_socket_with_its_file)
 }
 END_TEST
 
+/* As root, a socket bound in another network namespace is listed, and
+ * trialbox is back in its own namespace after asking there. */
+START_TEST(as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own)
+{
+        if (geteuid() != 0) {
+                skip_note("as_root_another_namespaces_socket_…", "not root: other namespaces are not asked");
+                return;
+        }
+        struct stat before, after, st;
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &before), 0);
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *path = path_in(dir, "elsewhere.sock");
+        int ready[2];
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t other = fork();
+        ck_assert_int_ge(other, 0);
+        if (other == 0) {
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(1);
+                int fd = listening_at(path);
+                (void)!write(ready[1], "x", 1);
+                pause();
+                close(fd);
+                _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        ck_assert_int_eq(stat(path, &st), 0);
+        struct host_socket *v = NULL;
+        int n = host_sockets_list(&v);
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &after), 0);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        ck_assert(before.st_dev == after.st_dev && before.st_ino == after.st_ino);
+        ck_assert_int_ge(n, 1);
+        bool found = false;
+        for (int i = 0; i < n; i++)
+                found |= strcmp(v[i].path, path) == 0 && v[i].ino == (uint32_t)st.st_ino;
+        ck_assert_msg(found, "'%s', bound in another network namespace, is not in the list of %d sockets", path, n);
+        host_sockets_free(v, (size_t)n);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
 {
         _cleanup_free_ char *dir = tmpdir_new();
@@ -870,6 +920,7 @@ int main(void)
         tcase_add_test(tc, a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_masked_too);
         tc = tb_tcase(s, "host sockets", 0);
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
+        tcase_add_test(tc, as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
         return run_suite(s);
 }
