@@ -122,8 +122,19 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
         _cleanup_free_ char *link = path_in(dir, "l"), *loop = path_in(dir, "loop");
         ck_assert_int_eq(symlink("d/f", link), 0);
         ck_assert_int_eq(symlink("loop", loop), 0);
+        /* Links to a folder (relative, absolute, through another link,
+         * with ".." in them), and one to nothing. */
+        _cleanup_free_ char *ld = path_in(dir, "ld"), *abs = path_in(dir, "abs"), *l2 = path_in(dir, "l2");
+        _cleanup_free_ char *up = path_in(dir, "d/up"), *dangling = path_in(dir, "dangling");
+        ck_assert_int_eq(symlink("d", ld), 0);
+        ck_assert_int_eq(symlink(d, abs), 0);
+        ck_assert_int_eq(symlink("ld", l2), 0);
+        ck_assert_int_eq(symlink("../ld/./f", up), 0);
+        ck_assert_int_eq(symlink("nowhere/x", dangling), 0);
         const char *const rel[] = { "d/f", "l", "d", "d/", "d/./f", "d/../d/f", "l/", "missing", "d/missing/x",
-                                    "d/f/x", "loop", "" };
+                                    "d/f/x", "loop", "", "ld", "ld/f", "ld/../d/f", "ld/./f", "abs/f", "abs/../l",
+                                    "l2/f", "l2/", "d/up", "d/up/", "d/f/.", "d/f/..", "l/..", "dangling",
+                                    "loop/x", "d//f", "ld/missing" };
         struct path_memo memo = { 0 };
         for (int round = 0; round < 2; round++) /* the second time from the memo */
                 for (size_t i = 0; i < TB_ARRAY_SIZE(rel); i++) {

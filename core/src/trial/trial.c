@@ -846,7 +846,11 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
 {
         if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
+                /* A pass of its own: the plugin's hooks ran since the last. */
+                struct path_memo memo = { 0 };
+                th.memo = &memo;
                 toolchain_mask_secrets(&t->spec, &th);
+                path_memo_done(&memo);
         }
         /* Without the host's network, none of its unix sockets either. */
         if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
