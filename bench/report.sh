@@ -45,6 +45,12 @@ done
 took=$(($(date +%s) - start))
 
 tb_version=$("$BUILD/core/trialbox" --version 2>/dev/null | head -n 1 || echo "?")
+# How the build links json-c, libffi and libseccomp (TRIALBOX_STATIC_DEPS).
+if ldd "$BUILD/core/trialbox" 2>/dev/null | grep -q 'libjson-c'; then
+        linking="shared json-c, libffi and libseccomp"
+else
+        linking="json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS)"
+fi
 commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "?")
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "?")
 bwrap_v=$(bwrap --version 2>/dev/null | head -n 1 || echo "no bwrap")
@@ -62,7 +68,7 @@ mkdir -p "$root/docs"
         echo "(\`BUILD=build bench/report.sh\`, a few minutes). Each script in \`bench/\` also runs alone and prints its own rows."
         echo
         echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), Linux $kernel, $bwrap_v, /tmp on $fs_tmp;"
-        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\`. Load average when it started: $load_start, when it ended: $load;"
+        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\` ($linking). Load average when it started: $load_start, when it ended: $load;"
         echo "the benchmarks took $took s. Timings are wall-clock medians of commands run side by side in one"
         echo "hyperfine run, compared by their ratio: absolute times depend on the machine, ratios much less."
         if awk -v l="$load_start $load" -v n="$(nproc)" 'BEGIN { split(l, a, " "); exit !(a[1] + 0 > n + 0 || a[4] + 0 > n + 0) }'; then
