@@ -76,13 +76,89 @@ bench_driver() {
 # A scratch folder under /tmp (not in the repository: the output folder of a
 # Trial must not be inside the repository it runs on), removed at exit.
 scratch() {
-        W=$(mktemp -d /tmp/trialbox-bench.XXXXXX)
-        if [ "${KEEP:-0}" = 1 ]; then
-                say "scratch folder kept: $W"
-        else
-                trap 'rm -rf "$W"' EXIT
-        fi
+        scratch_in /tmp
+        W=$scratch_made
+}
+
+# scratch_in FOLDER: one more scratch folder, made under FOLDER, its path in
+# $scratch_made; removed at exit with the others (unless KEEP=1).
+bench_scratch_dirs=""
+bench_cleanup() {
+        [ "${KEEP:-0}" = 1 ] && return 0
+        for d in $bench_scratch_dirs; do
+                rm -rf "$d"
+        done
+}
+scratch_in() {
+        scratch_made=$(mktemp -d "$1/trialbox-bench.XXXXXX") || die "cannot make a scratch folder in $1"
+        bench_scratch_dirs="$bench_scratch_dirs $scratch_made"
+        [ "${KEEP:-0}" != 1 ] || say "scratch folder kept: $scratch_made"
+        trap bench_cleanup EXIT
         trap 'exit 129' HUP INT TERM PIPE # so that the EXIT trap runs
+}
+
+# The filesystem type of FOLDER (tmpfs, ext4, ...).
+fs_type() { df -T "$1" 2>/dev/null | awk 'NR == 2 { print $2 }'; }
+
+# A tmpfs folder for the figures the issue asks on tmpfs (TMPFS_DIR, by
+# default /dev/shm) and one on disk (DISK_DIR, by default bench/.cache of
+# this checkout): made by scratch_tmpfs and scratch_disk into $T and $D.
+scratch_tmpfs() {
+        scratch_in "${TMPFS_DIR:-/dev/shm}"
+        T=$scratch_made
+        [ "$(fs_type "$T")" = tmpfs ] || say "warning: $T is on $(fs_type "$T"), not tmpfs (set TMPFS_DIR)"
+}
+scratch_disk() {
+        mkdir -p "$bench_root/bench/.cache"
+        scratch_in "${DISK_DIR:-$bench_root/bench/.cache}"
+        D=$scratch_made
+        [ "$(fs_type "$D")" != tmpfs ] || say "warning: $D is on tmpfs, not a disk (set DISK_DIR)"
+}
+
+# hf_rounds OUT ROUNDS RUNS HYPERFINE-ARGS...: the same hyperfine series,
+# without a shell (-N), run ROUNDS times (each with RUNS / ROUNDS runs of
+# every command, one warm-up run each), so that the commands alternate
+# round by round and a slow spell of the machine falls on all of them
+# alike; every run's time is kept in OUT, one "NAME<TAB>SECONDS" line each.
+hf_rounds() {
+        hf_out=$1 hf_n=$2 hf_runs=$3
+        shift 3
+        hf_per=$(((hf_runs + hf_n - 1) / hf_n))
+        [ "$hf_per" -ge 2 ] || hf_per=2
+        : >"$hf_out"
+        hf_i=0
+        while [ "$hf_i" -lt "$hf_n" ]; do
+                say "round $((hf_i + 1)) of $hf_n"
+                hyperfine -N --warmup 1 --runs "$hf_per" --export-json "$hf_out.json" "$@" >&2 ||
+                        die "hyperfine failed (round $((hf_i + 1)))"
+                jq -r '.results[] | .command as $c | .times[] | "\($c)\t\(.)"' "$hf_out.json" >>"$hf_out"
+                hf_i=$((hf_i + 1))
+        done
+        rm -f "$hf_out.json"
+}
+
+# The median (and the fastest) of NAME's runs in an hf_rounds file, in ms.
+pool_median() { # FILE NAME
+        awk -F'\t' -v n="$2" '$1 == n { print $2 * 1000 }' "$1" | sort -g |
+                awk '{ v[NR] = $1 } END { if (!NR) exit 1; printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+pool_min() { # FILE NAME
+        awk -F'\t' -v n="$2" '$1 == n { print $2 * 1000 }' "$1" | sort -g | awk 'NR == 1 { printf "%.3f", $1 } END { if (!NR) exit 1 }'
+}
+pool_count() { # FILE NAME
+        awk -F'\t' -v n="$2" '$1 == n { k++ } END { print k + 0 }' "$1"
+}
+
+# a - b with 3 decimals.
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+
+# floor_line FILE DRY-RUN-LINE-FILE: the --dry-run line (without --seccomp,
+# see bare_line) as the floor driver's arguments: its `env -i` and its
+# `3>/dev/null` dropped (the floor makes the environment of the NAME=VALUE
+# words and opens fd 3 itself), so that hyperfine runs it without a shell.
+floor_line() {
+        sed -e 's/^env -i //' -e 's| 3>/dev/null$||' "$2" >"$1"
+        ! grep -q -e '3>' -e '^env ' "$1" || die "could not make the --dry-run line the floor's arguments"
 }
 
 # bare_line FILE RUN-ARGS...: the bwrap line that `trialbox run RUN-ARGS

@@ -1,37 +1,64 @@
 #!/bin/sh
 # Start-up: the wall time of a no-op Trial (--harness shell --harness-bin
-# /bin/true, a new output folder each run) side by side, in one hyperfine run,
-# with the bare bwrap command that --dry-run prints for it, /bin/true
-# unsandboxed, and the peers a user would pick instead when they are installed:
-# firejail and Anthropic's sandbox-runtime (srt). Medians and ratios to bare bwrap.
+# /bin/true, a new output folder each run) side by side with
+#   - the bare bwrap command that --dry-run prints for it (started by the
+#     floor driver's --exec: one small exec before bwrap's, no shell);
+#   - the floor (bench/floor.c): a launcher that forks a subreaper keeper,
+#     which starts the same bwrap line and reaps everything: the least a
+#     launcher that keeps a sandbox can do;
+#   - the same Trial with its repository and output folder on a disk;
+#   - /bin/true unsandboxed, and the peers a user would pick instead when they
+#     are installed: firejail and Anthropic's sandbox-runtime (srt).
+# Repository, output folders and the bare line's home on tmpfs (TMPFS_DIR,
+# default /dev/shm), but for the disk rows (DISK_DIR, default bench/.cache).
+# All in one hyperfine series without a shell, run in ROUNDS rounds so that
+# the commands alternate (lib.sh: hf_rounds); medians over every run.
 #
-#   bench/noop-trial.sh            (BUILD=folder, RUNS=50, WARMUP=3)
+#   bench/noop-trial.sh            (BUILD=folder, RUNS=60 per command, ROUNDS=6)
 #
-# Needs hyperfine (apt-get install -y hyperfine). Optional peers:
+# Needs hyperfine and jq (apt-get install -y hyperfine jq); builds the floor
+# driver ($BUILD/bench/floor, -DTRIALBOX_BENCH=ON). Optional peers:
 #   firejail   apt-get install -y firejail
 #   srt        npm package @anthropic-ai/sandbox-runtime (needs ripgrep and
 #              socat: apt-get install -y ripgrep socat); installed by this
-#              script into bench/.cache/srt when npm is there, or set SRT=path.
-#   libeatmydata (apt-get install -y eatmydata): adds a diagnostic row, the
-#              same Trial with fsync(2) made a no-op (LD_PRELOAD), which shows
-#              what writing outcome.json durably costs.
-RUNS=${RUNS:-50} # a no-op Trial takes ~15 ms: 50 runs are cheap and steady the medians
+#              script into bench/.cache/srt when npm is there (SRT_INSTALL=0:
+#              not), or set SRT=path.
+#   libeatmydata (apt-get install -y eatmydata): adds a diagnostic pair, the
+#              disk Trial with fsync(2) made a no-op (LD_PRELOAD) and without,
+#              both started through env(1), which shows what writing the
+#              records durably costs.
+RUNS=${RUNS:-60} # a no-op Trial takes a few ms: 60 runs are cheap and steady the medians
+ROUNDS=${ROUNDS:-6}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
+need jq jq
 need_trialbox
-scratch
-mkdir "$W/repo" "$W/peer-home"
+bench_driver floor
+FLOOR="$BUILD/bench/floor"
+scratch_tmpfs
+scratch_disk
+W=$T
+mkdir "$T/repo" "$T/peer-home" "$D/repo"
 
-# The bare command: what --dry-run prints, without --seccomp N (see bare_line),
-# run against a home made beforehand.
-bare_line "$W/bare.sh" --harness shell --harness-bin /bin/true --repo "$W/repo" --output-dir "$W/bare"
-mkdir -p "$W/bare/home"
+# The bare command: what --dry-run prints, without --seccomp N (see
+# bare_line), run against a home made beforehand, by the floor's --exec; the
+# floor runs the same line.
+bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
+mkdir -p "$T/bare/home"
+floor_line "$T/floor.args" "$T/bare.sh"
+# shellcheck disable=SC2046 # the line's words
+"$FLOOR" --exec $(cat "$T/floor.args") || die "the bare line failed: $FLOOR --exec $(cat "$T/floor.args")"
+# shellcheck disable=SC2046 # the line's words
+"$FLOOR" $(cat "$T/floor.args") || die "the floor failed: $FLOOR $(cat "$T/floor.args")"
 
-trial="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $W/repo --output-dir $W/out"
+trial="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/out"
+disk_trial="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $D/repo --output-dir $D/out"
 set -- \
-        --prepare "rm -rf $W/out" -n trialbox "$trial" \
-        --prepare true -n bare-bwrap "$(cat "$W/bare.sh")" \
+        --prepare true -n bare-bwrap "$FLOOR --exec $(cat "$T/floor.args")" \
+        --prepare true -n floor "$FLOOR $(cat "$T/floor.args")" \
+        --prepare "rm -rf $T/out" -n trialbox "$trial" \
+        --prepare "rm -rf $D/out" -n trialbox-disk "$disk_trial" \
         --prepare true -n true-unsandboxed /bin/true
 
 # As root: the same Trial as a session user (--user nobody, the default way a
@@ -39,16 +66,16 @@ set -- \
 # bwrap then makes, which the bare line (run as root) does not pay.
 user_trial=""
 if [ -n "$ROOT_SESSION" ] && id nobody >/dev/null 2>&1; then
-        mkdir "$W/repo-nobody"
-        chown nobody "$W/repo-nobody"
-        chmod 0755 "$W"
-        user_trial="$TB run -q --user nobody --harness shell --harness-bin /bin/true --repo $W/repo-nobody --output-dir $W/out-user"
-        if $user_trial >"$W/user.err" 2>&1; then
-                set -- "$@" --prepare "rm -rf $W/out-user" -n trialbox-user "$user_trial"
+        mkdir "$T/repo-nobody"
+        chown nobody "$T/repo-nobody"
+        chmod 0755 "$T"
+        user_trial="$TB run -q --user nobody --harness shell --harness-bin /bin/true --repo $T/repo-nobody --output-dir $T/out-user"
+        if $user_trial >"$T/user.err" 2>&1; then
+                set -- "$@" --prepare "rm -rf $T/out-user" -n trialbox-user "$user_trial"
         else
-                user_fail=$(head -c 300 "$W/user.err" | tr '\n|' '  ')
+                user_fail=$(head -c 300 "$T/user.err" | tr '\n|' '  ')
         fi
-        rm -rf "$W/out-user"
+        rm -rf "$T/out-user"
 fi
 
 eatmydata=""
@@ -56,7 +83,8 @@ for f in /usr/lib/*/libeatmydata.so /usr/lib/libeatmydata.so; do
         [ -e "$f" ] && eatmydata=$f && break
 done
 if [ -n "$eatmydata" ]; then
-        set -- "$@" --prepare "rm -rf $W/out" -n trialbox-no-fsync "LD_PRELOAD=$eatmydata $trial"
+        set -- "$@" --prepare "rm -rf $D/out" -n trialbox-disk-env "env $disk_trial" \
+                --prepare "rm -rf $D/out" -n trialbox-disk-no-fsync "env LD_PRELOAD=$eatmydata $disk_trial"
 fi
 
 # firejail, configured like the Trial: its own mount and pid namespaces
@@ -80,7 +108,7 @@ srt=${SRT:-}
 if [ -z "$srt" ] && [ -x "$bench_root/bench/.cache/srt/node_modules/.bin/srt" ]; then
         srt="$bench_root/bench/.cache/srt/node_modules/.bin/srt"
 fi
-if [ -z "$srt" ] && command -v npm >/dev/null 2>&1; then
+if [ -z "$srt" ] && [ "${SRT_INSTALL:-1}" = 1 ] && command -v npm >/dev/null 2>&1; then
         say "installing @anthropic-ai/sandbox-runtime into bench/.cache/srt (npm)"
         if npm install --silent --no-audit --no-fund --prefix "$bench_root/bench/.cache/srt" \
                 "@anthropic-ai/sandbox-runtime@${SRT_VERSION:-latest}" >&2; then
@@ -100,47 +128,58 @@ if [ -n "$srt" ]; then
         fi
 fi
 
-say "start-up: hyperfine, $RUNS runs of each command"
-hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-csv "$W/h.csv" "$@" >&2
+say "start-up: hyperfine, $ROUNDS rounds, $RUNS runs of each command in all"
+hf_rounds "$T/runs" "$ROUNDS" "$RUNS" "$@"
+runs=$(pool_count "$T/runs" trialbox)
 
-bare=$(hf_median "$W/h.csv" bare-bwrap)
-t=$(hf_median "$W/h.csv" trialbox)
+bare=$(pool_median "$T/runs" bare-bwrap)
+fl=$(pool_median "$T/runs" floor)
+t=$(pool_median "$T/runs" trialbox)
+td=$(pool_median "$T/runs" trialbox-disk)
+r_floor=$(ratio "$t" "$fl")
+rmin_floor=$(ratio "$(pool_min "$T/runs" trialbox)" "$(pool_min "$T/runs" floor)")
+row start-up "no-op Trial, tmpfs, median" "$t ms" "" ""
+row start-up "the floor (bench/floor.c: a subreaper keeper that runs the bare line), median" "$fl ms" "" ""
+row start-up "bare bwrap (its --dry-run line), median" "$bare ms" "" ""
+row start-up "no-op Trial / the floor, tmpfs, medians (and of the fastest runs)" "$r_floor× ($rmin_floor×)" "≤ 1.15×" "$(verdict_le "$r_floor" 1.15)"
+row start-up "the floor / bare bwrap, medians (what keeping a sandbox costs at least)" "$(ratio "$fl" "$bare")×" "" ""
 r=$(ratio "$t" "$bare")
 v=$(verdict_le "$r" 1.10)
 [ "$v" = met ] && [ "$(verdict_le "$r" 1.05)" = met ] && v="met (ideal ≤ 1.05× too)"
-row start-up "no-op Trial, median" "$t ms" "" ""
-row start-up "bare bwrap (its --dry-run line), median" "$bare ms" "" ""
-rmin=$(ratio "$(hf_min "$W/h.csv" trialbox)" "$(hf_min "$W/h.csv" bare-bwrap)")
+rmin=$(ratio "$(pool_min "$T/runs" trialbox)" "$(pool_min "$T/runs" bare-bwrap)")
 row start-up "no-op Trial / bare bwrap, medians (and of the fastest runs)" "$r× ($rmin×)" "≤ 1.10× (ideally 1.05×)" "$v"
-tu=$(hf_median "$W/h.csv" true-unsandboxed)
+row start-up "no-op Trial on disk ($(fs_type "$D")), median (ratio to the floor; to the tmpfs Trial)" \
+        "$td ms ($(ratio "$td" "$fl")×; +$(minus "$td" "$t") ms)" "" ""
+tu=$(pool_median "$T/runs" true-unsandboxed)
 row start-up "/bin/true unsandboxed, median (ratio to bare bwrap)" "$tu ms ($(ratio "$tu" "$bare")×)" "" ""
 if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
-        tn=$(hf_median "$W/h.csv" trialbox-user)
-        row start-up "diagnostic: no-op Trial as a session user (--user nobody), median (ratio)" \
+        tn=$(pool_median "$T/runs" trialbox-user)
+        row start-up "diagnostic: no-op Trial as a session user (--user nobody), median (ratio to bare bwrap)" \
                 "$tn ms ($(ratio "$tn" "$bare")×)" "" ""
 elif [ -n "$user_trial" ]; then
         row start-up "diagnostic: no-op Trial as --user nobody" "could not run: ${user_fail}" "" ""
 fi
 if [ -n "$eatmydata" ]; then
-        nf=$(hf_median "$W/h.csv" trialbox-no-fsync)
-        row start-up "diagnostic: no-op Trial with fsync a no-op (libeatmydata), median (ratio)" \
-                "$nf ms ($(ratio "$nf" "$bare")×)" "" ""
-        echo "note: start-up: with fsync made a no-op a no-op Trial is $(ratio "$nf" "$bare")× the bare bwrap command, against $r× with it: the difference is the fdatasync of outcome.json before its rename, kept on purpose (after a crash outcome.json is whole or absent, never empty). The rest of the gap is trialbox's own process (see own work) and its supervision of bwrap: the keeper's fork, the status and stderr pipes, writing the Outcome; the bare line pays an exec of env(1) that trialbox does not."
+        te=$(pool_median "$T/runs" trialbox-disk-env)
+        nf=$(pool_median "$T/runs" trialbox-disk-no-fsync)
+        row start-up "diagnostic: disk Trial through env(1), with and without fsync (libeatmydata), medians" \
+                "$te / $nf ms (the syncs: $(minus "$te" "$nf") ms)" "" ""
+        note "start-up: on disk a no-op Trial syncs its two records (the \`running\` one and the final one: fdatasync before each rename, so that outcome.json is whole or absent after a crash, never empty); made a no-op with libeatmydata they cost $(minus "$te" "$nf") ms here. See start-up breakdown for each sync's own time."
 fi
 if [ -n "$firejail_cmd" ] && [ -z "${firejail_fail:-}" ]; then
-        f=$(hf_median "$W/h.csv" firejail)
-        row start-up "firejail $(firejail --version | sed -n '1s/.*version //p'), median (ratio)" "$f ms ($(ratio "$f" "$bare")×)" "" ""
+        f=$(pool_median "$T/runs" firejail)
+        row start-up "firejail $(firejail --version | sed -n '1s/.*version //p'), median (ratio to bare bwrap)" "$f ms ($(ratio "$f" "$bare")×)" "" ""
 elif [ -n "$firejail_cmd" ]; then
         row start-up "firejail" "could not run: ${firejail_fail}" "" ""
 else
         row start-up "firejail" "not installed (apt-get install -y firejail)" "" ""
 fi
 if [ -n "$srt_cmd" ] && [ -z "${srt_fail:-}" ]; then
-        s=$(hf_median "$W/h.csv" srt)
-        row start-up "srt $srt_version, median (ratio)" "$s ms ($(ratio "$s" "$bare")×)" "" ""
+        s=$(pool_median "$T/runs" srt)
+        row start-up "srt $srt_version, median (ratio to bare bwrap)" "$s ms ($(ratio "$s" "$bare")×)" "" ""
 elif [ -n "$srt_cmd" ]; then
         row start-up "srt $srt_version" "could not run: ${srt_fail}" "" ""
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine run (--warmup $WARMUP --runs $RUNS, through its shell, whose start it subtracts) of: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'); the \`env -i … bwrap … 3>/dev/null\` line that \`--dry-run\` prints for it, run against a home made beforehand, $bare_line_words;$([ -n "$user_trial" ] && echo " the same Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the same Trial with \`LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). Medians; ratios are to the bare bwrap median."
+method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."

@@ -7,7 +7,7 @@
 #                                     REPORT_NOTE='text': a sentence for the page's header)
 #   bench/report.sh noop-trial wipe  (only these; docs/performance.md then holds only them)
 #
-# Needs what the scripts need: hyperfine, valgrind, GNU time, strace, and the
+# Needs what the scripts need: hyperfine, jq, git, valgrind, GNU time, strace, and the
 # build (the C drivers are built in it with -DTRIALBOX_BENCH=ON); optional peers firejail and srt (see bench/noop-trial.sh). Takes about 3 to 6
 # minutes on 2 cores. Output of the tools goes to stderr; the scripts' figures are also
 # kept in bench/.cache/last/ (not committed).
@@ -20,7 +20,7 @@ case ${BUILD:-} in
 esac
 export BUILD
 # bench/slurm.sh starts a Slurm cluster: only as root (its row says so otherwise).
-default="noop-trial startup-breakdown own-work memory wipe writeback concurrent batch limits proxy"
+default="noop-trial startup-breakdown own-work guard memory wipe writeback concurrent batch limits proxy"
 [ "$(id -u)" != 0 ] || default="$default slurm"
 scripts=${*:-$default}
 out="$root/bench/.cache/last"
@@ -45,6 +45,12 @@ done
 took=$(($(date +%s) - start))
 
 tb_version=$("$BUILD/core/trialbox" --version 2>/dev/null | head -n 1 || echo "?")
+# How the build links json-c, libffi and libseccomp (TRIALBOX_STATIC_DEPS).
+if ldd "$BUILD/core/trialbox" 2>/dev/null | grep -q 'libjson-c'; then
+        linking="shared json-c, libffi and libseccomp"
+else
+        linking="json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS)"
+fi
 commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "?")
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "?")
 bwrap_v=$(bwrap --version 2>/dev/null | head -n 1 || echo "no bwrap")
@@ -54,6 +60,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
 doc="$root/docs/performance.md"
 mkdir -p "$root/docs"
+[ ! -e "$doc" ] || cp "$doc" "$out/previous.md"
 {
         echo "# Performance"
         echo
@@ -61,7 +68,7 @@ mkdir -p "$root/docs"
         echo "(\`BUILD=build bench/report.sh\`, a few minutes). Each script in \`bench/\` also runs alone and prints its own rows."
         echo
         echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($cpu), Linux $kernel, $bwrap_v, /tmp on $fs_tmp;"
-        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\`. Load average when it started: $load_start, when it ended: $load;"
+        echo "$tb_version (commit $commit), built in \`$(basename "$BUILD")\` ($linking). Load average when it started: $load_start, when it ended: $load;"
         echo "the benchmarks took $took s. Timings are wall-clock medians of commands run side by side in one"
         echo "hyperfine run, compared by their ratio: absolute times depend on the machine, ratios much less."
         if awk -v l="$load_start $load" -v n="$(nproc)" 'BEGIN { split(l, a, " "); exit !(a[1] + 0 > n + 0 || a[4] + 0 > n + 0) }'; then
@@ -83,6 +90,20 @@ mkdir -p "$root/docs"
                 if (v ~ /^not met/) { n++; which = which (which ? "; " : "") $2 } else if (v ~ /^met/) m++ }
                 END { printf "Targets: %d met, %d not met%s.\n", m, n, n ? " (" which ")" : "" }'
         echo
+        echo "## Targets"
+        echo
+        echo "Each figure that has a target: its value, its verdict, and where its method is (the script and"
+        echo "its entry under Method below)."
+        echo
+        echo "| target | figure | value | verdict | method |"
+        echo "|---|---|---|---|---|"
+        for s in $scripts; do
+                awk -F' [|] ' -v s="$s" '/^[|] / && NF >= 5 { t = $4; v = $5; sub(/ *[|]$/, "", v)
+                        if (t == "") next
+                        printf "| %s | %s: %s | %s | %s | `bench/%s.sh` (**%s**) |\n", t, substr($1, 3), $2, $3, v, s, substr($1, 3) }' "$out/$s.out"
+        done
+        echo "| no figure of this report worse than in the one before | see \"Against the previous report\" | | the reader's (a figure that moved by less than its runs' spread has not moved) | \`bench/report.sh\` |"
+        echo
         echo "## Method"
         echo
         for s in $scripts; do
@@ -95,10 +116,29 @@ mkdir -p "$root/docs"
                 for s in $scripts; do sed -n 's/^note: /- /p' "$out/$s.out"; done
         fi
         echo
+        echo "## Against the previous report"
+        echo
+        if [ -s "$out/previous.md" ]; then
+                was_on=$(sed -n 's/^Measured \([0-9-]*\) .*/\1/p' "$out/previous.md" | head -n 1)
+                was_at=$(sed -n 's/.*(commit \([^)]*\)).*/\1/p' "$out/previous.md" | head -n 1)
+                was=" (measured ${was_on:-?}, commit ${was_at:-?})"
+                echo "Each figure whose value differs from the one in the report this one replaced$was, matched"
+                echo "by area and figure; figures new here, or gone, are not listed."
+                echo
+                echo "| area | figure | before | now |"
+                echo "|---|---|---|---|"
+                for s in $scripts; do grep '^| ' "$out/$s.out" || true; done | awk -F' [|] ' '
+                        NR == FNR { if ($0 ~ /^[|] / && NF >= 5) was[$1 FS $2] = $3; next }
+                        /^[|] / && NF >= 5 && ($1 FS $2) in was && was[$1 FS $2] != $3 {
+                                printf "| %s | %s | %s | %s |\n", substr($1, 3), $2, was[$1 FS $2], $3 }' "$out/previous.md" -
+        else
+                echo "No previous report to compare with."
+        fi
+        echo
         echo "## Running them"
         echo
         echo '```sh'
-        echo 'apt-get install -y hyperfine valgrind time strace build-essential   # needed'
+        echo 'apt-get install -y hyperfine jq git valgrind time strace build-essential # needed'
         echo 'apt-get install -y firejail eatmydata ripgrep socat                 # peers and diagnostics (srt: npm, installed by bench/noop-trial.sh into bench/.cache)'
         echo './scripts/setup                                                     # builds ./build'
         echo 'bench/report.sh                                                     # all of them, regenerates this file'

@@ -11,6 +11,7 @@
  *   TB_FAULT_LOGIN_ITERATIONS  trialbox kills during login write-backs (default 60)
  *   TB_FAULT_LOGIN_SIZE        size of each login version (default 262144)
  *   TB_FAULT_SANDBOX_ITERATIONS trialbox kills while a Trial starts (default 40)
+ *   TB_FAULT_RECORD_ITERATIONS trialbox kills while a Trial writes its first record (default 40)
  *   TB_FAULT_SEED              the random seed (default: the time; printed)
  * Each test prints its figures on stdout (they go into docs/reliability.md). */
 #define _GNU_SOURCE
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -531,6 +533,103 @@ START_TEST(a_sandbox_still_starting_when_trialbox_is_killed_never_runs_its_sessi
                       "trialbox was killed while bwrap started: the session %s and %zu processes outlived trialbox "
                       "(bwrap is exec'd without PR_SET_PDEATHSIG, and its own --die-with-parent comes too late)",
                       ran_file ? "ran" : "did not run", left);
+}
+END_TEST
+
+/* The `running` record is written while bwrap sets the sandbox up; the
+ * session's program starts only once it is in place (renamed after its
+ * fdatasync). One inotify instance on the output folder and the repository
+ * reports the rename and the session's first file in the order they came. */
+START_TEST(the_running_record_is_in_place_before_the_session_starts)
+{
+        struct fixture f;
+        fixture_new(&f);
+        ck_assert_int_eq(mkdir(f.out, 0700), 0); /* an empty output folder, to watch */
+        int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        ck_assert_int_ge(in, 0);
+        int w_out = inotify_add_watch(in, f.out, IN_MOVED_TO);
+        int w_repo = inotify_add_watch(in, f.repo, IN_CREATE);
+        ck_assert_int_ge(w_out, 0);
+        ck_assert_int_ge(w_repo, 0);
+        struct proc_result r;
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", "touch RAN"));
+        ck_assert_msg(r.status == 0, "trialbox exited %d: %s", r.status, r.err);
+        char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t n = read(in, buf, sizeof buf);
+        ck_assert_int_gt(n, 0);
+        int record_at = -1, ran_at = -1, k = 0;
+        for (char *p = buf; p < buf + n; k++) {
+                const struct inotify_event *e = (const struct inotify_event *)p;
+                if (record_at < 0 && e->wd == w_out && e->len && strcmp(e->name, "outcome.json") == 0)
+                        record_at = k;
+                if (ran_at < 0 && e->wd == w_repo && e->len && strcmp(e->name, "RAN") == 0)
+                        ran_at = k;
+                p += sizeof *e + e->len;
+        }
+        close(in);
+        ck_assert_msg(ran_at >= 0, "the session made no RAN");
+        ck_assert_msg(record_at >= 0 && record_at < ran_at,
+                      "the session started (event %d) before the running record was in place (event %d)", ran_at,
+                      record_at);
+        assert_outcome(&f, "outcome", "completed");
+        fixture_free(&f);
+}
+END_TEST
+
+/* trialbox killed at random moments of a Trial's start: outcome.json is
+ * absent or a whole `running` record (never empty, never a part), and a
+ * session that ran always had its record in place. */
+START_TEST(trialbox_killed_at_any_step_of_the_start_leaves_a_whole_record_or_none_and_no_session_without_one)
+{
+        const long iterations = env_long("TB_FAULT_RECORD_ITERATIONS", 40);
+        rng_seed("record kills");
+        struct fixture f;
+        fixture_new(&f);
+        _cleanup_free_ char *m = marker("fault-record");
+        _cleanup_free_ char *outp = xasprintf("%s/stdout", f.dir), *errp = xasprintf("%s/stderr", f.dir);
+        _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
+        long none = 0, running = 0, sessions = 0;
+        for (long i = 0; i < iterations; i++) {
+                struct fixture g = f;
+                snprintf(g.out, sizeof g.out, "%s/out-%ld", f.dir, i);
+                char *argv[64];
+                /* sh -c SCRIPT MARKER: the marker is the session's $0, on its command line. */
+                tb_argv(argv, 64, "shell", &g, EXTRA("--", "-c", "touch RAN; sleep 20", m));
+                unlink(ran);
+                pid_t pid = spawn_argv(tb_env(NULL), argv, outp, errp);
+                long delay = (long)(rng() % 40000);
+                sleep_us(delay);
+                kill(pid, SIGKILL);
+                ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+                reap_leftovers(m, 500);
+                _cleanup_free_ char *path = xasprintf("%s/outcome.json", g.out);
+                size_t len = 0;
+                _cleanup_free_ char *text = read_all(path, &len, false);
+                bool session_ran = access(ran, F_OK) == 0;
+                sessions += session_ran;
+                if (!text) {
+                        ck_assert_msg(!session_ran, "iteration %ld (killed after %ld us): the session ran without a "
+                                      "running record", i, delay);
+                        none++;
+                        tmpdir_remove(g.out);
+                        continue;
+                }
+                json_object *j = json_tokener_parse(text);
+                json_object *v;
+                ck_assert_msg(j && json_object_is_type(j, json_type_object), "iteration %ld (killed after %ld us): "
+                              "outcome.json is not a whole record: '%s'", i, delay, text);
+                ck_assert_msg(json_object_object_get_ex(j, "outcome", &v) &&
+                                      strcmp(json_object_get_string(v), "running") == 0,
+                              "iteration %ld: outcome.json is not the running record: '%s'", i, text);
+                json_object_put(j);
+                running++;
+                tmpdir_remove(g.out);
+        }
+        unlink(ran);
+        say("record kills: %ld kills of trialbox 0-40 ms after its start: %ld left no record, %ld a whole running "
+            "record; %ld sessions had started, each after its record\n",
+            iterations, none, running, sessions);
+        fixture_free(&f);
 }
 END_TEST
 
@@ -1131,6 +1230,8 @@ TB_SUITE("faults", 120)
         tcase_add_test(tc, trialbox_killed_during_login_write_backs_leaves_the_host_login_whole);
         tcase_add_test(tc, trialbox_killed_at_random_moments_leaves_no_sandbox_running);
         tcase_add_test(tc, a_sandbox_still_starting_when_trialbox_is_killed_never_runs_its_session);
+        tcase_add_test(tc, the_running_record_is_in_place_before_the_session_starts);
+        tcase_add_test(tc, trialbox_killed_at_any_step_of_the_start_leaves_a_whole_record_or_none_and_no_session_without_one);
         tcase_add_test(tc, an_output_folder_full_before_is_status_126_and_one_the_session_fills_still_gets_its_outcome);
         tcase_add_test(tc, a_read_only_output_folder_is_refused_or_status_126_with_one_line_and_the_login_intact);
         tcase_add_test(tc, a_session_cannot_truncate_or_seek_trialboxs_stdout_nor_forge_its_last_line);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "sandbox/confine.h"
+#include "sandbox/confine_bpf.h"
 #include "tb_test.h"
 
 static void confined_argv(bool nested, bool userns, const char *home, struct sandbox_spec *s, struct strv *a)
@@ -270,6 +271,47 @@ START_TEST(check_says_the_filter_and_the_keyring_are_in_effect_here)
 }
 END_TEST
 
+/* The whole BPF program in `fd` (closed), malloc'd; its length in *len. */
+static unsigned char *program_of(int fd, size_t *len)
+{
+        struct stat st;
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        *len = (size_t)st.st_size;
+        unsigned char *buf = malloc(*len + 1);
+        ck_assert_int_eq(pread(fd, buf, *len, 0), (ssize_t)*len);
+        close(fd);
+        return buf;
+}
+
+START_TEST(the_filter_built_in_is_the_one_the_rules_compile_to_here)
+{
+        /* Built on this machine (the tests run where they are built): the
+         * key is this system's, so the built program is the one used. */
+        if (confine_bpf_built.key.arch != 0)
+                ck_assert(confine_filter_built_in());
+        for (int nested = 0; nested <= 1; nested++) {
+                int a = -1, b = -1;
+                struct tb_error err = { 0 };
+                ck_assert_int_eq(confine_filter_fd(nested, &a, &err), 0);
+                ck_assert_int_eq(confine_filter_compile_fd(nested, &b, &err), 0);
+                size_t la, lb;
+                unsigned char *pa = program_of(a, &la), *pb = program_of(b, &lb);
+                ck_assert_uint_gt(la, 20 * 8);
+                ck_assert_uint_eq(la % 8, 0);
+                ck_assert_uint_eq(la, lb);
+                ck_assert(memcmp(pa, pb, la) == 0);
+                if (confine_bpf_built.key.arch != 0)
+                        ck_assert_uint_eq(la, confine_bpf_built.len[nested]);
+                free(pa);
+                free(pb);
+        }
+        /* The two differ: the nested one lets user namespaces and mounts be. */
+        if (confine_bpf_built.key.arch != 0)
+                ck_assert(confine_bpf_built.len[0] != confine_bpf_built.len[1] ||
+                          memcmp(confine_bpf_built.prog[0], confine_bpf_built.prog[1], confine_bpf_built.len[0]) != 0);
+}
+END_TEST
+
 TB_SUITE("confine", 0)
 {
         tcase_add_test(tc, the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_bwrap_makes_one);
@@ -280,4 +322,5 @@ TB_SUITE("confine", 0)
         tcase_add_test(tc, the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first);
         tcase_add_test(tc, a_fresh_session_keyring_hides_the_one_before);
         tcase_add_test(tc, check_says_the_filter_and_the_keyring_are_in_effect_here);
+        tcase_add_test(tc, the_filter_built_in_is_the_one_the_rules_compile_to_here);
 }

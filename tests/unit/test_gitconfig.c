@@ -1,7 +1,8 @@
-/* Unit tests of gitconfig.c, the reader of the host's git identity: on every
+/* Unit tests of gitconfig.c, the reader of the host's git config: on every
  * case it reads, its answer is git's own (`git config --global -z
- * --get-regexp '^user\.(name|email)$'` run on the same file); what it leaves
- * to git is the syntax it does not follow exactly. */
+ * --get-regexp '^user\.(name|email)$'` for the identity, `git config --file
+ * F --get-regexp` of the guard's host paths, byte for byte, run on the same
+ * file); what it leaves to git is the syntax it does not follow exactly. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -147,6 +148,83 @@ START_TEST(only_a_printable_line_is_taken_and_the_last_wins) {
 }
 END_TEST
 
+/* The repository guard's host paths (gitconfig_host_paths): read here, and
+ * byte for byte what git prints. */
+static const char *const host_paths_read_here[] = {
+    "[core]\n\thooksPath = .husky\n",
+    "[Core]\n\tHooksPath = \"  spaced  \" # comment\n",
+    "[core \"x\"]\n\thookspath = not core.hookspath\n",
+    "[core]\n\thooksPath = a\n\thooksPath = b\n",
+    "[include]\n\tpath = ../team.gitconfig\n",
+    "[includeIf \"gitdir:~/work/\"]\n\tpath = ~/work.gitconfig\n",
+    "[includeIf \"gitdir:/a b/\"]\n\tpath = a space in the subsection\n",
+    "[includeIf \"gitdir:/a b/\"]\n\tpath\n",
+    "[includeIf \"esc\\\"aped \\\\ and \\x\"]\n\tpath = p\n",
+    "[includeif.dotted]\n\tpath = d\n",
+    "[includeif]\n\tpath = no subsection\n",
+    "[include \"sub\"]\n\tpath = not include.path\n",
+    "[include]\n\tpath\n",
+    "[include]\n\tpath =\n",
+    "[include]\n\tpath = \"two\\nlines\"\n",
+    "[include]\n\tpath = tab\\there\n",
+    "[include]\n\tPATH = Upper\n\tpaths = other\n",
+    "hookspath = before any section\n[core]\n\thookspath = after\n",
+    "[user]\n\tname = Ada\n[core]\n\tpager = less\n",
+    "\xef\xbb\xbf[core]\r\n\thooksPath = crlf\r\n",
+    "[core]\n\thooksPath = Zoë/ünïcode\n",
+    "",
+    "# only a comment\n",
+};
+
+/* Left to git: -EOPNOTSUPP. */
+static const char *const host_paths_left_to_git[] = {
+    "[core]\n\thooksPath = continued \\\n line\n",
+    "[core]\n\thooksPath = \"unterminated\n",
+    "[core]\n\thooksPath = bad \\q escape\n",
+    "[core\n\thooksPath = x\n",
+    "[core]\n\thooksPath = form\ffeed\n",
+    "[includeIf \"unterminated]\n\tpath = x\n",
+};
+
+#define HOST_PATHS_REGEXP "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$"
+
+START_TEST(every_host_paths_file_it_reads_gives_gits_lines) {
+  _cleanup_free_ char *dir = tmpdir_new();
+  _cleanup_free_ char *file = path_in(dir, "config");
+  const char *text = host_paths_read_here[_i];
+  write_text(file, text, 0644);
+  struct strbuf mine = {0};
+  strbuf_add(&mine, "");
+  ck_assert_msg(gitconfig_host_paths(text, strlen(text), &mine) == 0,
+                "case %d: left to git: %s", _i, text);
+  _cleanup_free_ char *cmd = xasprintf(
+      "env -i HOME='%s' GIT_CONFIG_NOSYSTEM=1 PATH=/usr/bin:/bin git config "
+      "--file '%s' --get-regexp '" HOST_PATHS_REGEXP "' 2>/dev/null",
+      dir, file);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char buf[8192];
+  size_t len = fread(buf, 1, sizeof buf, p);
+  pclose(p);
+  ck_assert_msg(mine.len == len && memcmp(mine.s, buf, len) == 0,
+                "case %d: read '%s', git says '%.*s'", _i, mine.s, (int)len,
+                buf);
+  free(mine.s);
+  tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(a_host_paths_file_it_does_not_follow_exactly_is_left_to_git) {
+  const char *text = host_paths_left_to_git[_i];
+  struct strbuf out = {0};
+  strbuf_add(&out, "kept");
+  ck_assert_msg(gitconfig_host_paths(text, strlen(text), &out) == -EOPNOTSUPP,
+                "case %d: %s", _i, text);
+  ck_assert_str_eq(out.s, "kept");
+  free(out.s);
+}
+END_TEST
+
 TB_SUITE("gitconfig", 0) {
   if (host_can("command -v git >/dev/null"))
     tcase_add_loop_test(tc, every_file_it_reads_gives_gits_answer, 0,
@@ -157,4 +235,13 @@ TB_SUITE("gitconfig", 0) {
                       (int)TB_ARRAY_SIZE(left_to_git));
   tcase_add_test(tc, a_nul_byte_is_left_to_git);
   tcase_add_test(tc, only_a_printable_line_is_taken_and_the_last_wins);
+  if (host_can("command -v git >/dev/null"))
+    tcase_add_loop_test(tc, every_host_paths_file_it_reads_gives_gits_lines, 0,
+                        (int)TB_ARRAY_SIZE(host_paths_read_here));
+  else
+    skip_note("every_host_paths_file_it_reads_gives_gits_lines",
+              "git is not installed");
+  tcase_add_loop_test(tc,
+                      a_host_paths_file_it_does_not_follow_exactly_is_left_to_git,
+                      0, (int)TB_ARRAY_SIZE(host_paths_left_to_git));
 }

@@ -2,6 +2,9 @@
  * plain data, inspected without running anything. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/spec.h"
@@ -447,10 +451,11 @@ static void assert_ro(const struct sandbox_spec *s, const struct fake_home *h, c
         ck_assert_msg(op && op->kind == SANDBOX_RO_BIND && strcmp(op->src, p) == 0, "'%s' is not bound read-only", rel);
 }
 
-START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into)
+/* A home with PATH folders of every kind (a_path_folder_in_the_home_...):
+ * the PATH, malloc'd; *proj_out: the outside project's node_modules. */
+static char *path_tools_home(struct fake_home *hp, char **proj_out)
 {
-        struct fake_home h;
-        fake_home_new(&h);
+        struct fake_home h = *hp;
         mk(&h, ".local/bin/token", "secret");
         _cleanup_free_ char *token = at(&h, ".local/bin/token");
         ck_assert_int_eq(chmod(token, 0600), 0);
@@ -477,14 +482,24 @@ START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_in
         /* A PATH folder inside a secret place: nothing of it. */
         mk(&h, ".codex/bin/codex-helper", "#!/bin/sh\n");
         /* A folder outside the home: bound whole, its links' npm tree too. */
-        _cleanup_free_ char *proj = xasprintf("%s/proj/node_modules", h.dir);
+        char *proj = xasprintf("%s/proj/node_modules", h.dir);
         _cleanup_free_ char *proj_bin = xasprintf("%s/.bin", proj);
         _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         ck_assert_int_eq(mkdir_p(proj_bin, 0755), 0);
         write_in(proj, "pkg/cli.js", "#!/usr/bin/env node\n", 0755);
         ck_assert_int_eq(symlink("../pkg/cli.js", proj_link), 0);
 
-        _cleanup_free_ char *path = xasprintf("%s/.local/bin:%s/.codex/bin:%s:/usr/bin:/bin", h.home, h.home, proj_bin);
+        *proj_out = proj;
+        return xasprintf("%s/.local/bin:%s/.codex/bin:%s:/usr/bin:/bin", h.home, h.home, proj_bin);
+}
+
+START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into)
+{
+        struct fake_home h;
+        fake_home_new(&h);
+        _cleanup_free_ char *proj = NULL;
+        _cleanup_free_ char *path = path_tools_home(&h, &proj);
+        _cleanup_free_ char *proj_link = xasprintf("%s/.bin/pcli", proj);
         struct toolchain_host th = { .path = path, .home = h.home };
         struct sandbox_spec s = { 0 };
         toolchain_add_system(&s, "/nonexistent");
@@ -516,6 +531,35 @@ START_TEST(a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_in
         for (size_t i = 0; i < s.n_ops; i++)
                 ck_assert_int_ne(s.ops[i].kind, SANDBOX_BIND);
         sandbox_spec_done(&s);
+        fake_home_free(&h);
+}
+END_TEST
+
+/* The toolchain pass with its realpath memo and a PATH that says each
+ * folder twice builds the spec a plain pass over the PATH builds. */
+START_TEST(a_memo_and_a_path_folder_said_twice_change_nothing_of_the_binds)
+{
+        struct fake_home h;
+        fake_home_new(&h);
+        _cleanup_free_ char *proj = NULL;
+        _cleanup_free_ char *path = path_tools_home(&h, &proj);
+        _cleanup_free_ char *twice = xasprintf("%s:%s:%s/.local/bin", path, path, h.home);
+        struct path_memo memo = { 0 };
+        const struct toolchain_host plain = { .path = path, .home = h.home };
+        const struct toolchain_host fast = { .path = twice, .home = h.home, .memo = &memo };
+        struct sandbox_spec a = { 0 }, b = { 0 };
+        toolchain_add_system(&a, "/nonexistent");
+        toolchain_add_tools(&a, &plain);
+        toolchain_mask_secrets(&a, &plain);
+        toolchain_add_system(&b, "/nonexistent");
+        toolchain_add_tools(&b, &fast);
+        toolchain_mask_secrets(&b, &fast);
+        ck_assert_uint_gt(memo.n, 0);
+        _cleanup_free_ char *la = sandbox_render(&a, "bwrap"), *lb = sandbox_render(&b, "bwrap");
+        ck_assert_str_eq(la, lb);
+        path_memo_done(&memo);
+        sandbox_spec_done(&a);
+        sandbox_spec_done(&b);
         fake_home_free(&h);
 }
 END_TEST
@@ -766,6 +810,52 @@ START_TEST(the_kernel_lists_a_host_socket_with_its_file)
 }
 END_TEST
 
+/* As root, a socket bound in another network namespace is listed, and
+ * trialbox is back in its own namespace after asking there. */
+START_TEST(as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own)
+{
+        if (geteuid() != 0) {
+                skip_note("as_root_another_namespaces_socket_…", "not root: other namespaces are not asked");
+                return;
+        }
+        struct stat before, after, st;
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &before), 0);
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *path = path_in(dir, "elsewhere.sock");
+        int ready[2];
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t other = fork();
+        ck_assert_int_ge(other, 0);
+        if (other == 0) {
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(1);
+                int fd = listening_at(path);
+                (void)!write(ready[1], "x", 1);
+                pause();
+                close(fd);
+                _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        ck_assert_int_eq(stat(path, &st), 0);
+        struct host_socket *v = NULL;
+        int n = host_sockets_list(&v);
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &after), 0);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        ck_assert(before.st_dev == after.st_dev && before.st_ino == after.st_ino);
+        ck_assert_int_ge(n, 1);
+        bool found = false;
+        for (int i = 0; i < n; i++)
+                found |= strcmp(v[i].path, path) == 0 && v[i].ino == (uint32_t)st.st_ino;
+        ck_assert_msg(found, "'%s', bound in another network namespace, is not in the list of %d sockets", path, n);
+        host_sockets_free(v, (size_t)n);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
 {
         _cleanup_tmpdir_ char *dir = tmpdir_new();
@@ -809,6 +899,7 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, an_nvm_launcher_brings_the_node_beside_it_onto_the_session_path);
         tcase_add_test(tc, tools_in_the_home_bind_their_own_folder_or_file_never_the_home_or_a_top_level_folder);
         tcase_add_test(tc, a_path_folder_in_the_home_binds_each_tool_and_what_its_links_point_into);
+        tcase_add_test(tc, a_memo_and_a_path_folder_said_twice_change_nothing_of_the_binds);
         tcase_add_test(tc, a_cargo_config_is_bound_only_when_it_names_no_registry_token);
         tcase_add_test(tc, too_broad_means_the_home_a_folder_above_it_a_top_level_folder_or_an_xdg_base);
         tc = tb_tcase(s, "secret places", 0);
@@ -817,5 +908,6 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, a_place_inside_another_is_masked_with_it_and_an_xdg_override_is_masked_too);
         tc = tb_tcase(s, "host sockets", 0);
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
+        tcase_add_test(tc, as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
 }

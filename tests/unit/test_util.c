@@ -2,6 +2,7 @@
  * the growth macro, the environment read once. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -108,6 +109,52 @@ START_TEST(path_dirname_gives_the_folder_of_absolute_relative_and_bare_names)
 }
 END_TEST
 
+START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *file = path_in(dir, "d/f"), *d = path_in(dir, "d");
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        write_text(file, "x", 0644);
+        _cleanup_free_ char *link = path_in(dir, "l"), *loop = path_in(dir, "loop");
+        ck_assert_int_eq(symlink("d/f", link), 0);
+        ck_assert_int_eq(symlink("loop", loop), 0);
+        /* Links to a folder (relative, absolute, through another link,
+         * with ".." in them), and one to nothing. */
+        _cleanup_free_ char *ld = path_in(dir, "ld"), *abs = path_in(dir, "abs"), *l2 = path_in(dir, "l2");
+        _cleanup_free_ char *up = path_in(dir, "d/up"), *dangling = path_in(dir, "dangling");
+        ck_assert_int_eq(symlink("d", ld), 0);
+        ck_assert_int_eq(symlink(d, abs), 0);
+        ck_assert_int_eq(symlink("ld", l2), 0);
+        ck_assert_int_eq(symlink("../ld/./f", up), 0);
+        ck_assert_int_eq(symlink("nowhere/x", dangling), 0);
+        const char *const rel[] = { "d/f", "l", "d", "d/", "d/./f", "d/../d/f", "l/", "missing", "d/missing/x",
+                                    "d/f/x", "loop", "", "ld", "ld/f", "ld/../d/f", "ld/./f", "abs/f", "abs/../l",
+                                    "l2/f", "l2/", "d/up", "d/up/", "d/f/.", "d/f/..", "l/..", "dangling",
+                                    "loop/x", "d//f", "ld/missing" };
+        struct path_memo memo = { 0 };
+        for (int round = 0; round < 2; round++) /* the second time from the memo */
+                for (size_t i = 0; i < TB_ARRAY_SIZE(rel); i++) {
+                        _cleanup_free_ char *p = rel[i][0] ? path_in(dir, rel[i]) : xstrdup("");
+                        errno = 0;
+                        char *want = realpath(p, NULL);
+                        int want_err = want ? 0 : errno;
+                        errno = 0;
+                        char *got = path_memo_realpath(&memo, p);
+                        int got_err = got ? 0 : errno;
+                        ck_assert_msg((!want && !got) || (want && got && strcmp(want, got) == 0),
+                                      "'%s': realpath says '%s', the memo '%s'", p, want ? want : "(none)",
+                                      got ? got : "(none)");
+                        ck_assert_int_eq(got_err, want_err);
+                        free(want);
+                        free(got);
+                }
+        ck_assert_uint_eq(memo.n, TB_ARRAY_SIZE(rel)); /* each asked of the file system once */
+        path_memo_done(&memo);
+        ck_assert_uint_eq(memo.n, 0);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 /* SHA-256 against FIPS 180-4's examples, and across its block edges. */
 START_TEST(sha256_gives_the_standard_digests)
 {
@@ -189,6 +236,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
+        tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
 }

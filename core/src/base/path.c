@@ -2,6 +2,7 @@
 #include "base/path.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +110,156 @@ char *path_clean(const char *base, const char *p)
                 out[n++] = '/';
         out[n] = '\0';
         return out;
+}
+
+struct path_memo_entry {
+        char *path, *real; /* real NULL: realpath failed with `err` */
+        unsigned hash;
+        int err;
+};
+
+static unsigned path_hash(const char *s)
+{
+        unsigned h = 2166136261u; /* FNV-1a */
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+/* An entry of `v` (n of them) for `path`, or NULL. */
+static const struct path_memo_entry *memo_find(const struct path_memo_entry *v, size_t n, const char *path,
+                                               unsigned h)
+{
+        for (size_t i = 0; i < n; i++)
+                if (v[i].hash == h && strcmp(v[i].path, path) == 0)
+                        return &v[i];
+        return NULL;
+}
+
+/* realpath(3)'s answer for `path` from an entry: a copy, or NULL with errno. */
+static char *memo_answer(const struct path_memo_entry *e)
+{
+        if (!e->real)
+                errno = e->err;
+        return e->real ? xstrdup(e->real) : NULL;
+}
+
+#define MEMO_LINKS_MAX 40 /* as the kernel's and glibc's: more links than this is a loop */
+
+static char *resolve(struct path_memo *memo, const char *path, int *links);
+
+/* The real path of `real`/`name` (`real` resolved, `name` one component),
+ * each such pair asked of the file system once per memo: readlink(2)
+ * tells a link (followed) from a file or folder (EINVAL) from nothing. */
+static char *resolve_part(struct path_memo *memo, const char *real, const char *name, int *links)
+{
+        _cleanup_free_ char *key = xasprintf("%s/%s", strcmp(real, "/") == 0 ? "" : real, name);
+        unsigned h = path_hash(key);
+        const struct path_memo_entry *e = memo_find(memo->parts, memo->n_parts, key, h);
+        if (e)
+                return memo_answer(e);
+        char target[PATH_MAX];
+        char *out = NULL;
+        int err = 0;
+        ssize_t len = readlink(key, target, sizeof target - 1);
+        if (len >= 0 && ++*links > MEMO_LINKS_MAX) {
+                err = ELOOP;
+        } else if (len >= 0) {
+                target[len] = '\0';
+                _cleanup_free_ char *next = target[0] == '/' ? xstrdup(target) : xasprintf("%s/%s", real, target);
+                out = resolve(memo, next, links);
+                err = out ? 0 : errno;
+        } else if (errno == EINVAL) {
+                out = xstrdup(key);
+        } else {
+                err = errno;
+        }
+        GREEDY_REALLOC(memo->parts, memo->cap_parts, memo->n_parts + 1);
+        memo->parts[memo->n_parts++] = (struct path_memo_entry){ TAKE_PTR(key), out ? xstrdup(out) : NULL, h, err };
+        errno = err;
+        return out;
+}
+
+/* `real` is a folder: 0, or -1 with errno (ENOTDIR). */
+static int is_folder(const char *real)
+{
+        struct stat st;
+        if (stat(real, &st) < 0)
+                return -1;
+        if (!S_ISDIR(st.st_mode)) {
+                errno = ENOTDIR;
+                return -1;
+        }
+        return 0;
+}
+
+/* The absolute `path` resolved component by component, as realpath(3)
+ * does: "." and ".." (and a trailing '/') need a folder before them, ".."
+ * goes up from what the links before it resolved to. */
+static char *resolve(struct path_memo *memo, const char *path, int *links)
+{
+        _cleanup_free_ char *real = xstrdup("/");
+        bool folder = true; /* `real` is known to be a folder */
+        for (const char *p = path;;) {
+                while (*p == '/')
+                        p++;
+                size_t l = strcspn(p, "/");
+                bool dot = (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.');
+                bool trailing = l == 0 && p > path + 1 && p[-1] == '/';
+                if ((dot || trailing) && !folder) {
+                        if (is_folder(real) < 0)
+                                return NULL;
+                        folder = true;
+                }
+                if (l == 0)
+                        break;
+                if (l == 2 && dot) {
+                        char *slash = strrchr(real, '/');
+                        slash[slash == real ? 1 : 0] = '\0';
+                } else if (!dot) {
+                        _cleanup_free_ char *name = xasprintf("%.*s", (int)l, p);
+                        char *next = resolve_part(memo, real, name, links);
+                        if (!next)
+                                return NULL;
+                        free(real);
+                        real = next;
+                        folder = false;
+                }
+                p += l;
+        }
+        return TAKE_PTR(real);
+}
+
+char *path_memo_realpath(struct path_memo *memo, const char *path)
+{
+        if (!memo)
+                return realpath(path, NULL);
+        unsigned h = path_hash(path);
+        const struct path_memo_entry *e = memo_find(memo->v, memo->n, path, h);
+        if (e)
+                return memo_answer(e);
+        /* Absolute paths through the memo of their components (a home and
+         * its folders are shared by most paths asked); others as asked. */
+        int links = 0;
+        char *real = path[0] == '/' ? resolve(memo, path, &links) : realpath(path, NULL);
+        int err = real ? 0 : errno;
+        GREEDY_REALLOC(memo->v, memo->cap, memo->n + 1);
+        memo->v[memo->n++] = (struct path_memo_entry){ xstrdup(path), real ? xstrdup(real) : NULL, h, err };
+        errno = err;
+        return real;
+}
+
+void path_memo_done(struct path_memo *memo)
+{
+        for (size_t i = 0; i < memo->n; i++) {
+                free(memo->v[i].path);
+                free(memo->v[i].real);
+        }
+        for (size_t i = 0; i < memo->n_parts; i++) {
+                free(memo->parts[i].path);
+                free(memo->parts[i].real);
+        }
+        free(memo->v);
+        free(memo->parts);
+        *memo = (struct path_memo){ 0 };
 }

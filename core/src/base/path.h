@@ -30,4 +30,24 @@ int mkdir_p(const char *path, mode_t mode);
  * resolved) or trailing '/'. malloc'd. */
 char *path_clean(const char *base, const char *p);
 
+/* realpath(3) answers remembered for one pass over many paths that ask for
+ * the same ones again (the toolchains look at the home and each PATH folder
+ * many times): each path is resolved once, its answer (the real path, or
+ * the errno) kept, and so is each component on the way (each folder of the
+ * home is looked at once, whatever path goes through it). Only for a pass in which the file system is taken not to
+ * change: a new memo for each. Zeroed is empty. */
+struct path_memo {
+        struct path_memo_entry *v; /* the paths asked */
+        size_t n, cap;
+        struct path_memo_entry *parts; /* each resolved folder/name pair of them */
+        size_t n_parts, cap_parts;
+};
+
+/* As realpath(path, NULL): malloc'd, or NULL with errno set; through
+ * `memo` when it is not NULL. */
+char *path_memo_realpath(struct path_memo *memo, const char *path);
+
+/* Free what the memo holds; it is empty again. */
+void path_memo_done(struct path_memo *memo);
+
 #endif

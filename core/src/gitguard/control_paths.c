@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
+#include "gitguard/gitconfig.h"
 #include "gitguard/guard_internal.h"
 #include "gitguard/repo_guard.h"
 #include "gitguard/hostgit.h"
@@ -83,6 +85,61 @@ void guard_find_link_targets(struct repo_guard *g)
         }
 }
 
+#define HOST_PATHS_REGEXP "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$"
+/* As host_git_run keeps it: what is longer is not read at all. */
+#define HOST_PATHS_MAX 65536
+
+/* What git prints for the host paths of the config files `names` (in
+ * `dirfd`, in git's order of reading them), read here: 0 with the lines
+ * added to `out`, or -EOPNOTSUPP when git must read them (gitconfig.h). A
+ * file that is not there says nothing, as for git. */
+static int host_paths_from_files(int dirfd, const char *const *names, size_t n, struct strbuf *out)
+{
+        for (size_t i = 0; i < n; i++) {
+                /* Links followed, as git does; never blocking on a FIFO. */
+                size_t len = 0;
+                _cleanup_free_ char *text = NULL;
+                int r = read_full_file_at(dirfd, names[i], 1u << 20, READ_REGULAR | READ_NONBLOCK, &text, &len, NULL);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        continue;
+                if (r < 0 || gitconfig_host_paths(text, len, out) < 0)
+                        return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+/* The host-path lines of the repository's config (`repo_config`) or, when
+ * that is NULL, of the host user's global one: read here when gitconfig.c
+ * can, else by one run of git (as `git config --file F` or `--global`
+ * with `--get-regexp` HOST_PATHS_REGEXP). malloc'd, or NULL for none. */
+static char *host_paths_lines(const char *git, const char *repo_config, const char *host_home)
+{
+        struct strbuf sb = { 0 };
+        int r;
+        if (repo_config) {
+                r = host_paths_from_files(AT_FDCWD, &repo_config, 1, &sb);
+        } else {
+                _cleanup_close_ int home_fd = host_home ? open(host_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (home_fd < 0 && (!host_home || errno == ENOENT || errno == ENOTDIR))
+                        r = 0; /* no home, no global config */
+                else
+                        r = home_fd < 0 ? -EOPNOTSUPP : host_paths_from_files(home_fd, host_git_global_files, 2, &sb);
+        }
+        if (r == 0 && sb.len < HOST_PATHS_MAX)
+                return sb.s;
+        free(sb.s);
+        if (r == 0)
+                return NULL;
+        char *out = xmalloc(HOST_PATHS_MAX);
+        const char *const args_file[] = { "config", "--file", repo_config, "--get-regexp", HOST_PATHS_REGEXP, NULL };
+        const char *const args_global[] = { "config", "--global", "--get-regexp", HOST_PATHS_REGEXP, NULL };
+        if (host_git_run(git, repo_config ? NULL : host_home, repo_config ? args_file : args_global, out,
+                         HOST_PATHS_MAX, NULL))
+                return out;
+        free(out);
+        return NULL;
+}
+
 /* The worktree paths the host's own git config names as a hooks folder or
  * a config to include (husky's `core.hooksPath = .husky`, a shared
  * `include.path = ../team.gitconfig`): the session could write git code
@@ -94,20 +151,12 @@ void guard_find_host_paths(struct repo_guard *g, const struct repo_guard_host *h
         if (!git)
                 return;
         _cleanup_free_ char *repo_config = g->common ? xasprintf("%s/config", g->common) : NULL;
-        const char *files[] = { repo_config, NULL };
         for (size_t i = 0; i < 2; i++) {
                 if (i == 0 && !repo_config)
                         continue;
-                _cleanup_free_ char *out = xmalloc(65536);
-                const char *const args_file[] = { "config", "--file", files[0] ? files[0] : "/dev/null", "--get-regexp",
-                                                  "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
-                const char *const args_global[] = { "config", "--global", "--get-regexp",
-                                                    "^(core\\.hookspath|include\\.path|includeif\\..*\\.path)$", NULL };
-                if (!host_git_run(git, i == 0 ? NULL : host->host_home, i == 0 ? args_file : args_global, out, 65536,
-                                  NULL))
-                        continue;
+                _cleanup_free_ char *out = host_paths_lines(git, i == 0 ? repo_config : NULL, host->host_home);
                 char *save = NULL;
-                for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
                         char *value = strchr(line, ' ');
                         if (!value || !*++value)
                                 continue;

@@ -9,6 +9,8 @@
 #include "base/spawn.h"
 #include "base/strv.h"
 
+const char *const host_git_global_files[2] = { ".config/git/config", ".gitconfig" };
+
 bool host_git_run(const char *git, const char *home, const char *const args[], char *out, size_t cap, size_t *len_out)
 {
         struct strv argv = { 0 };

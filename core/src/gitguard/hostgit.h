@@ -13,4 +13,9 @@
 bool host_git_run(const char *git, const char *home, const char *const args[], char *out, size_t cap,
                   size_t *len_out);
 
+/* The host user's global config files, relative to their home, in the
+ * order `git config --global` reads them (the last value wins), with HOME
+ * set and XDG_CONFIG_HOME not (as host_git_run runs git). */
+extern const char *const host_git_global_files[2];
+
 #endif

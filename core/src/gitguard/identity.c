@@ -20,12 +20,11 @@
  * here when gitconfig.c can: 0, or -EOPNOTSUPP for git to read them. */
 static int identity_from_files(const char *host_home, char **name, char **email)
 {
-        /* `git config --global` reads both, in this order: the last value wins. */
-        const char *const files[] = { ".config/git/config", ".gitconfig" };
+        const char *const *files = host_git_global_files;
         _cleanup_close_ int home_fd = open(host_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (home_fd < 0)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -EOPNOTSUPP;
-        for (size_t i = 0; i < TB_ARRAY_SIZE(files); i++) {
+        for (size_t i = 0; i < TB_ARRAY_SIZE(host_git_global_files); i++) {
                 /* Links followed, as git does (dotfiles are often links);
                  * never blocking on a FIFO. */
                 size_t len = 0;

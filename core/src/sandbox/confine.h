@@ -73,8 +73,19 @@ struct confine_options {
 /* Build the filter for `nested_userns` as a BPF program in a sealed memfd,
  * positioned at its start, close-on-exec, numbered above every fd the
  * keeper places (SANDBOX_STATUS_FD + 1). On success *fd owns it. Returns 0
- * or a negative errno (err says which step failed). */
+ * or a negative errno (err says which step failed). The program is the one
+ * compiled when trialbox was built when that was made under this system's
+ * key (sandbox/confine_bpf.h), else compiled from the rules now. */
 int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err);
+
+/* The same, always compiled from the rules now (what the built program must
+ * equal: the tests compare them). */
+int confine_filter_compile_fd(bool nested_userns, int *fd, struct tb_error *err);
+
+/* Whether confine_filter_fd uses the program compiled when trialbox was
+ * built (true) or compiles the rules at each run (another libseccomp or
+ * kernel seccomp API level than the build's, or a cross build). */
+bool confine_filter_built_in(void);
 
 /* Apply the confinement to a sandboxed spec whose home is `home`: the filter
  * (spec->seccomp_fd), spec->disable_userns, /proc/sys read-only when bwrap

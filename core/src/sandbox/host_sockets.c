@@ -23,7 +23,6 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "base/path.h"
-#include "base/spawn.h"
 #include "base/strbuf.h"
 
 #define WALK_DEPTH_MAX 256 /* deeper than any real tree; past it, the folder is masked whole */
@@ -98,12 +97,18 @@ static int read_dump(int fd, struct host_socket **v, size_t *n, size_t *cap)
         }
 }
 
-/* The sockets of this process's network namespace, into *v. 0 or -errno. */
-static int list_here(struct host_socket **v, size_t *n, size_t *cap)
+/* The kernel's socket-diagnosis socket, of the network namespace this
+ * thread is in. An fd, or -errno. */
+static int diag_socket(void)
 {
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-        if (fd < 0)
-                return -errno;
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The sockets of the network namespace `fd` (a diag_socket) was made in,
+ * into *v. 0 or -errno. */
+static int list_by(int fd, struct host_socket **v, size_t *n, size_t *cap)
+{
         struct {
                 struct nlmsghdr h;
                 struct unix_diag_req r;
@@ -118,60 +123,47 @@ static int list_here(struct host_socket **v, size_t *n, size_t *cap)
         return read_dump(fd, v, n, cap);
 }
 
-/* One socket as a child sends it back: its identity, then its path's bytes. */
-struct wire_socket {
-        unsigned long long dev, ino;
-        uint32_t len;
-};
-
-/* The child of list_there(): which namespace to join, where to write. */
-struct list_child {
-        const char *ns_path;
-        int out;
-};
-
-/* In a child of trialbox's (spawn's child_fn: no exec): join the network
- * namespace, list its sockets, write them to the pipe. Its exit status. */
-static int list_child(void *ctx)
+/* A diag_socket of the network namespace `ns_path` names: this thread
+ * joins it for the one socket() call and comes back to `own` (its own
+ * namespace's fd). The socket keeps the namespace it was made in, and
+ * nothing but the kernel answers it: no child, no code of that
+ * namespace's. An fd, or -errno (the namespace gone, or not joinable). */
+static int diag_socket_in(const char *ns_path, int own)
 {
-        const struct list_child *c = ctx;
-        _cleanup_close_ int ns = open(c->ns_path, O_RDONLY | O_CLOEXEC);
-        struct host_socket *v = NULL;
-        size_t n = 0, cap = 0;
-        if (ns < 0 || setns(ns, CLONE_NEWNET) < 0 || list_here(&v, &n, &cap) < 0)
-                return 1;
-        for (size_t i = 0; i < n; i++) {
-                struct wire_socket w = { .dev = v[i].dev, .ino = v[i].ino, .len = (uint32_t)strlen(v[i].path) };
-                if (loop_write(c->out, &w, sizeof(w)) < 0 || loop_write(c->out, v[i].path, w.len) < 0)
-                        return 1;
-        }
-        return 0;
+        _cleanup_close_ int ns = open(ns_path, O_RDONLY | O_CLOEXEC);
+        if (ns < 0)
+                return -errno;
+        if (setns(ns, CLONE_NEWNET) < 0)
+                return -errno;
+        int fd = diag_socket();
+        /* Everything after this (the proxy's listener, the session's
+         * namespace) must be made in trialbox's own: never go on elsewhere. */
+        if (setns(own, CLONE_NEWNET) < 0)
+                abort();
+        return fd;
 }
 
-/* The sockets of the network namespace `ns_path` names, asked from a child
- * that joined it (a namespace is joined by a thread, never undone), into *v.
- * A namespace that cannot be asked (its processes gone) adds nothing. */
-static void list_there(const char *ns_path, struct host_socket **v, size_t *n, size_t *cap)
+/* The sockets of the network namespace `ns_path` names, into *v. A
+ * namespace that cannot be asked (its processes gone) adds nothing. */
+static void list_there(const char *ns_path, int own, struct host_socket **v, size_t *n, size_t *cap)
 {
-        _cleanup_close_pair_ int p[2] = { -1, -1 };
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return;
-        struct list_child lc = { .ns_path = ns_path, .out = p[1] };
-        struct spawn child = { .child_fn = list_child, .ctx = &lc };
-        struct tb_error err = { 0 };
-        int r = spawn_start(&child, &err);
-        tb_closep(&p[1]);
-        struct wire_socket w;
-        while (r == 0 && loop_read(p[0], &w, sizeof(w)) == (ssize_t)sizeof(w) && w.len > 0 && w.len < 4096) {
-                char path[4096];
-                if (loop_read(p[0], path, w.len) != (ssize_t)w.len)
-                        break;
-                path[w.len] = '\0';
-                add_socket(v, n, cap, w.dev, w.ino, path);
-        }
-        if (r == 0)
-                (void)spawn_wait(&child, &err);
-        spawn_done(&child);
+        _cleanup_close_ int fd = diag_socket_in(ns_path, own);
+        if (fd >= 0)
+                (void)list_by(fd, v, n, cap);
+}
+
+/* The network namespace's inode that the link `path` (relative to `dirfd`)
+ * names, "net:[INODE]", or 0. Reading the link is about half the cost of a
+ * stat(2) through it, which makes the kernel find the namespace's file. */
+static unsigned long long netns_inode(int dirfd, const char *path)
+{
+        char buf[64];
+        ssize_t n = readlinkat(dirfd, path, buf, sizeof buf - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        unsigned long long ino = 0;
+        return sscanf(buf, "net:[%llu]", &ino) == 1 ? ino : 0;
 }
 
 /* As root, every other network namespace a process is in: a container's
@@ -179,28 +171,33 @@ static void list_there(const char *ns_path, struct host_socket **v, size_t *n, s
  * lists each namespace's sockets to its own. */
 static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
 {
-        struct stat own;
-        if (geteuid() != 0 || stat("/proc/self/ns/net", &own) < 0)
+        if (geteuid() != 0)
                 return;
+        /* This thread's namespace: the one it comes back to. */
+        _cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        unsigned long long own_ino = netns_inode(AT_FDCWD, "/proc/thread-self/ns/net");
         _cleanup_closedir_ DIR *proc = opendir("/proc");
-        _cleanup_free_ ino_t *seen = NULL;
+        if (own < 0 || own_ino == 0 || !proc)
+                return;
+        _cleanup_free_ unsigned long long *seen = NULL;
         size_t n_seen = 0, cap_seen = 0;
-        for (struct dirent *e; proc && (e = readdir(proc));) {
+        for (struct dirent *e; (e = readdir(proc));) {
                 if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
                         continue;
                 char ns_path[300];
-                struct stat st;
-                snprintf(ns_path, sizeof ns_path, "/proc/%s/ns/net", e->d_name);
-                if (stat(ns_path, &st) < 0 || (st.st_dev == own.st_dev && st.st_ino == own.st_ino))
+                snprintf(ns_path, sizeof ns_path, "%s/ns/net", e->d_name);
+                unsigned long long ino = netns_inode(dirfd(proc), ns_path);
+                if (ino == 0 || ino == own_ino)
                         continue;
                 bool known = false;
                 for (size_t i = 0; i < n_seen && !known; i++)
-                        known = seen[i] == st.st_ino;
+                        known = seen[i] == ino;
                 if (known)
                         continue;
                 GREEDY_REALLOC(seen, cap_seen, n_seen + 1);
-                seen[n_seen++] = st.st_ino;
-                list_there(ns_path, v, n, cap);
+                seen[n_seen++] = ino;
+                snprintf(ns_path, sizeof ns_path, "/proc/%s/ns/net", e->d_name);
+                list_there(ns_path, own, v, n, cap);
         }
 }
 
@@ -208,7 +205,8 @@ int host_sockets_list(struct host_socket **out)
 {
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
-        int r = list_here(&v, &n, &cap);
+        _cleanup_close_ int fd = diag_socket();
+        int r = fd < 0 ? fd : list_by(fd, &v, &n, &cap);
         if (r < 0) {
                 host_sockets_free(v, n);
                 return r;

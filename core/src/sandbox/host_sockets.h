@@ -10,7 +10,9 @@
  * trialbox's network namespace, with the device and inode of each one's
  * file (NETLINK_SOCK_DIAG, UDIAG_SHOW_VFS), so no folder is walked; as
  * root, those of every other network namespace a process is in too (a
- * container's daemon), each asked from a child that joins it. A
+ * container's daemon), each asked through a diagnosis socket made there:
+ * trialbox's thread joins the namespace for that one call and comes back
+ * (it aborts rather than go on in another). A
  * socket whose file is at the path it was bound to is placed there. One
  * that is not (bound by a relative path, moved, hard-linked elsewhere, or
  * bound in another mount namespace) sends trialbox walking every bound

@@ -163,7 +163,7 @@ static size_t existing_masks(const struct secret_homes *h, struct mask **out)
         secret_places_list(h, &paths);
         m = xmalloc((paths.n ? paths.n : 1) * sizeof *m);
         for (size_t i = 0; i < paths.n; i++) {
-                char *real = realpath(paths.v[i], NULL);
+                char *real = path_memo_realpath(h->memo, paths.v[i]);
                 struct stat st;
                 if (!real || strcmp(real, "/") == 0 || stat(real, &st) < 0 ||
                     (is_token_row(h, paths.v[i]) && !secret_file_has_token(real))) {

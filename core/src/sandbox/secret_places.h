@@ -25,6 +25,7 @@ struct secret_homes {
         const char *state_home;  /* XDG_STATE_HOME */
         const char *cargo_home;  /* CARGO_HOME */
         const char *extra;       /* more places, ':'-separated: absolute, or relative to home (TRIALBOX_SECRET_PLACES) */
+        struct path_memo *memo;  /* realpath's answers for one pass (base/path.h), or NULL */
 };
 
 /* The absolute host paths of every secret place (existing or not), in table

@@ -159,6 +159,7 @@ struct supervisor {
         struct sink out_sink, err_sink;
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
+        bool byte_written; /* the session's --block-fd byte was written */
 };
 
 static void on_status(char *l, void *ud)
@@ -639,6 +640,17 @@ static struct source *add_source(struct supervisor *sv, int fd, enum source_life
         return src;
 }
 
+/* Write the byte bwrap waits for on its --block-fd: from here the session's
+ * program may run. 0 or a negative errno with `err`. */
+static int let_session_start(struct supervisor *sv, struct tb_error *err)
+{
+        if (write(sv->block_p[1], "", 1) != 1)
+                return tb_fail(err, -errno, "letting the session start: %s", strerror(errno));
+        tb_closep(&sv->block_p[1]);
+        sv->byte_written = true;
+        return 0;
+}
+
 /* run->hold: once bwrap has reported the sandbox's pid, ask hold() and
  * write the session's byte, or end the sandbox before the session runs. */
 static void release_session(struct supervisor *sv)
@@ -652,10 +664,9 @@ static void release_session(struct supervisor *sv)
         if (r == 0 && sv->hold_watch.fd >= 0 &&
             !add_source(sv, sv->hold_watch.fd, WHILE_RUNNING, on_watch, &sv->hold_watch))
                 r = tb_fail(&e, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
-        if (r == 0 && write(sv->block_p[1], "", 1) != 1)
-                r = tb_fail(&e, -errno, "letting the session start: %s", strerror(errno));
+        if (r == 0)
+                r = let_session_start(sv, &e);
         if (r == 0) {
-                tb_closep(&sv->block_p[1]);
                 sv->released = true;
                 return;
         }
@@ -863,14 +874,13 @@ static int supervisor_fds(struct supervisor *sv, int exec_p[2], struct tb_error 
             (run->bwrap && (pipe2(sv->status_p, O_CLOEXEC) < 0 || pipe2(sv->block_p, O_CLOEXEC) < 0)))
                 return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
         sv->exec_r = exec_p[0];
-        if (run->bwrap && run->hold) {
+        if (run->bwrap) {
                 sv->argv = argv_with_block_fd(run->argv);
-                sv->held = true; /* the byte is written by release_session() */
-        } else if (run->bwrap) {
-                sv->argv = argv_with_block_fd(run->argv);
-                if (write(sv->block_p[1], "", 1) != 1)
-                        return tb_fail(err, -errno, "setting up the supervisor: %s", strerror(errno));
-                tb_closep(&sv->block_p[1]);
+                /* With hold: the byte is written by release_session(); with
+                 * before_start: once that is done (supervisor_fork). */
+                sv->held = run->hold != NULL;
+                if (!run->hold && !run->before_start)
+                        return let_session_start(sv, err);
         }
         return 0;
 }
@@ -922,6 +932,13 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                 tb_closep(&exec_p[1]);
                 return 0;
         }
+        const struct supervisor_run *run = sv->run;
+        int r;
+        /* Unsandboxed, the session starts with the exec: before the fork. */
+        if (run->before_start && !run->bwrap && (r = run->before_start(run->before_start_ctx, err)) < 0) {
+                tb_closep(&exec_p[1]);
+                return r;
+        }
         pid_t self = getpid();
         sv->pid = fork();
         if (sv->pid < 0) {
@@ -938,6 +955,20 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
         tb_closep(&sv->out_p[1]);
         tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
+        /* While bwrap sets the sandbox up: the session waits on its byte. */
+        if (run->before_start && run->bwrap) {
+                r = run->before_start(run->before_start_ctx, err);
+                if (r == 0 && !sv->held)
+                        r = let_session_start(sv, err);
+                if (r < 0) {
+                        /* The keeper kills bwrap and all under it before the
+                         * byte's pipe is closed: at EOF, bwrap would go on. */
+                        signal_session(sv, SIGKILL);
+                        if (wait4(sv->pid, &sv->seen.wait_status, 0, &sv->rusage) == sv->pid)
+                                sv->reaped = true;
+                        return r;
+                }
+        }
 
         ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
@@ -1000,7 +1031,7 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
         /* Once bwrap took its byte, it had set the sandbox up and went on to
          * execute the session's program. */
         int unread = 1;
-        sv->seen.setup_done = sv->run->bwrap && (!sv->run->hold || sv->released) && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
+        sv->seen.setup_done = sv->run->bwrap && sv->byte_written && ioctl(sv->block_p[0], FIONREAD, &unread) == 0 && unread == 0;
         return 0;
 }
 

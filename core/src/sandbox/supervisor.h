@@ -70,6 +70,16 @@ struct supervisor_run {
          * session's program runs: the Trial is void, err's message its detail. */
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
+        /* When set: what must be done before the session's program may
+         * run, but need not keep bwrap waiting (the `running` record).
+         * Through bwrap it is called once bwrap's keeper is forked, while
+         * bwrap sets the sandbox up, and the session's --block-fd byte is
+         * written only after it returns 0; unsandboxed, right before the
+         * fork. A negative errno ends everything started before the
+         * session's program runs, and supervisor_run returns it (err
+         * filled): nothing ran. */
+        int (*before_start)(void *ctx, struct tb_error *err);
+        void *before_start_ctx;
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
         const struct sandbox_cow *cow;   /* NULL, or an overlay mounted before bwrap (sandbox/cow.h) */
         /* When set, the signals the supervisor blocks (SIGINT, SIGTERM,

@@ -77,12 +77,13 @@ struct ro_dir {
 struct ro_dirs {
         struct ro_dir *v;
         size_t n, cap;
+        struct path_memo *memo; /* the pass's (toolchain_host), or NULL */
 };
 
 /* Add `dest` when it is a folder, or with `file_ok` a regular file. */
 static void ro_paths_add(struct ro_dirs *d, const char *dest, bool file_ok)
 {
-        char *src = realpath(dest, NULL);
+        char *src = path_memo_realpath(d->memo, dest);
         struct stat st;
         if (!src || stat(src, &st) < 0 || !(S_ISDIR(st.st_mode) || (file_ok && S_ISREG(st.st_mode))) ||
             strcmp(src, "/") == 0) {
@@ -181,7 +182,7 @@ static bool holds_home(const struct toolchain_host *host, const char *p)
                 return true;
         if (!host->home || host->home[0] != '/')
                 return false;
-        _cleanup_free_ char *real = realpath(host->home, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(host->memo, host->home);
         return path_is_under(host->home, p) || (real && path_is_under(real, p));
 }
 
@@ -195,7 +196,7 @@ bool toolchain_too_broad(const struct toolchain_host *host, const char *p)
         if (!host->home || host->home[0] != '/' || strcmp(host->home, "/") == 0)
                 return false;
         _cleanup_free_ char *parent = path_dirname(p);
-        _cleanup_free_ char *real = realpath(host->home, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(host->memo, host->home);
         if (strcmp(parent, host->home) == 0 || (real && strcmp(parent, real) == 0))
                 return true;
         const char *const xdg[] = { ".local/share", ".local/state", host->config_home, host->data_home,
@@ -205,7 +206,7 @@ bool toolchain_too_broad(const struct toolchain_host *host, const char *p)
                 if (!xdg[i] || (i >= 2 && xdg[i][0] != '/'))
                         continue;
                 _cleanup_free_ char *x = i >= 2 ? xstrdup(xdg[i]) : xasprintf("%s/%s", host->home, xdg[i]);
-                _cleanup_free_ char *xr = realpath(x, NULL);
+                _cleanup_free_ char *xr = path_memo_realpath(host->memo, x);
                 if (strcmp(p, x) == 0 || (xr && strcmp(p, xr) == 0))
                         return true;
         }
@@ -227,7 +228,7 @@ static void add_tool_home(struct ro_dirs *dirs, const struct toolchain_host *hos
  * secret places in it masked later; never the home itself. */
 static void add_manager_dir(struct ro_dirs *dirs, const struct toolchain_host *host, const char *dir)
 {
-        _cleanup_free_ char *real = realpath(dir, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(host->memo, dir);
         if (real && !holds_home(host, real) && !holds_home(host, dir))
                 ro_dirs_add(dirs, dir);
 }
@@ -246,7 +247,7 @@ static void add_cargo(struct ro_dirs *dirs, struct sandbox_spec *spec, const str
         }
         for (size_t i = 0; i < TB_ARRAY_SIZE(configs); i++) {
                 _cleanup_free_ char *p = xasprintf("%s/%s", cargo, configs[i]);
-                _cleanup_free_ char *real = realpath(p, NULL);
+                _cleanup_free_ char *real = path_memo_realpath(host->memo, p);
                 if (real && !secret_file_has_token(real))
                         ro_paths_add(dirs, p, true);
         }
@@ -263,7 +264,7 @@ static void add_cargo(struct ro_dirs *dirs, struct sandbox_spec *spec, const str
 static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const struct toolchain_host *host,
                      const char *found)
 {
-        _cleanup_free_ char *real = realpath(found, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(host->memo, found);
         if (!real)
                 return;
         _cleanup_free_ char *cargo = home_path(host, host->cargo_home, ".cargo");
@@ -279,14 +280,21 @@ static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const stru
         }
 }
 
+/* Call `fn` for each word of `list` once: a word said again (a folder
+ * twice on PATH) was seen to already. */
 static void for_each_word(const char *list, const char *seps, void (*fn)(const char *w, void *ud), void *ud)
 {
         if (!list)
                 return;
         _cleanup_free_ char *copy = xstrdup(list);
+        _cleanup_strv_ struct strv seen = { 0 };
         char *save = NULL;
-        for (char *w = strtok_r(copy, seps, &save); w; w = strtok_r(NULL, seps, &save))
+        for (char *w = strtok_r(copy, seps, &save); w; w = strtok_r(NULL, seps, &save)) {
+                if (strv_contains(&seen, w))
+                        continue;
+                strv_add(&seen, w);
                 fn(w, ud);
+        }
 }
 
 struct tools_ctx {
@@ -306,6 +314,7 @@ static struct secret_homes secret_homes_of(const struct toolchain_host *host)
                 .state_home = host->state_home,
                 .cargo_home = host->cargo_home,
                 .extra = host->secret_places,
+                .memo = host->memo,
         };
 }
 
@@ -330,7 +339,7 @@ static bool in_home(const struct toolchain_host *host, const char *real)
 {
         if (!host->home || host->home[0] != '/' || strcmp(host->home, "/") == 0)
                 return false;
-        _cleanup_free_ char *home = realpath(host->home, NULL);
+        _cleanup_free_ char *home = path_memo_realpath(host->memo, host->home);
         return path_is_under(real, host->home) || (home && path_is_under(real, home));
 }
 
@@ -395,7 +404,7 @@ static void add_package(struct tools_ctx *c, const char *real)
  * place; else NULL. */
 static char *runnable(const struct tools_ctx *c, const char *p)
 {
-        char *real = realpath(p, NULL);
+        char *real = path_memo_realpath(c->host->memo, p);
         struct stat st;
         if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) && !under_any(&c->secrets, real))
                 return real;
@@ -455,7 +464,7 @@ static void add_path_entry(const char *w, void *ud)
         struct tools_ctx *c = ud;
         if (w[0] != '/' || holds_home(c->host, w))
                 return;
-        _cleanup_free_ char *real = realpath(w, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(c->host->memo, w);
         struct stat st;
         if (!real || holds_home(c->host, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) ||
             under_any(&c->secrets, real) || sandbox_covers(c->spec, real) || ro_dirs_cover(c->dirs, real))
@@ -472,7 +481,7 @@ static void add_path_entry(const char *w, void *ud)
 static void note_home_dir(const char *w, void *ud)
 {
         struct tools_ctx *c = ud;
-        _cleanup_free_ char *real = w[0] == '/' ? realpath(w, NULL) : NULL;
+        _cleanup_free_ char *real = w[0] == '/' ? path_memo_realpath(c->host->memo, w) : NULL;
         if (real && (in_home(c->host, w) || in_home(c->host, real)) && !strv_contains(&c->home_dirs, real))
                 strv_add(&c->home_dirs, real);
 }
@@ -484,7 +493,7 @@ static void note_secrets(struct tools_ctx *c)
         _cleanup_strv_ struct strv all = { 0 };
         secret_places_list(&h, &all);
         for (size_t i = 0; i < all.n; i++) {
-                char *real = realpath(all.v[i], NULL);
+                char *real = path_memo_realpath(c->host->memo, all.v[i]);
                 if (real && strcmp(real, "/") != 0)
                         strv_add_take(&c->secrets, real);
                 else
@@ -502,7 +511,7 @@ static void add_named_tool(const char *w, void *ud)
 
 void toolchain_add_tools(struct sandbox_spec *spec, const struct toolchain_host *host)
 {
-        struct ro_dirs dirs = { 0 };
+        struct ro_dirs dirs = { .memo = host->memo };
         struct tools_ctx c = { &dirs, spec, host, { 0 }, { 0 } };
 
         note_secrets(&c);
@@ -564,9 +573,9 @@ static void add_interpreter(struct sandbox_spec *spec, const char *bin, const ch
         _cleanup_free_ char *prog = shebang_program(real, &via_env);
         if (!prog)
                 return;
-        struct ro_dirs dirs = { 0 };
+        struct ro_dirs dirs = { .memo = host->memo };
         if (!via_env) {
-                _cleanup_free_ char *found = realpath(prog, NULL);
+                _cleanup_free_ char *found = path_memo_realpath(host->memo, prog);
                 if (found)
                         add_tool_home(&dirs, host, found);
                 ro_dirs_apply(&dirs, spec);
@@ -586,8 +595,8 @@ static void add_interpreter(struct sandbox_spec *spec, const char *bin, const ch
                 _cleanup_free_ char *np = path && *path ? xasprintf("%s:%s", found_dir, path) : xstrdup(found_dir);
                 sandbox_setenv(spec, "PATH", np, false);
                 if (!sandbox_covers(spec, found_dir)) {
-                        _cleanup_free_ char *real_dir = realpath(found_dir, NULL);
-                        _cleanup_free_ char *found_real = realpath(found, NULL);
+                        _cleanup_free_ char *real_dir = path_memo_realpath(host->memo, found_dir);
+                        _cleanup_free_ char *found_real = path_memo_realpath(host->memo, found);
                         if (real_dir && !holds_home(host, real_dir) && !holds_home(host, found_dir))
                                 sandbox_add(spec, SANDBOX_RO_BIND, real_dir, found_dir);
                         else if (found_real && !sandbox_covers(spec, found))
@@ -599,7 +608,7 @@ static void add_interpreter(struct sandbox_spec *spec, const char *bin, const ch
 char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const char *bin,
                             const struct toolchain_host *host)
 {
-        _cleanup_free_ char *real = realpath(bin, NULL);
+        _cleanup_free_ char *real = path_memo_realpath(host->memo, bin);
         char *dest = xasprintf("%s/%s", SANDBOX_HARNESS_DIR, name);
         if (!real)
                 real = xstrdup(bin);

@@ -4,6 +4,7 @@
 #ifndef TB_TOOLCHAIN_H
 #define TB_TOOLCHAIN_H
 
+#include "base/path.h"
 #include "sandbox/spec.h"
 
 /* The tools whose resolved homes are always bound (when installed). */
@@ -16,6 +17,9 @@ struct toolchain_host {
         const char *cargo_home, *rustup_home, *pyenv_root; /* host overrides, or NULL */
         const char *config_home, *data_home, *state_home;  /* XDG_*_HOME, or NULL */
         const char *secret_places; /* more secret places (TRIALBOX_SECRET_PLACES), or NULL */
+        /* realpath's answers for one pass (base/path.h), or NULL: the
+         * file system must not change while it is used. */
+        struct path_memo *memo;
 };
 
 /* Add to `spec` the system folders (/usr, /etc, the merged-usr links, the

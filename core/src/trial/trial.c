@@ -142,6 +142,7 @@ struct trial {
         struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
+        bool record_failed;       /* the final record's space or the `running` record could not be had */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
 };
 
@@ -426,10 +427,14 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
                 return 0;
         }
         struct toolchain_host th = trial_toolchain_host(t);
+        /* One pass over the host's toolchains: each path resolved once. */
+        struct path_memo memo = { 0 };
+        th.memo = &memo;
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
         toolchain_add_tools(spec, &th);
         _cleanup_free_ char *run_path = toolchain_add_harness(spec, t->opt->harness, t->bin, &th);
+        path_memo_done(&memo);
         if (t->skills) {
                 sandbox_add(spec, SANDBOX_RO_BIND, t->skills, t->skills);
                 _cleanup_free_ char *given = make_absolute(t->opt->skills);
@@ -691,27 +696,36 @@ static int trial_limits_prepare(struct trial *t, struct tb_error *err)
         return 0;
 }
 
-/* Before the session: the final record's space, the Trial's cgroup, then
- * the `running` record. 0, or a negative errno with `err` and t->cause. */
+/* Before the session: the Trial's cgroup, which the keeper joins when it
+ * is forked. 0, or a negative errno with `err` and t->cause. */
 static int trial_limits_start(struct trial *t, struct tb_error *err)
 {
-        t->cause = CAUSE_SESSION_UNAVAILABLE;
-        int r = outcome_reserve(&t->final, t->output, err);
+        if (!trial_limits_need_cgroup(&t->opt->limits))
+                return 0;
+        char name[64];
+        snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
+        int r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
         if (r < 0)
-                return r;
-        if (trial_limits_need_cgroup(&t->opt->limits)) {
-                char name[64];
-                snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
-                r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
-                if (r < 0) {
-                        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                        return r;
-                }
-        }
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
+}
+
+/* The supervisor's before_start: the final record's space, then the
+ * `running` record, written durably. Called while bwrap sets the sandbox
+ * up, whose session waits for it (supervisor.h): the session's program
+ * never runs before its record is on disk, and the sync costs bwrap
+ * nothing. 0, or a negative errno with `err`; t->record_failed says the
+ * Trial is void/session_unavailable, as before it started anything. */
+static int trial_record_start(void *ctx, struct tb_error *err)
+{
+        struct trial *t = ctx;
         char boot_id[40];
-        r = outcome_boot_id(boot_id, sizeof boot_id, err);
+        int r = outcome_reserve(&t->final, t->output, err);
+        if (r >= 0)
+                r = outcome_boot_id(boot_id, sizeof boot_id, err);
         if (r >= 0)
                 r = outcome_write_running(&t->outcome, t->output, getpid(), boot_id, err);
+        t->record_failed = r < 0;
         return r;
 }
 
@@ -832,7 +846,11 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
 {
         if (!t->opt->no_sandbox) {
                 struct toolchain_host th = trial_toolchain_host(t);
+                /* A pass of its own: the plugin's hooks ran since the last. */
+                struct path_memo memo = { 0 };
+                th.memo = &memo;
                 toolchain_mask_secrets(&t->spec, &th);
+                path_memo_done(&memo);
         }
         /* Without the host's network, none of its unix sockets either. */
         if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
@@ -887,6 +905,8 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
         struct rusage ru = { 0 };
         run.rusage = &ru;
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
+        run.before_start = trial_record_start;
+        run.before_start_ctx = t;
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
                 run.hold = trial_net_hold;
                 run.hold_ctx = &t->net;
@@ -947,7 +967,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         if (r >= 0 && res.started)
                 host_read_tokens(&t->host, t->plugin.tokens, &t->outcome.tokens);
         if (r < 0) {
-                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                t->cause = t->record_failed ? CAUSE_SESSION_UNAVAILABLE : CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
         }
         outcome_from_session(&t->outcome, &res);
