@@ -572,6 +572,7 @@ START_TEST(the_running_record_is_in_place_before_the_session_starts)
                       "the session started (event %d) before the running record was in place (event %d)", ran_at,
                       record_at);
         assert_outcome(&f, "outcome", "completed");
+        proc_result_free(&r);
         fixture_free(&f);
 }
 END_TEST
