@@ -23,9 +23,11 @@ runs=${BATCH_RUNS:-5}
 n=200
 mkdir "$W/repo"
 
+# Each line its own repository: lines that share one run one after the other.
 i=0
 while [ "$i" -lt "$n" ]; do
-        printf '{"id":"t%d",%s"harness":"shell","repo":"repo","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$ROOT_SESSION_JSON" "$i"
+        mkdir -p "$W/repos/t$i"
+        printf '{"id":"t%d",%s"harness":"shell","repo":"repos/t%d","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$ROOT_SESSION_JSON" "$i" "$i"
         i=$((i + 1))
 done >"$W/plan.jsonl"
 bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c true
@@ -50,16 +52,22 @@ per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
 row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
 method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
 
-# The memory of the batch alone: plans whose Trials are all final.
+# The memory of the batch alone: plans whose Trials are all final, each
+# record the batch's own (its launcher.json's nonce echoed), each line its
+# own repository.
 final_plan() { # N DIR
-        mkdir -p "$2/repo"
         seq 0 $(($1 - 1)) | sed "s|^|$2/out/t|" | xargs mkdir -p
-        awk -v n="$1" -v d="$2" 'BEGIN {
+        seq 0 $(($1 - 1)) | sed "s|^|$2/repos/t|" | xargs mkdir -p
+        awk -v n="$1" -v d="$2" -v root="$ROOT_SESSION_JSON" 'BEGIN {
                 pad = sprintf("%2000s", ""); gsub(/ /, "x", pad)
+                nonce = "0123456789abcdef0123456789abcdef"
                 for (i = 0; i < n; i++) {
-                        printf "{\"id\":\"t%d\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/t%d\",\"args\":[\"-c\",\"true\"]}\n", i, i > (d "/plan.jsonl")
+                        printf "{\"id\":\"t%d\",%s\"harness\":\"shell\",\"repo\":\"repos/t%d\",\"output_dir\":\"out/t%d\",\"args\":[\"-c\",\"true\"]}\n", i, root, i, i > (d "/plan.jsonl")
+                        f = d "/out/t" i "/launcher.json"
+                        printf "{\"outcome\":\"running\",\"nonce\":\"%s\"}\n", nonce > f
+                        close(f)
                         f = d "/out/t" i "/outcome.json"
-                        printf "{\"harness\":\"shell\",\"outcome\":\"completed\",\"cause\":null,\"detail\":\"%s\",\"exit_code\":0,\"signal\":null,\"sandboxed\":true,\"duration_ms\":%d,\"usage\":{\"cpu_user_ms\":1,\"cpu_system_ms\":2,\"peak_memory_bytes\":1048576}}\n", pad, 20 + i % 50 > f
+                        printf "{\"harness\":\"shell\",\"outcome\":\"completed\",\"cause\":null,\"detail\":\"%s\",\"exit_code\":0,\"signal\":null,\"sandboxed\":true,\"duration_ms\":%d,\"launcher_nonce\":\"%s\",\"usage\":{\"cpu_user_ms\":1,\"cpu_system_ms\":2,\"peak_memory_bytes\":1048576}}\n", pad, 20 + i % 50, nonce > f
                         close(f)
                 }
         }'
@@ -69,6 +77,8 @@ for k in 1000 10000; do
         /usr/bin/time -f %M -o "$W/rss$k" "$TB" batch "$W/m$k/plan.jsonl" -q >/dev/null
         lines=$(wc -l <"$W/m$k/plan.results.jsonl")
         [ "$lines" = "$k" ] || die "the $k-line plan gave $lines results lines"
+        kept=$(grep -c '"outcome":"completed"' "$W/m$k/plan.results.jsonl" || true)
+        [ "$kept" = "$k" ] || die "the $k-line plan kept $kept of its $k completed records: it ran Trials again"
 done
 r1=$(cat "$W/rss1000")
 r10=$(cat "$W/rss10000")

@@ -276,13 +276,15 @@ static void answer_pairs(struct answer *a)
 void answer_build(struct answer *a, const struct report *r)
 {
         *a = (struct answer){ .r = r };
-        a->g = xcalloc(r->n + 1, sizeof *a->g);
+        size_t cap = 0; /* groups grow as found: a few, however many Trials */
         for (size_t i = 0; i < r->n; i++) {
                 size_t j = 0;
                 while (j < a->n && !keys_equal(r->t[i].keys, a->g[j].keys, r->by.n))
                         j++;
-                if (j == a->n)
+                if (j == a->n) {
+                        GREEDY_REALLOC(a->g, cap, a->n + 1);
                         a->g[a->n++] = (struct group){ .keys = r->t[i].keys, .cpu_ms = -1, .peak_memory_max = -1 };
+                }
         }
         for (size_t j = 0; j < a->n; j++) {
                 group_compute(&a->g[j], r);
