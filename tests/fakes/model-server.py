@@ -413,6 +413,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "body_keys": sorted(body.keys()) if isinstance(body, dict) else None})
         return self.send_json({})
 
+    def record_answer(self, api, body, model, stream, response_id, usage, call):
+        """One model answer in the record: what was asked, what was answered."""
+        record(dict({"method": "POST", "path": self.path, "api": api, "model": model,
+                     "stream": stream, "response_id": response_id, "usage": usage,
+                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
+
     # ---------- OpenAI Responses
     def openai_responses(self, body):
         cfg, o, text, model, stream = next_reply("responses", "openai", body, "stand-in-model")
@@ -421,9 +427,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rid = "resp_" + uuid.uuid4().hex
         mid = "msg_" + uuid.uuid4().hex
         call = tool_call_of(cfg, "call_")
-        record(dict({"method": "POST", "path": self.path, "api": "responses", "model": model,
-                     "stream": stream, "response_id": rid, "usage": usage,
-                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
+        self.record_answer("responses", body, model, stream, rid, usage, call)
         now = int(time.time())
         item_done = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
                      "content": [{"type": "output_text", "text": text, "annotations": []}]}
@@ -486,9 +490,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.logreq(body, "messages=%d" % len(body.get("messages") or []))
         cid = "chatcmpl-" + uuid.uuid4().hex
         call = tool_call_of(cfg, "call_")
-        record(dict({"method": "POST", "path": self.path, "api": "chat", "model": model,
-                     "stream": stream, "response_id": cid, "usage": usage,
-                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
+        self.record_answer("chat", body, model, stream, cid, usage, call)
         now = int(time.time())
         message = {"role": "assistant", "content": text}
         finish = "stop"
@@ -528,9 +530,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.logreq(body, "messages=%d" % len(body.get("messages") or []))
         mid = "msg_" + uuid.uuid4().hex[:24]
         call = tool_call_of(cfg, "toolu_")
-        record(dict({"method": "POST", "path": self.path, "api": "messages", "model": model,
-                     "stream": stream, "response_id": mid, "usage": usage_final,
-                     "headers": self.hdr_summary(), "hint": prompt_hint(body)}, **call_record(call)))
+        self.record_answer("messages", body, model, stream, mid, usage_final, call)
         thinking = a.get("thinking")
         content = []
         if thinking:
