@@ -95,3 +95,26 @@ int exit_status_of(int wait_status)
                 return 128 + WTERMSIG(wait_status);
         return 255;
 }
+
+int fd_copy(int in, int out)
+{
+        for (;;) {
+                ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+                if (n == 0)
+                        return 0;
+                if (n > 0 || errno == EINTR)
+                        continue;
+                if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+                        return -errno;
+                break;
+        }
+        char buf[65536];
+        for (;;) {
+                ssize_t n = loop_read(in, buf, sizeof buf);
+                if (n <= 0)
+                        return (int)n;
+                int r = loop_write(out, buf, (size_t)n);
+                if (r < 0)
+                        return r;
+        }
+}

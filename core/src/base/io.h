@@ -43,6 +43,12 @@ int loop_write(int fd, const void *buf, size_t n);
 /* The same at offset `off` (pwrite), the file offset untouched. */
 int loop_pwrite(int fd, const void *buf, size_t n, off_t off);
 
+/* Copy what is left of `in` (from its offset to its end) to `out` at its
+ * offset: the kernel's copy, else, where it cannot (another filesystem, a
+ * file it does not take), read and write from where it stopped. 0, or a
+ * negative errno. */
+int fd_copy(int in, int out);
+
 /* waitpid(pid, status, options) retried while a signal interrupts it: the
  * pid reaped, 0 (WNOHANG and nothing to reap), or a negative errno. */
 pid_t wait_child(pid_t pid, int *status, int options);

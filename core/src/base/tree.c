@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/io.h"
 #include "base/strbuf.h"
 
 struct frame {
@@ -322,34 +323,7 @@ static int copy_file(int from_dir, const char *name, int to_dir)
                 openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
         if (out < 0)
                 return -errno;
-        for (;;) {
-                ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-                if (n == 0)
-                        return 0;
-                if (n > 0)
-                        continue;
-                if (errno == EINTR)
-                        continue;
-                if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-                        return -errno;
-                break;
-        }
-        char buf[65536];
-        for (;;) {
-                ssize_t n = read(in, buf, sizeof buf);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : 0;
-                for (ssize_t off = 0; off < n;) {
-                        ssize_t w = write(out, buf + off, (size_t)(n - off));
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w < 0)
-                                return -errno;
-                        off += w;
-                }
-        }
+        return fd_copy(in, out);
 }
 
 static int copy_pre(struct tree_dir *d, void *ctx)

@@ -17,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/io.h"
 #include "base/macro.h"
 
 struct clone {
@@ -47,9 +48,8 @@ static void copy_meta(int fd, const char *name, const struct stat *src)
         }
 }
 
-/* The `size` bytes of `in` into `out`: shared blocks, else the kernel's
- * copy, else read and write. 1 when the blocks are shared, 0 copied, or
- * -errno. */
+/* `in` (`size` bytes) into `out`: shared blocks, else fd_copy. 1 when the
+ * blocks are shared, 0 copied, or -errno. */
 static int copy_bytes(struct clone *c, int in, int out, off_t size)
 {
         if (!c->no_reflink && size > 0) {
@@ -58,36 +58,7 @@ static int copy_bytes(struct clone *c, int in, int out, off_t size)
                 /* Not this filesystem (EOPNOTSUPP), not across two (EXDEV): not again. */
                 c->no_reflink = errno == EOPNOTSUPP || errno == EXDEV || errno == EINVAL || errno == ENOTTY;
         }
-        for (off_t done = 0; done < size;) {
-                ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(size - done), 0);
-                if (n == 0)
-                        return 0; /* shorter than it was: what there was is copied */
-                if (n > 0) {
-                        done += n;
-                        continue;
-                }
-                if (errno == EINTR)
-                        continue;
-                if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-                        return -errno;
-                break;
-        }
-        if (lseek(out, 0, SEEK_END) >= size)
-                return 0;
-        char buf[65536];
-        for (;;) {
-                ssize_t n = read(in, buf, sizeof buf);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : 0;
-                for (ssize_t off = 0; off < n;) {
-                        ssize_t w = write(out, buf + off, (size_t)(n - off));
-                        if (w < 0 && errno != EINTR)
-                                return -errno;
-                        off += w > 0 ? w : 0;
-                }
-        }
+        return fd_copy(in, out);
 }
 
 /* A file the caller cannot read: there, empty, with its mode. */
