@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -856,6 +857,8 @@ START_TEST(as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its
 }
 END_TEST
 
+/* Both ways of listing: now, and by the thread started early (the one a
+ * Trial uses), which must find a socket bound before it started. */
 START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
 {
         _cleanup_tmpdir_ char *dir = tmpdir_new();
@@ -864,22 +867,57 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
         int fd = listening_at(path);
         _cleanup_free_ char *elsewhere = xasprintf("/sandbox/x%s", sub);
         _cleanup_free_ char *seen = xasprintf("%s/d.sock", elsewhere);
-        struct sandbox_spec s = { 0 };
-        sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
-        sandbox_add(&s, SANDBOX_RO_BIND, dir, dir);
-        sandbox_add(&s, SANDBOX_TMPFS, NULL, "/tmp/other");
-        sandbox_add(&s, SANDBOX_BIND, sub, elsewhere);
-        struct host_sockets_report rep;
-        host_sockets_mask(&s, &rep);
-        ck_assert(!rep.no_list);
-        ck_assert_uint_eq(rep.masked, 2);
-        ck_assert_uint_eq(s.n_ops, 6);
-        ck_assert(op_is(&s.ops[1], SANDBOX_RO_BIND, dir, dir));
-        ck_assert(op_is(&s.ops[2], SANDBOX_RO_BIND, "/dev/null", path));
-        ck_assert(op_is(&s.ops[4], SANDBOX_BIND, sub, elsewhere));
-        ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
-        sandbox_spec_done(&s);
+        for (int early = 0; early < 2; early++) {
+                struct host_sockets_early *listing = early ? host_sockets_start() : NULL;
+                ck_assert(!early || listing);
+                struct sandbox_spec s = { 0 };
+                sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
+                sandbox_add(&s, SANDBOX_RO_BIND, dir, dir);
+                sandbox_add(&s, SANDBOX_TMPFS, NULL, "/tmp/other");
+                sandbox_add(&s, SANDBOX_BIND, sub, elsewhere);
+                struct host_sockets_report rep;
+                host_sockets_mask(&s, listing, &rep);
+                ck_assert(!rep.no_list);
+                ck_assert_uint_eq(rep.masked, 2);
+                ck_assert_uint_eq(s.n_ops, 6);
+                ck_assert(op_is(&s.ops[1], SANDBOX_RO_BIND, dir, dir));
+                ck_assert(op_is(&s.ops[2], SANDBOX_RO_BIND, "/dev/null", path));
+                ck_assert(op_is(&s.ops[4], SANDBOX_BIND, sub, elsewhere));
+                ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
+                sandbox_spec_done(&s);
+        }
         close(fd);
+}
+END_TEST
+
+/* The early thread's list dropped unused (a Trial void before its spec
+ * is done): joined and freed, nothing left (ASan's leak check); and,
+ * as root, the thread's visits to other namespaces leave the main thread
+ * in its own, with its signal mask as it was. */
+START_TEST(an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was)
+{
+        struct stat before, after;
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &before), 0);
+        sigset_t mask_before, mask_after;
+        ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, NULL, &mask_before), 0);
+        struct host_sockets_early *listing = host_sockets_start();
+        ck_assert_ptr_nonnull(listing);
+        host_sockets_early_free(listing);
+        host_sockets_early_free(NULL);
+        ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, NULL, &mask_after), 0);
+        ck_assert_int_eq(stat("/proc/thread-self/ns/net", &after), 0);
+        ck_assert(before.st_dev == after.st_dev && before.st_ino == after.st_ino);
+        for (int sig = 1; sig < NSIG; sig++)
+                ck_assert_int_eq(sigismember(&mask_before, sig), sigismember(&mask_after, sig));
+        /* One thread again: the listing's was joined. */
+        FILE *f = fopen("/proc/self/status", "re");
+        ck_assert_ptr_nonnull(f);
+        char line[256];
+        int threads = 0;
+        while (fgets(line, sizeof line, f))
+                sscanf(line, "Threads: %d", &threads);
+        fclose(f);
+        ck_assert_int_eq(threads, 1);
 }
 END_TEST
 
@@ -910,4 +948,5 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
         tcase_add_test(tc, as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
+        tcase_add_test(tc, an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was);
 }

@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -23,6 +25,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/phase.h"
 #include "base/strbuf.h"
 
 #define WALK_DEPTH_MAX 256 /* deeper than any real tree; past it, the folder is masked whole */
@@ -211,9 +214,61 @@ int host_sockets_list(struct host_socket **out)
                 host_sockets_free(v, n);
                 return r;
         }
+        TB_PHASE("sockets_here");
         list_other_namespaces(&v, &n, &cap);
+        TB_PHASE("sockets_others");
         *out = v;
         return (int)n;
+}
+
+struct host_sockets_early {
+        pthread_t thread;
+        struct host_socket *v;
+        int n; /* how many, or -errno */
+};
+
+static void *list_early(void *arg)
+{
+        struct host_sockets_early *e = arg;
+        e->n = host_sockets_list(&e->v);
+        return NULL;
+}
+
+struct host_sockets_early *host_sockets_start(void)
+{
+        struct host_sockets_early *e = xmalloc(sizeof(*e));
+        *e = (struct host_sockets_early){ .n = -EAGAIN };
+        /* Every signal blocked in the thread (it inherits the mask): each
+         * one trialbox handles is read by its main thread. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int r = pthread_create(&e->thread, NULL, list_early, e);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r != 0) {
+                free(e);
+                return NULL;
+        }
+        return e;
+}
+
+/* Join the thread: its list, or -errno. */
+static int early_join(struct host_sockets_early *e, struct host_socket **v)
+{
+        pthread_join(e->thread, NULL);
+        int n = e->n;
+        *v = e->v;
+        free(e);
+        return n;
+}
+
+void host_sockets_early_free(struct host_sockets_early *early)
+{
+        if (!early)
+                return;
+        struct host_socket *v = NULL;
+        int n = early_join(early, &v);
+        host_sockets_free(v, n > 0 ? (size_t)n : 0);
 }
 
 /* ---- the spec ---- */
@@ -320,11 +375,11 @@ static void walk_op(struct sandbox_spec *spec, size_t i, const unsigned long lon
         free(dest.s);
 }
 
-void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_report *rep)
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, struct host_sockets_report *rep)
 {
         *rep = (struct host_sockets_report){ 0 };
         struct host_socket *v = NULL;
-        int n = host_sockets_list(&v);
+        int n = early ? early_join(early, &v) : host_sockets_list(&v);
         if (n < 0) {
                 log_info("the kernel does not list its unix sockets (%s): walking the bound folders for them",
                          strerror(-n));

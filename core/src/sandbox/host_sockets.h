@@ -19,7 +19,8 @@
  * folder on its file system, where each socket file found is masked; so
  * does a kernel that cannot list its sockets. Not run as root, sockets
  * bound in another network namespace are not listed; and a socket bound
- * after the session started is not masked: the caller's docs say so.
+ * after trialbox listed them (as it starts) is not masked: the caller's
+ * docs say so.
  *
  * Each socket file is covered by /dev/null (connect: ECONNREFUSED) right
  * after every bind that shows it, as the secret places are. */
@@ -38,10 +39,24 @@ struct host_sockets_report {
         bool no_list;   /* the kernel could not list its sockets (no unix_diag) */
 };
 
-/* Mask every host socket a bind of `spec` shows (see above). Call it once
- * the spec has all its binds, after toolchain_mask_secrets(). Never fails:
- * what it could not do is in `rep`. */
-void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_report *rep);
+/* The kernel's list, asked for early: a thread of its own lists the
+ * sockets while trialbox builds the spec (as root, the other namespaces'
+ * take most of a millisecond). Every signal is blocked in that thread,
+ * and it is joined before the list is used or dropped: no thread runs
+ * once the spec is done. NULL when no thread could be started: the mask
+ * then lists them itself. */
+struct host_sockets_early;
+struct host_sockets_early *host_sockets_start(void);
+/* Wait for the thread and drop its list (a Trial that ends before its
+ * sockets are masked). NULL is fine. */
+void host_sockets_early_free(struct host_sockets_early *early);
+
+/* Mask every host socket a bind of `spec` shows (see above), from the
+ * list `early` (taken and freed; the thread joined), or one made now when
+ * it is NULL. Call it once the spec has all its binds, after
+ * toolchain_mask_secrets(). Never fails: what it could not do is in
+ * `rep`. */
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, struct host_sockets_report *rep);
 
 /* The pathname unix sockets bound in this network namespace (the
  * kernel's list), and, as root, in every other one a process is in: one

@@ -18,6 +18,7 @@
 #include "sandbox/spec.h"
 #include "sandbox/session_user.h"
 #include "base/io.h"
+#include "base/phase.h"
 #include "base/spawn.h"
 
 /* SIGKILL every direct child; returns how many were found. */
@@ -107,6 +108,7 @@ static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, int e
         /* Default dispositions and an empty mask, whatever trialbox's
          * starter left it: bwrap and the session get every signal. */
         spawn_reset_signals(NULL);
+        TB_PHASE("bwrap_signals");
         int e = 0;
         /* The layer first: as root, before the switch below gives root up. */
         if (cow && cow->path) {
@@ -125,6 +127,7 @@ static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, int e
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 e = -confine_exec_prepare(argv); /* a fresh session keyring; the filter fd crosses */
         }
+        TB_PHASE("bwrap_confined");
         if (e == 0) {
                 execve(argv[0], argv, envp);
                 e = errno;
@@ -194,10 +197,12 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const 
                 const struct sandbox_cow *cow)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
+        TB_PHASE("keeper_start");
         int sfd = keeper_signals(trialbox);
         pid_t bwrap = fork();
         if (bwrap == 0)
                 exec_bwrap(argv, envp, exec_err_w, user, cow);
+        TB_PHASE("keeper_forked");
         /* The keeper holds none of bwrap's pipes but stderr. */
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);

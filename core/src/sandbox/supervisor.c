@@ -28,6 +28,7 @@
 #include "base/error.h"
 #include "base/io.h"
 #include "base/macro.h"
+#include "base/phase.h"
 #include "base/sink.h"
 #include "base/spawn.h"
 #include "base/str.h"
@@ -164,6 +165,7 @@ struct supervisor {
 
 static void on_status(char *l, void *ud)
 {
+        TB_PHASE("status_line");
         struct supervisor_seen *seen = ud;
         if (*l)
                 supervisor_parse_status(l, &seen->child_pid, &seen->exit_code);
@@ -947,6 +949,7 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
         }
         if (sv->pid == 0)
                 exec_child(sv, self, exec_p[1]);
+        TB_PHASE("forked");
         setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
         start_deadline(sv);
         tb_closep(&sv->status_p[1]);
@@ -971,6 +974,7 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
         }
 
         ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
+        TB_PHASE("exec_read");
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
                 sv->seen.exec_errno = 0;
         return 0;
@@ -983,8 +987,10 @@ static int supervisor_start(struct supervisor *sv, const struct supervisor_run *
         int exec_p[2] = { -1, -1 };
         supervisor_init(sv, run);
         int r = supervisor_fds(sv, exec_p, err);
+        TB_PHASE("sv_fds");
         if (r == 0)
                 r = supervisor_sources(sv, err);
+        TB_PHASE("sv_sources");
         if (r < 0) {
                 tb_closep(&exec_p[1]);
                 return r;
@@ -1070,6 +1076,7 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
         }
         if (!sv.seen.before_start)
                 r = supervisor_loop(&sv, err);
+        TB_PHASE("loop_end");
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);

@@ -13,6 +13,7 @@
 #include "sandbox/confine.h"
 #include "sandbox/host_sockets.h"
 #include "base/env.h"
+#include "base/phase.h"
 #include "plugin/host.h"
 #include "base/log.h"
 #include "model/outcome.h"
@@ -144,10 +145,12 @@ struct trial {
         int home_fd;              /* the fresh home, opened when made; -1 */
         bool record_failed;       /* the final record's space or the `running` record could not be had */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
+        struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
 };
 
 static void trial_done(struct trial *t)
 {
+        host_sockets_early_free(t->sockets);
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
         json_object_put(t->outcome.repo_guard);
@@ -340,6 +343,7 @@ static int trial_finish(struct trial *t, struct tb_error *err)
          * stop it); a Trial void before the reservation is written plainly. */
         int r = t->final.fd >= 0 ? outcome_commit(&t->final, &t->outcome, err)
                                  : outcome_write(&t->outcome, t->output, err);
+        TB_PHASE("final_record");
         if (r < 0)
                 return r;
         if (t->opt->json) {
@@ -390,6 +394,7 @@ static int trial_add_repo(struct trial *t, struct tb_error *err)
                 .keep_control_files = t->opt->keep_control_files,
         };
         int r = repo_guard_open(&t->guard, &gh, spec, err);
+        TB_PHASE("guard_open");
         if (r < 0)
                 return r;
         if (t->guard.refused)
@@ -432,7 +437,9 @@ static int trial_build_spec(struct trial *t, struct tb_error *err)
         th.memo = &memo;
         set_home_env(spec, t->home);
         toolchain_add_system(spec, TOOLCHAIN_RESOLV_CONF);
+        TB_PHASE("tc_system");
         toolchain_add_tools(spec, &th);
+        TB_PHASE("tc_tools");
         _cleanup_free_ char *run_path = toolchain_add_harness(spec, t->opt->harness, t->bin, &th);
         path_memo_done(&memo);
         if (t->skills) {
@@ -616,6 +623,7 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                 }
         }
         int r = trial_build_spec(t, err);
+        TB_PHASE("spec");
         if (r < 0) {
                 if (t->cause == CAUSE_NONE) /* a grader's layer says its own */
                         t->cause = CAUSE_SESSION_UNAVAILABLE;
@@ -626,6 +634,7 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                 r = host_call(&t->host, t->plugin.prepare_login);
         if (r >= 0)
                 r = host_call(&t->host, t->plugin.env);
+        TB_PHASE("hooks");
         if (r >= 0)
                 trial_apply_session_env(t);
         if (r < 0) {
@@ -645,6 +654,7 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         /* Last: a void Trial leaves nothing in the fresh home. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
                 r = git_identity_write(t->env->path, t->user_home, t->home, err);
+        TB_PHASE("identity");
                 if (r < 0) {
                         t->cause = CAUSE_SESSION_UNAVAILABLE;
                         return r;
@@ -852,12 +862,17 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
                 toolchain_mask_secrets(&t->spec, &th);
                 path_memo_done(&memo);
         }
+        TB_PHASE("masked_secrets");
         /* Without the host's network, none of its unix sockets either. */
+        struct host_sockets_early *sockets = TAKE_PTR(t->sockets);
         if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
                 struct host_sockets_report hs;
-                host_sockets_mask(&t->spec, &hs);
+                host_sockets_mask(&t->spec, sockets, &hs);
+                TB_PHASE("masked_sockets");
                 log_info("host unix sockets: %zu listed, %zu masked%s", hs.listed, hs.masked,
                          hs.walked ? " (the bound folders were walked)" : "");
+        } else {
+                host_sockets_early_free(sockets);
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
@@ -937,6 +952,7 @@ static void trial_after_session(struct trial *t)
 static int trial_execute(struct trial *t, struct tb_error *err)
 {
         int r = trial_finish_spec(t, err);
+        TB_PHASE("finish_spec");
         if (r < 0)
                 return r;
         _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
@@ -947,6 +963,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         log_info("plugin '%s'", t->plugin.path);
         log_info("running: %s", line);
         r = trial_limits_start(t, err);
+        TB_PHASE("records");
         if (r < 0) {
                 struct tb_error ignored = { 0 };
                 cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
@@ -961,7 +978,9 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         }
         struct session_result res;
         r = trial_session(t, argv.v, envp.v, &res, err);
+        TB_PHASE("session");
         trial_after_session(t);
+        TB_PHASE("after_session");
         /* What the session cost, from the Harness's own files: once the
          * guard and the logins are done, whatever the session's end. */
         if (r >= 0 && res.started)
@@ -1022,19 +1041,28 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         int status;
 
         trial_hold_operator_signals();
+        TB_PHASE("run");
+        /* Listed while the spec is built; joined when it is done, before any fork. */
+        if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
+                t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);
+        TB_PHASE("validated");
         if (r >= 0)
                 r = trial_load(&t, &err);
+        TB_PHASE("loaded");
         if (r < 0) {
                 log_error("%s", err.msg);
                 trial_done(&t);
                 return TB_EXIT_USAGE;
         }
         r = trial_setup(&t, &err);
+        TB_PHASE("setup");
         if (r >= 0)
                 r = trial_prepare(&t, &err);
+        TB_PHASE("prepared");
         if (r >= 0)
                 r = trial_execute(&t, &err);
+        TB_PHASE("executed");
         if (r < 0 && (opt->dry_run || !trial_interrupted_before_start(&t, err.msg)))
                 outcome_set_void(&t.outcome, t.cause, err.msg);
 
