@@ -48,11 +48,32 @@ char *xstrdup(const char *s)
         return p;
 }
 
+char *xstrndup(const char *s, size_t n)
+{
+        char *p = strndup(s, n);
+        if (!p)
+                oom();
+        return p;
+}
+
+/* Formatted once into a buffer on the stack, and copied to an allocation
+ * of the size it took: most strings here are short paths, and vasprintf
+ * grows and shrinks a heap buffer for each. A longer one is formatted
+ * again into its exact size. */
 char *xvasprintf(const char *fmt, va_list ap)
 {
-        char *p;
-        if (vasprintf(&p, fmt, ap) < 0)
+        char buf[256];
+        va_list again;
+        va_copy(again, ap);
+        int n = vsnprintf(buf, sizeof buf, fmt, ap);
+        if (n < 0)
                 oom();
+        char *p = xmalloc((size_t)n + 1);
+        if ((size_t)n < sizeof buf)
+                memcpy(p, buf, (size_t)n + 1);
+        else if (vsnprintf(p, (size_t)n + 1, fmt, again) != n)
+                oom();
+        va_end(again);
         return p;
 }
 

@@ -20,6 +20,21 @@ bool path_is_under(const char *path, const char *dir)
         return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+char *path_join_n(const char *a, size_t a_len, const char *b)
+{
+        size_t b_len = strlen(b);
+        char *p = xmalloc(a_len + 1 + b_len + 1);
+        memcpy(p, a, a_len);
+        p[a_len] = '/';
+        memcpy(p + a_len + 1, b, b_len + 1);
+        return p;
+}
+
+char *path_join(const char *a, const char *b)
+{
+        return path_join_n(a, strlen(a), b);
+}
+
 char *find_on_path(const char *prog, const char *path_env)
 {
         if (strchr(prog, '/')) {
@@ -29,7 +44,7 @@ char *find_on_path(const char *prog, const char *path_env)
                 if (prog[0] == '/')
                         return xstrdup(prog);
                 char cwd[PATH_MAX];
-                return getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, prog) : NULL;
+                return getcwd(cwd, sizeof cwd) ? path_join(cwd, prog) : NULL;
         }
         if (!path_env)
                 return NULL;
@@ -38,7 +53,7 @@ char *find_on_path(const char *prog, const char *path_env)
                 const char *end = strchrnul(p, ':');
                 size_t n = (size_t)(end - p);
                 if (n > 0 && p[0] == '/') {
-                        char *cand = xasprintf("%.*s/%s", (int)n, p, prog);
+                        char *cand = path_join_n(p, n, prog);
                         struct stat st;
                         if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
                                 return cand;
@@ -60,7 +75,7 @@ char *path_dirname(const char *path)
                 return xstrdup(".");
         while (n > 1 && path[n - 1] == '/')
                 n--;
-        return xasprintf("%.*s", (int)n, path);
+        return xstrndup(path, n);
 }
 
 int mkdir_p(const char *path, mode_t mode)
@@ -153,7 +168,7 @@ static char *resolve(struct path_memo *memo, const char *path, int *links);
  * tells a link (followed) from a file or folder (EINVAL) from nothing. */
 static char *resolve_part(struct path_memo *memo, const char *real, const char *name, int *links)
 {
-        _cleanup_free_ char *key = xasprintf("%s/%s", strcmp(real, "/") == 0 ? "" : real, name);
+        _cleanup_free_ char *key = path_join(strcmp(real, "/") == 0 ? "" : real, name);
         unsigned h = path_hash(key);
         const struct path_memo_entry *e = memo_find(memo->parts, memo->n_parts, key, h);
         if (e)
@@ -166,7 +181,7 @@ static char *resolve_part(struct path_memo *memo, const char *real, const char *
                 err = ELOOP;
         } else if (len >= 0) {
                 target[len] = '\0';
-                _cleanup_free_ char *next = target[0] == '/' ? xstrdup(target) : xasprintf("%s/%s", real, target);
+                _cleanup_free_ char *next = target[0] == '/' ? xstrdup(target) : path_join(real, target);
                 out = resolve(memo, next, links);
                 err = out ? 0 : errno;
         } else if (errno == EINVAL) {
@@ -217,7 +232,7 @@ static char *resolve(struct path_memo *memo, const char *path, int *links)
                         char *slash = strrchr(real, '/');
                         slash[slash == real ? 1 : 0] = '\0';
                 } else if (!dot) {
-                        _cleanup_free_ char *name = xasprintf("%.*s", (int)l, p);
+                        _cleanup_free_ char *name = xstrndup(p, l);
                         char *next = resolve_part(memo, real, name, links);
                         if (!next)
                                 return NULL;

@@ -13,6 +13,10 @@ bool path_is_under(const char *path, const char *dir);
  * without a folder ("plan.jsonl"): a relative path stays relative, to the
  * working folder. */
 char *path_dirname(const char *path);
+/* "A/B" (as "%s/%s" would print it, even for A "/" or ""), malloc'd; the
+ * _n form takes A's first `a_len` bytes. */
+char *path_join(const char *a, const char *b);
+char *path_join_n(const char *a, size_t a_len, const char *b);
 
 /* Look `prog` up on `path_env` (a PATH value), or take it as a path when it
  * has a '/': a malloc'd absolute path (links not resolved) to an executable

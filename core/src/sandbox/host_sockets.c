@@ -223,6 +223,7 @@ int host_sockets_list(struct host_socket **out)
 
 struct host_sockets_early {
         pthread_t thread;
+        bool joined;
         struct host_socket *v;
         int n; /* how many, or -errno */
 };
@@ -252,10 +253,18 @@ struct host_sockets_early *host_sockets_start(void)
         return e;
 }
 
-/* Join the thread: its list, or -errno. */
+void host_sockets_wait(struct host_sockets_early *early)
+{
+        if (early && !early->joined) {
+                pthread_join(early->thread, NULL);
+                early->joined = true;
+        }
+}
+
+/* Join the thread (if not yet) and free `e`: its list, or -errno. */
 static int early_join(struct host_sockets_early *e, struct host_socket **v)
 {
-        pthread_join(e->thread, NULL);
+        host_sockets_wait(e);
         int n = e->n;
         *v = e->v;
         free(e);

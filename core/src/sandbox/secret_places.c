@@ -91,11 +91,11 @@ static void place_paths(const struct secret_homes *h, const struct secret_place 
         const char *over = base_override(h, pl->base);
         _cleanup_free_ char *def = NULL;
         if (h->home && h->home[0] == '/')
-                def = pl->base == BASE_HOME ? xstrdup(h->home) : xasprintf("%s/%s", h->home, base_default[pl->base]);
+                def = pl->base == BASE_HOME ? xstrdup(h->home) : path_join(h->home, base_default[pl->base]);
         if (def)
-                add_unique(out, xasprintf("%s/%s", def, pl->rel));
+                add_unique(out, path_join(def, pl->rel));
         if (over && (!def || strcmp(over, def) != 0))
-                add_unique(out, xasprintf("%s/%s", over, pl->rel));
+                add_unique(out, path_join(over, pl->rel));
 }
 
 static void add_extra(const struct secret_homes *h, struct strv *out)
@@ -108,7 +108,7 @@ static void add_extra(const struct secret_homes *h, struct strv *out)
                 if (w[0] == '/')
                         add_unique(out, xstrdup(w));
                 else if (h->home && h->home[0] == '/')
-                        add_unique(out, xasprintf("%s/%s", h->home, w));
+                        add_unique(out, path_join(h->home, w));
         }
 }
 

@@ -171,7 +171,7 @@ static char *home_path(const struct toolchain_host *host, const char *override, 
 {
         if (override && override[0] == '/')
                 return xstrdup(override);
-        return host->home ? xasprintf("%s/%s", host->home, rel) : NULL;
+        return host->home ? path_join(host->home, rel) : NULL;
 }
 
 /* Is `p` the user's home or a folder above it (or "/")? Such a folder is
@@ -205,7 +205,7 @@ bool toolchain_too_broad(const struct toolchain_host *host, const char *p)
                 /* The first two are the defaults, under the home; the rest count when absolute. */
                 if (!xdg[i] || (i >= 2 && xdg[i][0] != '/'))
                         continue;
-                _cleanup_free_ char *x = i >= 2 ? xstrdup(xdg[i]) : xasprintf("%s/%s", host->home, xdg[i]);
+                _cleanup_free_ char *x = i >= 2 ? xstrdup(xdg[i]) : path_join(host->home, xdg[i]);
                 _cleanup_free_ char *xr = path_memo_realpath(host->memo, x);
                 if (strcmp(p, x) == 0 || (xr && strcmp(p, xr) == 0))
                         return true;
@@ -242,11 +242,11 @@ static void add_cargo(struct ro_dirs *dirs, struct sandbox_spec *spec, const str
         static const char *const dirs_in[] = { "bin", "registry", "git" };
         static const char *const configs[] = { "config", "config.toml" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(dirs_in); i++) {
-                _cleanup_free_ char *p = xasprintf("%s/%s", cargo, dirs_in[i]);
+                _cleanup_free_ char *p = path_join(cargo, dirs_in[i]);
                 add_manager_dir(dirs, host, p);
         }
         for (size_t i = 0; i < TB_ARRAY_SIZE(configs); i++) {
-                _cleanup_free_ char *p = xasprintf("%s/%s", cargo, configs[i]);
+                _cleanup_free_ char *p = path_join(cargo, configs[i]);
                 _cleanup_free_ char *real = path_memo_realpath(host->memo, p);
                 if (real && !secret_file_has_token(real))
                         ro_paths_add(dirs, p, true);
@@ -345,7 +345,7 @@ static bool in_home(const struct toolchain_host *host, const char *real)
 
 static bool has_file(const char *dir, const char *name)
 {
-        _cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
+        _cleanup_free_ char *p = path_join(dir, name);
         struct stat st;
         return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -421,7 +421,7 @@ static void for_each_entry(struct tools_ctx *c, const char *dir, void (*fn)(stru
         while (d && (e = readdir(d))) {
                 if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *p = xasprintf("%s/%s", dir, e->d_name);
+                _cleanup_free_ char *p = path_join(dir, e->d_name);
                 struct stat st;
                 bool link = e->d_type == DT_LNK || (e->d_type == DT_UNKNOWN && lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
                 fn(c, p, link);
