@@ -21,6 +21,11 @@
 #define KEEPER_BLOCK_FD 4
 #define KEEPER_BLOCK_FD_STR "4"
 #define KEEPER_EXEC_ERR_FD 5
+/* The seccomp filter's fd is the lowest free one from here: above the
+ * fds trialbox holds open at once (a few dozen at most), so that its
+ * number, printed in the --dry-run line, is the same in every run,
+ * whatever another thread had open when it was made. */
+#define SANDBOX_FILTER_FD_MIN 100
 
 enum sandbox_op_kind {
         SANDBOX_RO_BIND, /* --ro-bind src dest */
