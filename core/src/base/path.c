@@ -141,14 +141,43 @@ static unsigned path_hash(const char *s)
         return h;
 }
 
-/* An entry of `v` (n of them) for `path`, or NULL. */
-static const struct path_memo_entry *memo_find(const struct path_memo_entry *v, size_t n, const char *path,
-                                               unsigned h)
+/* The entry of `v` for `path` through its index `slots`, or NULL. */
+static const struct path_memo_entry *memo_find(const struct path_memo_entry *v, const unsigned *slots,
+                                               size_t n_slots, const char *path, unsigned h)
 {
-        for (size_t i = 0; i < n; i++)
-                if (v[i].hash == h && strcmp(v[i].path, path) == 0)
-                        return &v[i];
+        for (size_t i = h & (n_slots - 1); n_slots && slots[i]; i = (i + 1) & (n_slots - 1)) {
+                const struct path_memo_entry *e = &v[slots[i] - 1];
+                if (e->hash == h && strcmp(e->path, path) == 0)
+                        return e;
+        }
         return NULL;
+}
+
+static void slot_put(unsigned *slots, size_t n_slots, unsigned h, size_t index)
+{
+        size_t i = h & (n_slots - 1);
+        while (slots[i])
+                i = (i + 1) & (n_slots - 1);
+        slots[i] = (unsigned)index + 1;
+}
+
+/* Append `e` to `v` (n of them, capacity cap) and index it, the index
+ * grown to keep it at most half full. */
+static void memo_add(struct path_memo_entry **v, size_t *n, size_t *cap, unsigned **slots, size_t *n_slots,
+                     struct path_memo_entry e)
+{
+        GREEDY_REALLOC(*v, *cap, *n + 1);
+        (*v)[*n] = e;
+        if (2 * (*n + 1) >= *n_slots) {
+                size_t grown = *n_slots ? 2 * *n_slots : 64;
+                free(*slots);
+                *slots = xcalloc(grown, sizeof **slots);
+                *n_slots = grown;
+                for (size_t k = 0; k < *n; k++)
+                        slot_put(*slots, grown, (*v)[k].hash, k);
+        }
+        slot_put(*slots, *n_slots, e.hash, *n);
+        (*n)++;
 }
 
 /* realpath(3)'s answer for `path` from an entry: a copy, or NULL with errno. */
@@ -170,7 +199,7 @@ static char *resolve_part(struct path_memo *memo, const char *real, const char *
 {
         _cleanup_free_ char *key = path_join(strcmp(real, "/") == 0 ? "" : real, name);
         unsigned h = path_hash(key);
-        const struct path_memo_entry *e = memo_find(memo->parts, memo->n_parts, key, h);
+        const struct path_memo_entry *e = memo_find(memo->parts, memo->slots_parts, memo->n_slots_parts, key, h);
         if (e)
                 return memo_answer(e);
         char target[PATH_MAX];
@@ -189,8 +218,8 @@ static char *resolve_part(struct path_memo *memo, const char *real, const char *
         } else {
                 err = errno;
         }
-        GREEDY_REALLOC(memo->parts, memo->cap_parts, memo->n_parts + 1);
-        memo->parts[memo->n_parts++] = (struct path_memo_entry){ TAKE_PTR(key), out ? xstrdup(out) : NULL, h, err };
+        memo_add(&memo->parts, &memo->n_parts, &memo->cap_parts, &memo->slots_parts, &memo->n_slots_parts,
+                 (struct path_memo_entry){ TAKE_PTR(key), out ? xstrdup(out) : NULL, h, err });
         errno = err;
         return out;
 }
@@ -250,7 +279,7 @@ char *path_memo_realpath(struct path_memo *memo, const char *path)
         if (!memo)
                 return realpath(path, NULL);
         unsigned h = path_hash(path);
-        const struct path_memo_entry *e = memo_find(memo->v, memo->n, path, h);
+        const struct path_memo_entry *e = memo_find(memo->v, memo->slots, memo->n_slots, path, h);
         if (e)
                 return memo_answer(e);
         /* Absolute paths through the memo of their components (a home and
@@ -258,8 +287,8 @@ char *path_memo_realpath(struct path_memo *memo, const char *path)
         int links = 0;
         char *real = path[0] == '/' ? resolve(memo, path, &links) : realpath(path, NULL);
         int err = real ? 0 : errno;
-        GREEDY_REALLOC(memo->v, memo->cap, memo->n + 1);
-        memo->v[memo->n++] = (struct path_memo_entry){ xstrdup(path), real ? xstrdup(real) : NULL, h, err };
+        memo_add(&memo->v, &memo->n, &memo->cap, &memo->slots, &memo->n_slots,
+                 (struct path_memo_entry){ xstrdup(path), real ? xstrdup(real) : NULL, h, err });
         errno = err;
         return real;
 }
@@ -276,5 +305,7 @@ void path_memo_done(struct path_memo *memo)
         }
         free(memo->v);
         free(memo->parts);
+        free(memo->slots);
+        free(memo->slots_parts);
         *memo = (struct path_memo){ 0 };
 }

@@ -45,6 +45,10 @@ struct path_memo {
         size_t n, cap;
         struct path_memo_entry *parts; /* each resolved folder/name pair of them */
         size_t n_parts, cap_parts;
+        /* Hash indexes of v and parts: open addressing, an entry's index + 1
+         * (0: free), a power of two more than twice as many slots as entries. */
+        unsigned *slots, *slots_parts;
+        size_t n_slots, n_slots_parts;
 };
 
 /* As realpath(path, NULL): malloc'd, or NULL with errno set; through

@@ -165,8 +165,11 @@ static unsigned long long netns_inode(int dirfd, const char *path)
         if (n <= 0)
                 return 0;
         buf[n] = '\0';
-        unsigned long long ino = 0;
-        return sscanf(buf, "net:[%llu]", &ino) == 1 ? ino : 0;
+        if (strncmp(buf, "net:[", 5) != 0 || buf[5] < '0' || buf[5] > '9')
+                return 0;
+        char *end;
+        unsigned long long ino = strtoull(buf + 5, &end, 10);
+        return strcmp(end, "]") == 0 ? ino : 0;
 }
 
 /* As root, every other network namespace a process is in: a container's

@@ -956,13 +956,15 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         TB_PHASE("finish_spec");
         if (r < 0)
                 return r;
-        _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
-        if (t->opt->dry_run) {
-                printf("%s\n", line);
-                return 0;
+        if (t->opt->dry_run || log_get_verbosity() >= 2) { /* the line printed, or said with -v */
+                _cleanup_free_ char *line = sandbox_render(&t->spec, t->bwrap);
+                if (t->opt->dry_run) {
+                        printf("%s\n", line);
+                        return 0;
+                }
+                log_info("plugin '%s'", t->plugin.path);
+                log_info("running: %s", line);
         }
-        log_info("plugin '%s'", t->plugin.path);
-        log_info("running: %s", line);
         r = trial_limits_start(t, err);
         TB_PHASE("records");
         if (r < 0) {
