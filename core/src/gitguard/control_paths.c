@@ -191,6 +191,8 @@ static int open_parent_rel(int repo_fd, const char *rel, const char **leaf)
 int guard_snap_path(struct repo_guard *g, const char *kind, const char *rel)
 {
         _cleanup_free_ char *key = xasprintf("%s%s", kind, rel);
+        if (!strchr(rel, '/')) /* in the repository's own folder: no folder of its own to open */
+                return snapshot_add(&g->snap, g->repo_fd, rel, key);
         const char *leaf;
         _cleanup_close_ int pfd = open_parent_rel(g->repo_fd, rel, &leaf);
         if (pfd < 0) { /* a part missing (or not a folder): absent */
@@ -240,7 +242,8 @@ int guard_snap_tool_files(struct repo_guard *g)
 static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool revert, bool host)
 {
         bool existed = snapshot_existed(&g->snap, key);
-        _cleanup_close_ int fd = fcntl(g->repo_fd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int owned = -1; /* each folder below the repository's; that one is borrowed */
+        int fd = g->repo_fd;
         const char *p = rel;
         for (const char *slash; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
                 _cleanup_free_ char *part = strndup(p, (size_t)(slash - p));
@@ -260,8 +263,9 @@ static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool
                                 return guard_note_failure(g, -errno, "cannot make '%s'", upto);
                         next = guard_open_dir_at(fd, part);
                 }
-                close(fd);
-                fd = next;
+                if (owned >= 0)
+                        close(owned);
+                fd = owned = next;
         }
         if (fd < 0) /* not there, and was not */
                 return existed ? guard_note_failure(g, -errno, "cannot reach '%s'", rel) : 0;
