@@ -109,6 +109,38 @@ START_TEST(path_dirname_gives_the_folder_of_absolute_relative_and_bare_names)
 }
 END_TEST
 
+/* The joins print what "%s/%s" would; xasprintf as printf, short or long
+ * (a string past its stack buffer is formatted again, whole). */
+START_TEST(paths_are_joined_and_strings_formatted_as_printf_would)
+{
+        const char *const pairs[][3] = { { "/a", "b", "/a/b" }, { "/", "a", "//a" }, { "", "a", "/a" },
+                                         { "a", "", "a/" } };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(pairs); i++) {
+                _cleanup_free_ char *j = path_join(pairs[i][0], pairs[i][1]);
+                ck_assert_str_eq(j, pairs[i][2]);
+        }
+        _cleanup_free_ char *n = path_join_n("/usr/bin:/bin", 8, "git"), *d = xstrndup("abcdef", 3);
+        ck_assert_str_eq(n, "/usr/bin/git");
+        ck_assert_str_eq(d, "abc");
+        _cleanup_free_ char *whole = xstrndup("ab", 10);
+        ck_assert_str_eq(whole, "ab");
+        for (size_t len = 250; len < 262; len++) { /* around the stack buffer's 256 bytes */
+                _cleanup_free_ char *long_name = xmalloc(len + 1);
+                memset(long_name, 'x', len);
+                long_name[len] = '\0';
+                _cleanup_free_ char *f = xasprintf("%s/%d", long_name, 42);
+                ck_assert_uint_eq(strlen(f), len + 3);
+                ck_assert(strncmp(f, long_name, len) == 0 && strcmp(f + len, "/42") == 0);
+        }
+        _cleanup_free_ char *big = xmalloc(5001);
+        memset(big, 'y', 5000);
+        big[5000] = '\0';
+        _cleanup_free_ char *f = xasprintf("<%s>", big);
+        ck_assert_uint_eq(strlen(f), 5002);
+        ck_assert(f[0] == '<' && f[5001] == '>' && f[2500] == 'y');
+}
+END_TEST
+
 START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 {
         _cleanup_free_ char *dir = tmpdir_new();
@@ -149,6 +181,22 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
                         free(got);
                 }
         ck_assert_uint_eq(memo.n, TB_ARRAY_SIZE(rel)); /* each asked of the file system once */
+        /* Enough paths that the memo's index grows several times over. */
+        for (int round = 0; round < 2; round++)
+                for (int i = 0; i < 300; i++) {
+                        _cleanup_free_ char *p = xasprintf("%s/%s%d", dir, i % 3 ? "d/n" : "ld/", i);
+                        if (round == 0 && i % 5 == 0)
+                                write_text(p, "x", 0644);
+                        errno = 0;
+                        char *want = realpath(p, NULL);
+                        int want_err = want ? 0 : errno;
+                        char *got = path_memo_realpath(&memo, p);
+                        ck_assert_int_eq(got ? 0 : errno, want_err);
+                        ck_assert((!want && !got) || (want && got && strcmp(want, got) == 0));
+                        free(want);
+                        free(got);
+                }
+        ck_assert_uint_eq(memo.n, TB_ARRAY_SIZE(rel) + 300);
         path_memo_done(&memo);
         ck_assert_uint_eq(memo.n, 0);
         tmpdir_remove(dir);
@@ -236,6 +284,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
+        tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
