@@ -9,48 +9,63 @@
 #    plan.results.jsonl and the summary. The growth per plan line is the figure
 #    that must stay at the size of a Trial's record.
 #
-#   bench/batch.sh     (BATCH_RUNS=5)
+#   bench/batch.sh     (BATCH_RUNS=5 BATCH_MEM_RUNS=3 BATCH_PARTS="throughput memory")
 #
-# Needs hyperfine, GNU parallel and GNU time.
+# BATCH_PARTS names the parts to run (default both): BATCH_PARTS=memory
+# measures the memory alone. BATCH_MEM_RUNS: how many times each plan's peak
+# RSS is measured (its median is the figure).
+#
+# Needs hyperfine and GNU parallel (throughput), and GNU time (memory).
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-need hyperfine hyperfine
-need parallel parallel
-[ -x /usr/bin/time ] || die "needs GNU time: apt-get install -y time"
+parts=${BATCH_PARTS:-throughput memory}
+part() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac }
+part throughput || part memory || die "BATCH_PARTS='$parts' names no part: use throughput, memory or both"
+if part throughput; then
+        need hyperfine hyperfine
+        need parallel parallel
+fi
+if part memory; then
+        [ -x /usr/bin/time ] || die "needs GNU time: apt-get install -y time"
+fi
 need_trialbox
 scratch
 runs=${BATCH_RUNS:-5}
+mem_runs=${BATCH_MEM_RUNS:-3}
 n=200
-mkdir "$W/repo"
 
-# Each line its own repository: lines that share one run one after the other.
-i=0
-while [ "$i" -lt "$n" ]; do
-        mkdir -p "$W/repos/t$i"
-        printf '{"id":"t%d",%s"harness":"shell","repo":"repos/t%d","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$ROOT_SESSION_JSON" "$i" "$i"
-        i=$((i + 1))
-done >"$W/plan.jsonl"
-bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c true
-mkdir -p "$W/bare/home"
-i=0
-while [ "$i" -lt "$n" ]; do
-        cat "$W/bare-line.sh"
-        i=$((i + 1))
-done >"$W/bare-lines"
+throughput() {
+        mkdir "$W/repo"
 
-say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each"
-hyperfine --warmup 1 --runs "$runs" --export-csv "$W/h.csv" \
-        --prepare "rm -rf '$W/out' '$W/plan.results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
-        --prepare true -n "parallel" "parallel -j2 <'$W/bare-lines' >/dev/null" >&2
-completed=$(grep -c '"outcome":"completed"' "$W/plan.results.jsonl" || true)
-mb=$(hf_median "$W/h.csv" batch)
-mp=$(hf_median "$W/h.csv" parallel)
-r=$(ratio "$mb" "$mp")
-row batch "$n no-op Trials, --jobs 2: batch wall time, median (ratio to parallel -j2 over the bare bwrap lines)" \
-        "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
-per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
-row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
-method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
+        # Each line its own repository: lines that share one run one after the other.
+        i=0
+        while [ "$i" -lt "$n" ]; do
+                mkdir -p "$W/repos/t$i"
+                printf '{"id":"t%d",%s"harness":"shell","repo":"repos/t%d","output_dir":"out/t%d","args":["-c","true"]}\n' "$i" "$ROOT_SESSION_JSON" "$i" "$i"
+                i=$((i + 1))
+        done >"$W/plan.jsonl"
+        bare_line "$W/bare-line.sh" -q --harness shell --repo "$W/repo" --output-dir "$W/bare" -- -c true
+        mkdir -p "$W/bare/home"
+        i=0
+        while [ "$i" -lt "$n" ]; do
+                cat "$W/bare-line.sh"
+                i=$((i + 1))
+        done >"$W/bare-lines"
+
+        say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each"
+        hyperfine --warmup 1 --runs "$runs" --export-csv "$W/h.csv" \
+                --prepare "rm -rf '$W/out' '$W/plan.results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
+                --prepare true -n "parallel" "parallel -j2 <'$W/bare-lines' >/dev/null" >&2
+        completed=$(grep -c '"outcome":"completed"' "$W/plan.results.jsonl" || true)
+        mb=$(hf_median "$W/h.csv" batch)
+        mp=$(hf_median "$W/h.csv" parallel)
+        r=$(ratio "$mb" "$mp")
+        row batch "$n no-op Trials, --jobs 2: batch wall time, median (ratio to parallel -j2 over the bare bwrap lines)" \
+                "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
+        per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
+        row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
+        method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
+}
 
 # The memory of the batch alone: plans whose Trials are all final, each
 # record the batch's own (its launcher.json's nonce echoed), each line its
@@ -72,20 +87,38 @@ final_plan() { # N DIR
                 }
         }'
 }
-for k in 1000 10000; do
-        final_plan "$k" "$W/m$k"
-        /usr/bin/time -f %M -o "$W/rss$k" "$TB" batch "$W/m$k/plan.jsonl" -q >/dev/null
-        lines=$(wc -l <"$W/m$k/plan.results.jsonl")
-        [ "$lines" = "$k" ] || die "the $k-line plan gave $lines results lines"
-        kept=$(grep -c '"outcome":"completed"' "$W/m$k/plan.results.jsonl" || true)
-        [ "$kept" = "$k" ] || die "the $k-line plan kept $kept of its $k completed records: it ran Trials again"
-done
-r1=$(cat "$W/rss1000")
-r10=$(cat "$W/rss10000")
-growth=$(awk -v a="$r1" -v b="$r10" 'BEGIN { printf "%.0f", (b - a) * 1024 / 9000 }')
-out_bytes=$(wc -c <"$W/m10000/out/t0/outcome.json")
-plan_bytes=$(awk -v s="$(wc -c <"$W/m10000/plan.jsonl")" 'BEGIN { printf "%.0f", s / 10000 }')
-row batch "batch peak RSS, a plan of 1,000 / 10,000 final Trials" "$r1 KiB / $r10 KiB" "" ""
-row batch "growth per plan line (10,000 − 1,000, per line); a plan line / an outcome.json here" \
-        "$growth B; $plan_bytes B / $out_bytes B" "< 1 KiB, not the Outcome's size" "$(verdict_le "$growth" 1023)"
-method "batch memory: GNU time's maximum RSS of \`trialbox batch PLAN -q\` over plans of 1,000 and 10,000 \`shell\` Trials whose folders already hold a completed outcome.json (the batch reads each, writes plan.results.jsonl and the summary, and runs nothing); each outcome.json carries a 2,000-byte detail, so a batch that kept Outcomes would grow by more than that per line; growth = the difference / 9,000, which is the Trial's parsed plan record (struct, id, harness, paths, args) and its state."
+
+# The median of the numbers in FILE, one a line.
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (!NR) exit 1; print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+memory() {
+        for k in 1000 10000; do
+                final_plan "$k" "$W/m$k"
+                : >"$W/rss$k"
+                i=0
+                while [ "$i" -lt "$mem_runs" ]; do
+                        # Each run as the first: no results of an earlier one to read.
+                        rm -f "$W/m$k/plan.results.jsonl"
+                        /usr/bin/time -f %M -a -o "$W/rss$k" "$TB" batch "$W/m$k/plan.jsonl" -q >/dev/null
+                        lines=$(wc -l <"$W/m$k/plan.results.jsonl")
+                        [ "$lines" = "$k" ] || die "the $k-line plan gave $lines results lines"
+                        kept=$(grep -c '"outcome":"completed"' "$W/m$k/plan.results.jsonl" || true)
+                        [ "$kept" = "$k" ] || die "the $k-line plan kept $kept of its $k completed records: it ran Trials again"
+                        i=$((i + 1))
+                done
+                say "batch memory, $k lines: peak RSS $(tr '\n' ' ' <"$W/rss$k")KiB"
+        done
+        r1=$(median "$W/rss1000")
+        r10=$(median "$W/rss10000")
+        growth=$(awk -v a="$r1" -v b="$r10" 'BEGIN { printf "%.0f", (b - a) * 1024 / 9000 }')
+        out_bytes=$(wc -c <"$W/m10000/out/t0/outcome.json")
+        plan_bytes=$(awk -v s="$(wc -c <"$W/m10000/plan.jsonl")" 'BEGIN { printf "%.0f", s / 10000 }')
+        row batch "batch peak RSS, a plan of 1,000 / 10,000 final Trials" "$r1 KiB / $r10 KiB" "" ""
+        row batch "growth per plan line (10,000 − 1,000, per line); a plan line / an outcome.json here" \
+                "$growth B; $plan_bytes B / $out_bytes B" "< 1 KiB, not the Outcome's size" "$(verdict_le "$growth" 1023)"
+        method "batch memory: the median of $mem_runs runs of GNU time's maximum RSS of \`trialbox batch PLAN -q\` over plans of 1,000 and 10,000 \`shell\` Trials whose folders already hold a completed outcome.json (the batch reads each, writes plan.results.jsonl and the summary, and runs nothing); each outcome.json carries a 2,000-byte detail, so a batch that kept Outcomes would grow by more than that per line; growth = the difference / 9,000, which is the Trial's parsed plan record (struct, id, harness, paths, args) and its state."
+}
+
+part throughput && throughput
+part memory && memory
+exit 0
