@@ -30,24 +30,24 @@ struct report *report_new(void)
         return r;
 }
 
-static void trial_rec_done(struct trial_rec *t, size_t n_keys)
-{
-        for (size_t k = 0; k < n_keys; k++)
-                json_object_put(t->keys[k]);
-        free(t->keys);
-        free(t->arm);
-        free(t->task);
-        free(t->cause);
-        strv_done(&t->models);
-}
-
 void report_free(struct report *r)
 {
         if (!r)
                 return;
         for (size_t i = 0; i < r->n; i++)
-                trial_rec_done(&r->t[i], r->by.n);
+                if (r->t[i].tokens) {
+                        strv_done(&r->t[i].tokens->models);
+                        free(r->t[i].tokens);
+                }
         free(r->t);
+        for (size_t i = 0; i < r->n_keysets; i++) {
+                for (size_t k = 0; k < r->by.n; k++)
+                        json_object_put(r->keysets[i][k]);
+                free(r->keysets[i]);
+        }
+        free(r->keysets);
+        strv_done(&r->tasks);
+        strv_done(&r->causes);
         strv_done(&r->by);
         strv_done(&r->label_names);
         free(r->by_seen);
@@ -142,13 +142,24 @@ static const char *cause_of(json_object *j, int kind)
         return "unknown";
 }
 
+/* `s` as one of `known`'s strings (added when it is new): the same text
+ * for many Trials is kept once. */
+static const char *intern(struct strv *known, const char *s)
+{
+        for (size_t i = 0; i < known->n; i++)
+                if (strcmp(known->v[i], s) == 0)
+                        return known->v[i];
+        strv_add(known, s);
+        return known->v[known->n - 1];
+}
+
 /* A scalar as text (a string as is, a number as its JSON text), or NULL. */
-static char *scalar_text(json_object *v)
+static const char *scalar_text(json_object *v)
 {
         if (!v || json_object_is_type(v, json_type_null) || json_object_is_type(v, json_type_object) ||
             json_object_is_type(v, json_type_array))
                 return NULL;
-        return xstrdup(json_object_get_string(v));
+        return json_object_get_string(v);
 }
 
 /* The value of --by key `key` in line `j`, referenced; NULL when it has none. */
@@ -197,9 +208,10 @@ static void add_tokens(struct report *r, struct trial_rec *t, json_object *tok)
 {
         if (!tok || !json_object_is_type(tok, json_type_object))
                 return;
-        r->any_tokens = t->has_tokens = true;
-        long long *slots[] = { &t->tok.input,     &t->tok.cached_input, &t->tok.output,
-                               &t->tok.reasoning, &t->tok.requests,     &t->tok.cache_write_input };
+        r->any_tokens = true;
+        struct rec_tokens *tt = t->tokens = xcalloc(1, sizeof *tt);
+        long long *slots[] = { &tt->tok.input,     &tt->tok.cached_input, &tt->tok.output,
+                               &tt->tok.reasoning, &tt->tok.requests,     &tt->tok.cache_write_input };
         static const char *const names[] = { "input",     "cached_input", "output",
                                              "reasoning", "requests",     "cache_write_input" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(names); i++) {
@@ -210,19 +222,44 @@ static void add_tokens(struct report *r, struct trial_rec *t, json_object *tok)
         size_t n = models && json_object_is_type(models, json_type_array) ? json_object_array_length(models) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *m = json_object_array_get_idx(models, i);
-                if (m && json_object_is_type(m, json_type_string) && !strv_contains(&t->models, json_object_get_string(m)))
-                        strv_add(&t->models, json_object_get_string(m));
+                if (m && json_object_is_type(m, json_type_string) &&
+                    !strv_contains(&tt->models, json_object_get_string(m)))
+                        strv_add(&tt->models, json_object_get_string(m));
         }
 }
 
+static bool keys_equal(json_object *const *a, json_object *const *b, size_t n)
+{
+        for (size_t k = 0; k < n; k++) {
+                if (!a[k] != !b[k])
+                        return false;
+                if (a[k] && !json_object_equal(a[k], b[k]))
+                        return false;
+        }
+        return true;
+}
+
+/* The line's --by values, as one of the report's keysets (a new one when
+ * no line before had them). */
 static void add_keys(struct report *r, struct trial_rec *t, json_object *j)
 {
-        t->keys = xcalloc(r->by.n, sizeof(json_object *));
+        _cleanup_free_ json_object **keys = xcalloc(r->by.n, sizeof(json_object *));
         for (size_t k = 0; k < r->by.n; k++) {
-                t->keys[k] = key_value(j, r->by.v[k]);
-                if (t->keys[k])
+                keys[k] = key_value(j, r->by.v[k]);
+                if (keys[k])
                         r->by_seen[k] = true;
         }
+        size_t i = 0;
+        while (i < r->n_keysets && !keys_equal(keys, r->keysets[i], r->by.n))
+                i++;
+        if (i == r->n_keysets) {
+                GREEDY_REALLOC(r->keysets, r->cap_keysets, r->n_keysets + 1);
+                r->keysets[r->n_keysets++] = TAKE_PTR(keys);
+        } else {
+                for (size_t k = 0; k < r->by.n; k++)
+                        json_object_put(keys[k]);
+        }
+        t->keyset = (unsigned)i;
         json_object *labels = get(j, "labels");
         if (labels && json_object_is_type(labels, json_type_object)) {
                 json_object_object_foreach(labels, name, v) {
@@ -246,11 +283,12 @@ int report_add_line(struct report *r, const char *line, struct tb_error *err)
         json_object *ov = get(j, "outcome");
         t->kind = kind_of(ov && json_object_is_type(ov, json_type_string) ? json_object_get_string(ov) : NULL);
         if (t->kind == K_FAILED || t->kind == K_VOID)
-                t->cause = xstrdup(cause_of(j, t->kind));
+                t->cause = intern(&r->causes, cause_of(j, t->kind));
         if (t->kind == K_COMPLETED || t->kind == K_FAILED)
                 t->duration_ms = get_count(j, "duration_ms");
-        t->arm = scalar_text(get(j, "arm"));
-        t->task = scalar_text(get(j, "task"));
+        t->has_arm = scalar_text(get(j, "arm")) != NULL;
+        const char *task = scalar_text(get(j, "task"));
+        t->task = task ? intern(&r->tasks, task) : NULL;
         add_keys(r, t, j);
         add_usage(t, get(j, "usage"));
         add_grade(r, t, j);
@@ -288,7 +326,7 @@ static char *keys_present(const struct report *r)
 {
         bool arm = false, task = false;
         for (size_t i = 0; i < r->n; i++) {
-                arm = arm || r->t[i].arm;
+                arm = arm || r->t[i].has_arm;
                 task = task || r->t[i].task;
         }
         struct strbuf have = { 0 };

@@ -15,17 +15,6 @@ const char *report_key_text(json_object *v, const char *none)
         return v ? json_object_get_string(v) : none;
 }
 
-static bool keys_equal(json_object *const *a, json_object *const *b, size_t n)
-{
-        for (size_t k = 0; k < n; k++) {
-                if (!a[k] != !b[k])
-                        return false;
-                if (a[k] && !json_object_equal(a[k], b[k]))
-                        return false;
-        }
-        return true;
-}
-
 static void cause_add(struct group *g, int kind, const char *cause)
 {
         for (size_t i = 0; i < g->n_causes; i++)
@@ -98,9 +87,9 @@ static void group_add_grade(struct group *g, const struct trial_rec *t)
         }
 }
 
-static void group_add_tokens(struct group *g, const struct trial_rec *t)
+static void group_add_tokens(struct group *g, const struct rec_tokens *t)
 {
-        if (!t->has_tokens)
+        if (!t)
                 return;
         g->token_trials++;
         g->tok.input += t->tok.input;
@@ -115,9 +104,9 @@ static void group_add_tokens(struct group *g, const struct trial_rec *t)
 }
 
 /* A Trial's cost into the group's, or why it cannot be known into `why`. */
-static void group_add_cost(struct group *g, const struct report *r, const struct trial_rec *t, struct strv *why)
+static void group_add_cost(struct group *g, const struct report *r, const struct rec_tokens *t, struct strv *why)
 {
-        if (!t->has_tokens || !r->has_prices)
+        if (!t || !r->has_prices)
                 return;
         const struct price *p = t->models.n == 1 ? prices_find(&r->prices, t->models.v[0]) : NULL;
         if (p) {
@@ -182,21 +171,21 @@ static void group_rates(struct group *g, const double *scores)
         }
 }
 
-/* Every number of `g`, from the Trials of `r` whose keys are g's. */
-static void group_compute(struct group *g, const struct report *r)
+/* Every number of `g`, from the Trials of `r` in its keyset. */
+static void group_compute(struct group *g, const struct report *r, size_t keyset)
 {
         struct strv why = { 0 };
         double *scores = xcalloc(r->n + 1, sizeof(double));
         for (size_t i = 0; i < r->n; i++) {
                 const struct trial_rec *t = &r->t[i];
-                if (!keys_equal(t->keys, g->keys, r->by.n))
+                if (t->keyset != keyset)
                         continue;
                 group_add_run(g, t);
                 group_add_grade(g, t);
                 if (t->has_score && (t->grade == G_PASSED || t->grade == G_FAILED))
                         scores[g->scored++] = t->score;
-                group_add_tokens(g, t);
-                group_add_cost(g, r, t, &why);
+                group_add_tokens(g, t->tokens);
+                group_add_cost(g, r, t->tokens, &why);
         }
         if (g->n_durations > 1)
                 tb_qsort(g->durations, g->n_durations, sizeof(long long), cmp_ll);
@@ -275,19 +264,12 @@ static void answer_pairs(struct answer *a)
 
 void answer_build(struct answer *a, const struct report *r)
 {
-        *a = (struct answer){ .r = r };
-        size_t cap = 0; /* groups grow as found: a few, however many Trials */
-        for (size_t i = 0; i < r->n; i++) {
-                size_t j = 0;
-                while (j < a->n && !keys_equal(r->t[i].keys, a->g[j].keys, r->by.n))
-                        j++;
-                if (j == a->n) {
-                        GREEDY_REALLOC(a->g, cap, a->n + 1);
-                        a->g[a->n++] = (struct group){ .keys = r->t[i].keys, .cpu_ms = -1, .peak_memory_max = -1 };
-                }
-        }
+        /* One group per keyset, in the order the lines brought them. */
+        *a = (struct answer){ .r = r, .n = r->n_keysets };
+        a->g = xcalloc(a->n + 1, sizeof *a->g);
         for (size_t j = 0; j < a->n; j++) {
-                group_compute(&a->g[j], r);
+                a->g[j] = (struct group){ .keys = r->keysets[j], .cpu_ms = -1, .peak_memory_max = -1 };
+                group_compute(&a->g[j], r, j);
                 if (a->g[j].k_max > a->k_max)
                         a->k_max = a->g[j].k_max;
         }

@@ -21,21 +21,27 @@ extern const char *const report_kind_names[K_COUNT];
  * status trialbox does not know counts as an error. */
 enum grade_status { G_NONE, G_PASSED, G_FAILED, G_ERROR, G_VOID };
 
-/* One results line, as much of it as the report needs. */
+/* A Trial's tokens, when its line has them. */
+struct rec_tokens {
+        struct token_counts tok;
+        struct strv models;     /* the tokens' models */
+};
+
+/* One results line, as much of it as the report needs: kept for every
+ * Trial of a batch (its summary), so its strings are the report's, shared. */
 struct trial_rec {
-        json_object **keys;     /* the value of each --by key (NULL: the line has none); referenced */
-        char *arm, *task;       /* NULL when the line has none (a non-string: its JSON text) */
+        unsigned keyset;        /* its --by values: r->keysets[keyset] */
         int kind;               /* K_* */
-        char *cause;            /* a failure's or a void's cause, else NULL */
         int grade;              /* G_* */
+        bool has_arm;           /* the line has an arm */
         bool has_score;
+        const char *task;       /* r->tasks', or NULL when the line has none (a non-string: its JSON text) */
+        const char *cause;      /* a failure's or a void's cause (r->causes'), else NULL */
         double score;
         long long duration_ms;  /* -1: unknown, or the Trial did not run */
         long long cpu_ms;       /* user + system; -1: unknown */
         long long peak_memory;  /* -1: unknown */
-        bool has_tokens;
-        struct token_counts tok;
-        struct strv models;     /* the tokens' models */
+        struct rec_tokens *tokens; /* NULL: the line has none */
 };
 
 struct report {
@@ -44,6 +50,11 @@ struct report {
         struct strv label_names; /* the labels the lines have, for a message */
         struct trial_rec *t;
         size_t n, cap;
+        /* The distinct tuples of --by values, as the lines bring them: each
+         * by.n values (referenced; NULL: the line has none), one group each. */
+        json_object ***keysets;
+        size_t n_keysets, cap_keysets;
+        struct strv tasks, causes; /* the distinct tasks and causes the Trials point to */
         bool any_grade;         /* some line has a `grade` field (even null) */
         bool any_tokens;        /* some line has a `tokens` object */
         bool has_prices;
@@ -68,7 +79,7 @@ struct task_tally {
 
 /* The answer for one group of Trials. */
 struct group {
-        json_object **keys;     /* the group's --by values, borrowed from its first Trial */
+        json_object **keys;     /* the group's --by values: the report's keyset */
         size_t trials, by_kind[K_COUNT];
         long long *durations;   /* of the Trials that ran, sorted */
         size_t n_durations, cap_durations;
