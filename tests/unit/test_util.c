@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/arena.h"
 #include "base/env.h"
 #include "tb_test.h"
 #include "base/sha256.h"
@@ -246,6 +248,41 @@ START_TEST(greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents)
 }
 END_TEST
 
+START_TEST(an_arena_gives_zeroed_aligned_room_that_keeps_its_contents_until_done)
+{
+        struct arena a = { 0 };
+        char *s[3000];
+        long long *n[3000];
+        for (int i = 0; i < 3000; i++) {
+                _cleanup_free_ char *text = xasprintf("line %d", i);
+                s[i] = arena_strdup(&a, text);
+                n[i] = arena_alloc(&a, 3 * sizeof(long long), _Alignof(long long));
+                ck_assert_uint_eq((uintptr_t)n[i] % _Alignof(long long), 0);
+                ck_assert(n[i][0] == 0 && n[i][1] == 0 && n[i][2] == 0);
+                n[i][0] = n[i][2] = i;
+        }
+        /* Larger than a block's share: a block of its own, the others kept. */
+        char *big = arena_alloc(&a, 100000, 1);
+        for (size_t i = 0; i < 100000; i++)
+                ck_assert_int_eq(big[i], 0);
+        memset(big, 'x', 100000);
+        char *after = arena_strdup(&a, "after the big one");
+        for (int i = 0; i < 3000; i++) {
+                _cleanup_free_ char *want = xasprintf("line %d", i);
+                ck_assert_str_eq(s[i], want);
+                ck_assert(n[i][0] == i && n[i][1] == 0 && n[i][2] == i);
+        }
+        ck_assert_str_eq(after, "after the big one");
+        ck_assert_str_eq(arena_strdup(&a, ""), "");
+        arena_done(&a);
+        ck_assert_ptr_null(a.blocks);
+        /* Empty, and reusable. */
+        ck_assert_str_eq(arena_strdup(&a, "again"), "again");
+        arena_done(&a);
+        arena_done(&a);
+}
+END_TEST
+
 /* One home, however HOME is set: `check` and `run` look for logins in the same one. */
 START_TEST(the_environment_has_one_home_home_when_absolute_else_the_password_databases)
 {
@@ -283,6 +320,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, read_file_secure_reads_a_regular_file_whole_and_refuses_links_fifos_folders_and_big_files);
         tcase_add_test(tc, read_file_at_reads_a_regular_file_in_a_folder_and_refuses_links_fifos_and_big_files);
         tcase_add_test(tc, greedy_realloc_makes_room_for_what_is_asked_and_keeps_the_contents);
+        tcase_add_test(tc, an_arena_gives_zeroed_aligned_room_that_keeps_its_contents_until_done);
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
         tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
