@@ -82,8 +82,8 @@ START_TEST(the_plan_has_a_line_per_repetition_task_and_arm_in_that_order)
         struct plan p;
         ck_assert_msg(plan_load(plan, &p, &err) == 0, "%s", err.msg);
         ck_assert_uint_eq(p.n, 8);
-        ck_assert_str_eq(p.v[0].arm, "a");
-        ck_assert_ptr_nonnull(p.v[0].grade);
+        ck_assert_str_eq(p.v[0].more->arm, "a");
+        ck_assert_ptr_nonnull(p.v[0].more->grade);
         plan_done(&p);
         free(out.s);
 

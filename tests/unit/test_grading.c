@@ -206,12 +206,12 @@ START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
         struct tb_error err = { 0 };
         ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
         const struct plan_trial *t = &plan.v[0];
-        ck_assert_str_eq(t->task, "t");
-        ck_assert_str_eq(t->arm, "a");
-        ck_assert_str_eq(t->labels, "{\"model\":\"m\",\"n\":3}");
-        ck_assert_uint_eq(t->grade->slots, 2);
+        ck_assert_str_eq(t->more->task, "t");
+        ck_assert_str_eq(t->more->arm, "a");
+        ck_assert_str_eq(t->more->labels, "{\"model\":\"m\",\"n\":3}");
+        ck_assert_uint_eq(t->more->grade->slots, 2);
         struct strv args = { 0 };
-        plan_grade_args(t->grade, t->output_dir, t->repo, "/dev/fd/3", &args);
+        plan_grade_args(t->more->grade, t->output_dir, t->repo, "/dev/fd/3", &args);
         _cleanup_free_ char *line = strv_joined(&args, "", "");
         /* The grader's env goes through a pipe, as a Trial's: no value in argv. */
         _cleanup_free_ char *want = xasprintf("grade --trial-dir %s --repo %s --harness shell --files %s --timeout 30 "

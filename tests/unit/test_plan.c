@@ -34,9 +34,9 @@ START_TEST(a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder)
         char *want_out = path_in(dir, "out/t1");
         ck_assert_str_eq(t->output_dir, want_out);
         ck_assert_str_eq(t->repo, repo);
-        ck_assert_str_eq(t->harness_bin, "sh"); /* a bare name stays for PATH */
+        ck_assert_str_eq(t->more->harness_bin, "sh"); /* a bare name stays for PATH */
         ck_assert_uint_eq(t->slots, 2);         /* ceil(1.5) */
-        ck_assert_ptr_null(t->user);
+        ck_assert_ptr_null(t->more->user);
         struct strv args = { 0 };
         plan_trial_run_args(t, t->repo, NULL, &args);
         char *line = strv_joined(&args, "", "");
@@ -85,7 +85,7 @@ START_TEST(env_kill_after_and_harness_endpoints_reach_run_and_no_value_is_in_its
         assert_contains(line, "--no-harness-endpoints");
         assert_lacks(line, "s3cret");
         assert_lacks(line, "API_KEY");
-        ck_assert_uint_eq(plan.v[0].env.n, 2);
+        ck_assert_uint_eq(plan.v[0].more->env.n, 2);
         free(line);
         strv_done(&args);
         plan_trial_run_args(&plan.v[1], plan.v[1].repo, "/dev/fd/3", &args);
@@ -186,8 +186,8 @@ START_TEST(repo_from_takes_an_optional_revision)
         struct tb_error err = { 0 };
         ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(plan.v[0].repo_from, src);
-        ck_assert_str_eq(plan.v[0].repo_rev, "v1.2");
-        ck_assert_ptr_null(plan.v[1].repo_rev);
+        ck_assert_str_eq(plan.v[0].more->repo_rev, "v1.2");
+        ck_assert_ptr_null(plan.v[1].more->repo_rev);
         ck_assert_uint_eq(plan.v[1].slots, 1);
         plan_done(&plan);
         free(path);

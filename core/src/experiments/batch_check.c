@@ -81,7 +81,7 @@ static const char *batch_path(const struct batch *b)
 void batch_binary_find(struct batch *b, const struct plan_trial *p, struct batch_binary *out)
 {
         *out = (struct batch_binary){ .size = -1, .mtime_ns = -1 };
-        const char *want = p->harness_bin;
+        const char *want = p->more->harness_bin;
         if (!want) {
                 struct batch_harness *h = harness_of(b, p->harness);
                 want = h->default_binary;
@@ -292,26 +292,26 @@ static void check_line(struct batch *b, const struct plan_trial *p, struct check
         struct batch_binary bin;
         batch_binary_find(b, p, &bin);
         if (bin.wanted && !bin.path)
-                problem(b, p, p->harness_bin ? "harness_bin" : "harness", out,
+                problem(b, p, p->more->harness_bin ? "harness_bin" : "harness", out,
                         "the %s binary '%s' was not found%s; install it or %s", p->harness, bin.wanted,
                         strchr(bin.wanted, '/') ? "" : " on the PATH",
-                        p->harness_bin ? "fix harness_bin" : "give harness_bin");
+                        p->more->harness_bin ? "fix harness_bin" : "give harness_bin");
         batch_binary_done(&bin);
         struct stat st;
-        if (p->skills && (stat(p->skills, &st) < 0 || !S_ISDIR(st.st_mode)))
-                problem(b, p, "skills", out, "'%s' is not a folder", p->skills);
-        if (p->repo_from && !revision_exists(p->repo_from, p->repo_rev, &memo->revisions))
+        if (p->more->skills && (stat(p->more->skills, &st) < 0 || !S_ISDIR(st.st_mode)))
+                problem(b, p, "skills", out, "'%s' is not a folder", p->more->skills);
+        if (p->repo_from && !revision_exists(p->repo_from, p->more->repo_rev, &memo->revisions))
                 problem(b, p, "repo_from", out,
-                        p->repo_rev ? "'%s' is not a commit of the git repository '%s'"
-                                    : "%s'%s' has no commit (is it a git repository?)",
-                        p->repo_rev ? p->repo_rev : "", p->repo_from);
-        const char *login = login_problem(b, h, p->credentials, &memo->logins);
+                        p->more->repo_rev ? "'%s' is not a commit of the git repository '%s'"
+                                          : "%s'%s' has no commit (is it a git repository?)",
+                        p->more->repo_rev ? p->more->repo_rev : "", p->repo_from);
+        const char *login = login_problem(b, h, p->more->credentials, &memo->logins);
         if (login)
                 problem(b, p, "harness", out, "the %s plugin's preflight: %s", p->harness, login);
-        check_user(b, p, "user", p->user, p->root_session != NULL, p->repo, out);
+        check_user(b, p, "user", p->more->user, p->root_session, p->repo, out);
         /* (A clone given to the Trial's user is the grader's default user.) */
-        if (p->grade && (p->repo || !p->user))
-                check_user(b, p, "grade.user", p->grade->user, p->grade->root_session, p->repo, out);
+        if (p->more->grade && (p->repo || !p->more->user))
+                check_user(b, p, "grade.user", p->more->grade->user, p->more->grade->root_session, p->repo, out);
 }
 
 /* Check the lines `run` selects (every line when NULL): each problem a

@@ -70,7 +70,7 @@ static void release_repo(struct batch *b, const struct btrial *t)
 
 bool batch_grade_queue(struct batch *b, struct btrial *t, int kind)
 {
-        if (!t->p->grade || (kind != OUTCOME_COMPLETED && kind != OUTCOME_FAILED))
+        if (!t->p->more->grade || (kind != OUTCOME_COMPLETED && kind != OUTCOME_FAILED))
                 return false;
         if (b->gather && !b->opt->grade_only)
                 return false; /* graded where the Trial ran (a Slurm task) */
@@ -122,14 +122,14 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (log_fd < 0)
                 return tb_fail(err, -errno, "cannot grade Trial '%s': '%s': %s", p->id, log, strerror(errno));
-        _cleanup_close_ int env_fd = batch_env_pipe(&p->grade->env);
+        _cleanup_close_ int env_fd = batch_env_pipe(&p->more->grade->env);
         if (env_fd < -1)
                 return tb_fail(err, env_fd, "cannot grade Trial '%s': its grader's env: %s", p->id, strerror(-env_fd));
         _cleanup_free_ char *clone = plan_clone_dir(p->output_dir);
         _cleanup_strv_ struct strv argv = { 0 };
         _cleanup_strv_ struct strv envp = { 0 };
         strv_add(&argv, "trialbox");
-        plan_grade_args(p->grade, p->output_dir, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
+        plan_grade_args(p->more->grade, p->output_dir, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
         batch_child_env(&envp);
         struct spawn s = { .argv = argv.v,
                            .envp = envp.v,
@@ -155,11 +155,11 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         t->gpid = pid;
         t->gstate = G_RUNNING;
         t->gtries++;
-        t->slots = p->grade->slots < b->opt->jobs ? p->grade->slots : b->opt->jobs;
+        t->slots = p->more->grade->slots < b->opt->jobs ? p->more->grade->slots : b->opt->jobs;
         b->used += t->slots;
         b->running++;
         b->grading++;
-        const char *ex = batch_harness_exclusive(b, p->grade->harness);
+        const char *ex = batch_harness_exclusive(b, p->more->grade->harness);
         if (ex)
                 strv_add(&b->held, ex);
         return 0;
@@ -168,8 +168,8 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
 /* A grader may start: due, in the batch's share, its Harness's resource free. */
 static bool may_start(struct batch *b, const struct btrial *t, long long now)
 {
-        unsigned need = t->p->grade->slots < b->opt->jobs ? t->p->grade->slots : b->opt->jobs;
-        const char *ex = batch_harness_exclusive(b, t->p->grade->harness);
+        unsigned need = t->p->more->grade->slots < b->opt->jobs ? t->p->more->grade->slots : b->opt->jobs;
+        const char *ex = batch_harness_exclusive(b, t->p->more->grade->harness);
         return t->gdue_ms <= now && need <= b->opt->jobs - b->used && !(ex && strv_contains(&b->held, ex));
 }
 
@@ -224,7 +224,7 @@ static json_object *record_lost(const struct btrial *t, int status)
                 if (strlen(tail) > 300)
                         tail[300] = '\0';
         }
-        struct grade g = { .exit_code = -1, .duration_ms = -1, .harness = t->p->grade->harness };
+        struct grade g = { .exit_code = -1, .duration_ms = -1, .harness = t->p->more->grade->harness };
         char detail[512];
         snprintf(detail, sizeof detail, "trialbox grade ended (%s %d) without a grade (its log's last line: %s)",
                  WIFSIGNALED(status) ? "signal" : "status",
@@ -247,7 +247,7 @@ bool batch_grade_reaped(struct batch *b, pid_t pid, int status)
         b->running--;
         b->grading--;
         b->used -= t->slots;
-        const char *ex = batch_harness_exclusive(b, t->p->grade->harness);
+        const char *ex = batch_harness_exclusive(b, t->p->more->grade->harness);
         for (size_t i = 0; ex && i < b->held.n; i++)
                 if (strcmp(b->held.v[i], ex) == 0) {
                         free(b->held.v[i]);

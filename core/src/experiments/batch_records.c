@@ -387,19 +387,19 @@ static void result_line_what_ran(const struct btrial *t, json_object *j)
 /* An Experiment's fields of the plan line, as the plan gave them. */
 static void add_experiment(json_object *j, const struct plan_trial *p)
 {
-        if (p->task)
-                json_object_object_add(j, "task", json_object_new_string(p->task));
-        if (p->arm)
-                json_object_object_add(j, "arm", json_object_new_string(p->arm));
-        if (p->labels)
-                json_object_object_add(j, "labels", json_tokener_parse(p->labels));
+        if (p->more->task)
+                json_object_object_add(j, "task", json_object_new_string(p->more->task));
+        if (p->more->arm)
+                json_object_object_add(j, "arm", json_object_new_string(p->more->arm));
+        if (p->more->labels)
+                json_object_object_add(j, "labels", json_tokener_parse(p->more->labels));
 }
 
 /* The grade (OUTPUT_DIR/grade.json) of a line with a grader: null while
  * there is none. */
 static void add_grade(json_object *j, const struct btrial *t)
 {
-        if (t->p->grade && !json_object_object_get_ex(j, "grade", NULL))
+        if (t->p->more->grade && !json_object_object_get_ex(j, "grade", NULL))
                 json_object_object_add(j, "grade", batch_read_record(t->p->output_dir, "grade.json"));
 }
 

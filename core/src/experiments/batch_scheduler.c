@@ -385,7 +385,7 @@ static int run_git(char *const argv[])
  * fds, never following a link the clone holds. 0 or a negative errno. */
 static int clone_to_user(const struct plan_trial *p, const char *clone)
 {
-        if (geteuid() != 0 || !p->user)
+        if (geteuid() != 0 || !p->more->user)
                 return 0;
         _cleanup_close_ int fd = open(clone, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
@@ -393,7 +393,7 @@ static int clone_to_user(const struct plan_trial *p, const char *clone)
                 return -errno;
         struct session_user u = { 0 };
         struct tb_error err = { 0 };
-        int r = session_user_resolve(p->user, false, 0, &st, &u, &err);
+        int r = session_user_resolve(p->more->user, false, 0, &st, &u, &err);
         if (r == 0 && u.drop)
                 r = session_user_chown_tree(fd, &u);
         session_user_done(&u);
@@ -407,12 +407,14 @@ static void clone_or_void(const struct plan_trial *p, const char *clone, const c
         struct stat st;
         int r = lstat(clone, &st) == 0 ? -EEXIST : 0;
         if (r == 0) {
-                char *argv[] = { "git", "clone", "--quiet", "--no-hardlinks", p->repo_rev ? "--no-checkout" : "--",
+                const char *rev = p->more->repo_rev;
+                char *argv[] = { "git", "clone", "--quiet", "--no-hardlinks", rev ? "--no-checkout" : "--",
                                  p->repo_from, (char *)clone, NULL };
                 r = run_git(argv);
         }
-        if (r == 0 && p->repo_rev) {
-                char *argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->repo_rev, "--", NULL };
+        if (r == 0 && p->more->repo_rev) {
+                char *argv[] = { "git", "-C", (char *)clone, "checkout", "--quiet", "--detach", p->more->repo_rev,
+                                 "--", NULL };
                 r = run_git(argv);
         }
         if (r == 0)
@@ -425,8 +427,9 @@ static void clone_or_void(const struct plan_trial *p, const char *clone, const c
         _cleanup_free_ char *tail = batch_log_tail(p->output_dir);
         _cleanup_free_ char *d =
                 r == -EEXIST ? xasprintf("the clone folder '%s' already exists; move it away", clone)
-                             : xasprintf("cannot clone '%s'%s%s into '%s': %s", p->repo_from, p->repo_rev ? " at " : "",
-                                         p->repo_rev ? p->repo_rev : "", clone, tail);
+                             : xasprintf("cannot clone '%s'%s%s into '%s': %s", p->repo_from,
+                                         p->more->repo_rev ? " at " : "", p->more->repo_rev ? p->more->repo_rev : "",
+                                         clone, tail);
         outcome_set_void(&o, CAUSE_SESSION_UNAVAILABLE, d);
         outcome_end(&o);
         outcome_write(&o, p->output_dir, NULL);
@@ -483,7 +486,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         int go[2];
         if (log_fd < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return tb_fail(err, -errno, "cannot start Trial '%s': '%s': %s", p->id, log, strerror(errno));
-        _cleanup_close_ int env_fd = batch_env_pipe(&p->env);
+        _cleanup_close_ int env_fd = batch_env_pipe(&p->more->env);
         if (env_fd < -1) {
                 close(go[0]);
                 close(go[1]);
@@ -787,7 +790,7 @@ void batch_trials_init(struct batch *b)
         }
         b->t = xcalloc(b->n, sizeof *b->t);
         for (size_t i = 0; i < b->n; i++)
-                b->any_grader = b->any_grader || b->plan.v[i].grade;
+                b->any_grader = b->any_grader || b->plan.v[i].more->grade;
         for (size_t i = 0; i < b->n; i++)
                 b->t[i] = (struct btrial){ .p = &b->plan.v[i], .pidfd = -1, .gstatus = -1,
                                            .exclusive = { batch_harness_exclusive(b, b->plan.v[i].harness),

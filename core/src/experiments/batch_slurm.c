@@ -181,15 +181,16 @@ static int slurm_submit_plan(struct batch *b, struct tb_error *err)
         for (size_t i = 0; i < b->n; i++) {
                 const struct plan_trial *p = &b->plan.v[i];
                 long long ms = 0, bytes = 0, milli = 0, grace = LIMITS_DEFAULT_KILL_AFTER_MS;
-                if (p->timeout && limits_parse_duration("--timeout", p->timeout, false, &ms, err) < 0)
+                if (p->more->timeout && limits_parse_duration("--timeout", p->more->timeout, false, &ms, err) < 0)
                         return -EINVAL;
-                if (p->kill_after && limits_parse_duration("--kill-after", p->kill_after, true, &grace, err) < 0)
+                if (p->more->kill_after &&
+                    limits_parse_duration("--kill-after", p->more->kill_after, true, &grace, err) < 0)
                         return -EINVAL;
                 if (ms > 0) /* an attempt may run its timeout and the grace after it */
                         ms += grace;
-                if (p->memory && limits_parse_size("--memory", p->memory, &bytes, err) < 0)
+                if (p->more->memory && limits_parse_size("--memory", p->more->memory, &bytes, err) < 0)
                         return -EINVAL;
-                if (p->cpus && limits_parse_cpus("--cpus", p->cpus, &milli, err) < 0)
+                if (p->more->cpus && limits_parse_cpus("--cpus", p->more->cpus, &milli, err) < 0)
                         return -EINVAL;
                 slurm_limits_add(&req.limits, (ms + 999) / 1000, bytes, (double)milli / 1000.0);
         }

@@ -11,6 +11,7 @@
 #include "base/utf8.h"
 #include "experiments/labels.h"
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "base/cleanup.h"
 #include "base/error.h"
 #include "base/macro.h"
@@ -33,8 +34,8 @@ enum field_type {
         F_GRACE,     /* as --kill-after: a duration, 0 allowed */
         F_NETWORK,   /* host|none|allow */
         F_REPO_FROM, /* PATH[@REV] */
-        F_FLAG,      /* a boolean: true gives the run flag alone */
-        F_FLAG_OFF,  /* a boolean, true by default: false gives the run flag alone */
+        F_FLAG,      /* a boolean: true gives the run flag alone (a bool in struct plan_trial) */
+        F_FLAG_OFF,  /* a boolean, true by default: false gives the run flag alone (the bool says false) */
         F_ENV,       /* an object of variables (trial/session_env.h): the run's --env-file */
         /* An Experiment's fields, last (set_experiment_field): */
         F_NAME,      /* a short name of printable UTF-8 (an Experiment's task, arm) */
@@ -44,12 +45,16 @@ enum field_type {
 
 struct field {
         const char *name;
-        enum field_type type;
-        size_t offset; /* of the char * (or struct strv) in struct plan_trial */
         const char *run_flag;
+        size_t offset; /* of the char * (bool, struct plan_strings, struct strv) in its struct */
+        enum field_type type;
+        bool more;     /* in struct plan_trial_more, else in struct plan_trial */
 };
 
-#define FIELD(n, t, flag) { #n, t, offsetof(struct plan_trial, n), flag }
+#define FIELD_AT(n, t, s, member, flag, m) \
+        { .name = (n), .run_flag = (flag), .offset = offsetof(s, member), .type = (t), .more = (m) }
+#define FIELD(n, t, flag) FIELD_AT(#n, t, struct plan_trial, n, flag, false)
+#define MORE(n, t, flag) FIELD_AT(#n, t, struct plan_trial_more, n, flag, true)
 static const struct field fields[] = {
         FIELD(id, F_STRING, NULL),
         FIELD(harness, F_STRING, "--harness"),
@@ -57,31 +62,57 @@ static const struct field fields[] = {
         FIELD(args, F_STRINGS, NULL),
         FIELD(repo, F_PATH, "--repo"),
         FIELD(repo_from, F_REPO_FROM, NULL),
-        FIELD(harness_bin, F_BIN, "--harness-bin"),
-        FIELD(skills, F_PATH, "--skills"),
-        FIELD(credentials, F_PATH, "--credentials"),
-        FIELD(timeout, F_DURATION, "--timeout"),
-        FIELD(memory, F_SIZE, "--memory"),
-        FIELD(pids, F_PIDS, "--pids"),
-        FIELD(cpus, F_CPUS, "--cpus"),
-        FIELD(user, F_STRING, "--user"),
+        MORE(harness_bin, F_BIN, "--harness-bin"),
+        MORE(skills, F_PATH, "--skills"),
+        MORE(credentials, F_PATH, "--credentials"),
+        MORE(timeout, F_DURATION, "--timeout"),
+        MORE(memory, F_SIZE, "--memory"),
+        MORE(pids, F_PIDS, "--pids"),
+        MORE(cpus, F_CPUS, "--cpus"),
+        MORE(user, F_STRING, "--user"),
         FIELD(root_session, F_FLAG, "--root-session"),
         FIELD(keep_control_files, F_FLAG, "--keep-control-files"),
-        FIELD(network, F_NETWORK, "--network"),
-        FIELD(allow_host, F_STRINGS, "--allow-host"),
-        FIELD(kill_after, F_GRACE, "--kill-after"),
-        FIELD(harness_endpoints, F_FLAG_OFF, "--no-harness-endpoints"),
-        FIELD(env, F_ENV, NULL),
-        FIELD(task, F_NAME, NULL),
-        FIELD(arm, F_NAME, NULL),
-        FIELD(labels, F_LABELS, NULL),
-        FIELD(grade, F_GRADE, NULL),
+        MORE(network, F_NETWORK, "--network"),
+        MORE(allow_host, F_STRINGS, "--allow-host"),
+        MORE(kill_after, F_GRACE, "--kill-after"),
+        FIELD_AT("harness_endpoints", F_FLAG_OFF, struct plan_trial, no_harness_endpoints, "--no-harness-endpoints",
+                 false),
+        MORE(env, F_ENV, NULL),
+        MORE(task, F_NAME, NULL),
+        MORE(arm, F_NAME, NULL),
+        MORE(labels, F_LABELS, NULL),
+        MORE(grade, F_GRADE, NULL),
 };
 
-static char **str_slot(struct plan_trial *t, const struct field *f) { return (char **)((char *)t + f->offset); }
-static struct strv *strv_slot(struct plan_trial *t, const struct field *f)
+/* The `more` of the lines that give none of its fields: never written. */
+static struct plan_trial_more no_more;
+
+/* A line being parsed: its Trial, and the fields kept apart, gathered here
+ * until the line is whole. */
+struct line {
+        struct plan *plan;
+        struct plan_trial *t;
+        struct plan_trial_more more;
+        bool any_more; /* some field of `more` was given */
+};
+
+static void *slot(struct line *l, const struct field *f)
 {
-        return (struct strv *)((char *)t + f->offset);
+        return (f->more ? (char *)&l->more : (char *)l->t) + f->offset;
+}
+static char **str_slot(struct line *l, const struct field *f) { return slot(l, f); }
+
+/* A path made absolute against the plan's folder, lexically clean, in the arena. */
+static char *clean_path(struct line *l, const char *s)
+{
+        _cleanup_free_ char *p = path_clean(l->plan->dir, s);
+        return arena_strdup(&l->plan->arena, p);
+}
+
+/* A field of a whole line, as plan_trial_run_args reads it. */
+static const void *trial_slot(const struct plan_trial *t, const struct field *f)
+{
+        return (f->more ? (const char *)t->more : (const char *)t) + f->offset;
 }
 
 static int field_error(struct tb_error *err, const struct plan *plan, unsigned line, const char *field,
@@ -125,22 +156,22 @@ static int check_limit(const struct field *f, const char *text, long long *value
 
 /* `env`: the session's own variables, checked as `run --env-file` checks
  * them (the value never quoted back). */
-static int set_env_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
-                         struct tb_error *err)
+static int set_env_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
         struct tb_error e = { 0 };
-        if (session_env_from_json(v, &t->env, &e) < 0)
-                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+        if (session_env_from_json(v, &l->more.env, &e) < 0)
+                return field_error(err, l->plan, l->t->line, f->name, "%s", e.msg);
         return 0;
 }
 
 /* An Experiment's fields: task and arm, labels, the grader. */
-static int set_experiment_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
-                                struct tb_error *err)
+static int set_experiment_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
+        const struct plan *plan = l->plan;
+        const struct plan_trial *t = l->t;
         char where[64], why[256];
         if (f->type == F_GRADE) {
-                if (plan_grade_parse(v, plan->dir, &t->grade, where, sizeof where, why, sizeof why) < 0)
+                if (plan_grade_parse(v, plan->dir, &l->more.grade, where, sizeof where, why, sizeof why) < 0)
                         return field_error(err, plan, t->line, where, "%s", why);
                 return 0;
         }
@@ -148,7 +179,8 @@ static int set_experiment_field(const struct plan *plan, struct plan_trial *t, c
                 if (labels_check(v, where, sizeof where, why, sizeof why) < 0)
                         return where[0] ? field_error(err, plan, t->line, "labels", "'%s' %s", where, why)
                                         : field_error(err, plan, t->line, "labels", "%s", why);
-                *str_slot(t, f) = xstrdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+                *str_slot(l, f) = arena_strdup(&l->plan->arena,
+                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
                 return 0;
         }
         const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
@@ -159,86 +191,86 @@ static int set_experiment_field(const struct plan *plan, struct plan_trial *t, c
         if (!printable)
                 return field_error(err, plan, t->line, f->name, "must be a string of 1 to %d bytes of printable UTF-8",
                                    PLAN_NAME_MAX);
-        *str_slot(t, f) = xstrdup(s);
+        *str_slot(l, f) = arena_strdup(&l->plan->arena, s);
         return 0;
 }
 
-/* F_STRINGS: an array of strings, kept without spare capacity. */
-static int set_strings_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
-                             struct tb_error *err)
+/* F_STRINGS: an array of strings. */
+static int set_strings_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
         if (!json_object_is_type(v, json_type_array))
-                return field_error(err, plan, t->line, f->name, "must be an array of strings");
-        struct strv *sv = strv_slot(t, f);
-        for (size_t i = 0; i < json_object_array_length(v); i++) {
-                json_object *e = json_object_array_get_idx(v, i);
-                if (!json_object_is_type(e, json_type_string))
-                        return field_error(err, plan, t->line, f->name, "item %zu is not a string", i);
-                strv_add(sv, json_object_get_string(e));
-        }
-        /* Kept for the whole batch: no spare capacity per Trial. */
-        if (sv->v && sv->cap > sv->n + 1) {
-                sv->cap = sv->n + 1;
-                sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
-        }
+                return field_error(err, l->plan, l->t->line, f->name, "must be an array of strings");
+        size_t n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string))
+                        return field_error(err, l->plan, l->t->line, f->name, "item %zu is not a string", i);
+        struct plan_strings *sv = slot(l, f);
+        if (n == 0)
+                return 0;
+        sv->v = arena_alloc(&l->plan->arena, (n + 1) * sizeof *sv->v, _Alignof(char *));
+        for (size_t i = 0; i < n; i++)
+                sv->v[i] = arena_strdup(&l->plan->arena, json_object_get_string(json_object_array_get_idx(v, i)));
+        sv->n = n;
         return 0;
 }
 
 /* A limit (F_DURATION to F_GRACE): a string or a number, checked by the
  * run's own parsers, kept as written. */
-static int set_limit_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
-                           struct tb_error *err)
+static int set_limit_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
         const char *text = limit_text(v);
         long long value = 0;
         struct tb_error e = { 0 };
         if (!text)
-                return field_error(err, plan, t->line, f->name, "must be a string or a number");
+                return field_error(err, l->plan, l->t->line, f->name, "must be a string or a number");
         if (check_limit(f, text, &value, &e) < 0)
-                return field_error(err, plan, t->line, f->name, "%s", e.msg);
+                return field_error(err, l->plan, l->t->line, f->name, "%s", e.msg);
         if (f->type == F_CPUS)
-                t->slots = (unsigned)((value + 999) / 1000);
-        *str_slot(t, f) = xstrdup(text);
+                l->t->slots = (unsigned)((value + 999) / 1000);
+        *str_slot(l, f) = arena_strdup(&l->plan->arena, text);
         return 0;
 }
 
 /* F_REPO_FROM: PATH[@REV]. */
-static int set_repo_from(const struct plan *plan, struct plan_trial *t, const char *s, struct tb_error *err)
+static int set_repo_from(struct line *l, const char *s, struct tb_error *err)
 {
         _cleanup_free_ char *path = xstrdup(s);
         char *at = strrchr(path, '@');
         if (at && !strchr(at, '/')) {
                 *at = '\0';
                 if (!at[1] || at[1] == '-')
-                        return field_error(err, plan, t->line, "repo_from",
+                        return field_error(err, l->plan, l->t->line, "repo_from",
                                            "'%s' has an empty or bad revision; use PATH or PATH@REV", s);
-                t->repo_rev = xstrdup(at + 1);
+                l->more.repo_rev = arena_strdup(&l->plan->arena, at + 1);
+                l->any_more = true;
         }
         if (!path[0])
-                return field_error(err, plan, t->line, "repo_from", "'%s' has no path; use PATH or PATH@REV", s);
-        t->repo_from = path_clean(plan->dir, path);
+                return field_error(err, l->plan, l->t->line, "repo_from", "'%s' has no path; use PATH or PATH@REV", s);
+        l->t->repo_from = clean_path(l, path);
         return 0;
 }
 
-static int set_field(const struct plan *plan, struct plan_trial *t, const struct field *f, json_object *v,
-                     struct tb_error *err)
+static int set_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
+        const struct plan *plan = l->plan;
+        const struct plan_trial *t = l->t;
         const char *name = f->name;
+        l->any_more = l->any_more || f->more;
         if (f->type >= F_NAME)
-                return set_experiment_field(plan, t, f, v, err);
+                return set_experiment_field(l, f, v, err);
         if (f->type == F_ENV)
-                return set_env_field(plan, t, f, v, err);
+                return set_env_field(l, f, v, err);
         if (f->type == F_STRINGS)
-                return set_strings_field(plan, t, f, v, err);
+                return set_strings_field(l, f, v, err);
         if (f->type >= F_DURATION && f->type <= F_GRACE)
-                return set_limit_field(plan, t, f, v, err);
+                return set_limit_field(l, f, v, err);
         if (f->type == F_FLAG || f->type == F_FLAG_OFF) {
                 if (!json_object_is_type(v, json_type_boolean))
                         return field_error(err, plan, t->line, name, "must be true or false");
                 bool on = json_object_get_boolean(v);
-                /* F_FLAG: "true" gives the flag; F_FLAG_OFF: "false" does. */
+                /* F_FLAG: true gives the flag; F_FLAG_OFF: false does. */
                 if (f->type == F_FLAG ? on : !on)
-                        *str_slot(t, f) = xstrdup(on ? "true" : "false");
+                        *(bool *)slot(l, f) = true;
                 return 0;
         }
         if (!json_object_is_type(v, json_type_string))
@@ -250,20 +282,20 @@ static int set_field(const struct plan *plan, struct plan_trial *t, const struct
                 return field_error(err, plan, t->line, name, "must not hold NUL or newline characters");
         switch (f->type) {
         case F_PATH:
-                *str_slot(t, f) = path_clean(plan->dir, s);
+                *str_slot(l, f) = clean_path(l, s);
                 return 0;
         case F_BIN:
-                *str_slot(t, f) = strchr(s, '/') ? path_clean(plan->dir, s) : xstrdup(s);
+                *str_slot(l, f) = strchr(s, '/') ? clean_path(l, s) : arena_strdup(&l->plan->arena, s);
                 return 0;
         case F_NETWORK:
                 if (strcmp(s, "host") != 0 && strcmp(s, "none") != 0 && strcmp(s, "allow") != 0)
                         return field_error(err, plan, t->line, name, "'%s' is not one of host, none, allow", s);
-                *str_slot(t, f) = xstrdup(s);
+                *str_slot(l, f) = arena_strdup(&l->plan->arena, s);
                 return 0;
         case F_REPO_FROM:
-                return set_repo_from(plan, t, s, err);
+                return set_repo_from(l, s, err);
         default:
-                *str_slot(t, f) = xstrdup(s);
+                *str_slot(l, f) = arena_strdup(&l->plan->arena, s);
                 return 0;
         }
 }
@@ -276,19 +308,14 @@ static const struct field *find_field(const char *name)
         return NULL;
 }
 
+/* What a line holds outside the plan's arena: its env (erased) and its grader. */
 static void trial_done(struct plan_trial *t)
 {
-        for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
-                if (fields[i].type == F_STRINGS)
-                        strv_done(strv_slot(t, &fields[i]));
-                else if (fields[i].type == F_ENV)
-                        session_env_done(strv_slot(t, &fields[i]));
-                else if (fields[i].type != F_GRADE)
-                        free(*str_slot(t, &fields[i]));
+        if (t->more && t->more != &no_more) {
+                session_env_done(&t->more->env);
+                plan_grade_free(t->more->grade);
+                t->more->grade = NULL;
         }
-        plan_grade_free(t->grade);
-        free(t->repo_rev);
-        free(t->shared_repo);
         *t = (struct plan_trial){ 0 };
 }
 
@@ -317,17 +344,18 @@ static int check_folder(const struct plan *plan, unsigned line, const char *fiel
  * allow (or none given), each pattern one it parses, at most as many. */
 static int check_network(const struct plan *plan, const struct plan_trial *t, struct tb_error *err)
 {
-        bool allow_only = t->allow_host.n || t->harness_endpoints;
-        if (allow_only && t->network && strcmp(t->network, "allow") != 0)
-                return field_error(err, plan, t->line, "network", "is '%s', but %s needs allow", t->network,
-                                   t->allow_host.n ? "allow_host" : "harness_endpoints false");
-        if (t->allow_host.n > TRIAL_MAX_ALLOW_HOSTS)
-                return field_error(err, plan, t->line, "allow_host", "holds %zu patterns; at most %d", t->allow_host.n,
+        const struct plan_trial_more *m = t->more;
+        bool allow_only = m->allow_host.n || t->no_harness_endpoints;
+        if (allow_only && m->network && strcmp(m->network, "allow") != 0)
+                return field_error(err, plan, t->line, "network", "is '%s', but %s needs allow", m->network,
+                                   m->allow_host.n ? "allow_host" : "harness_endpoints false");
+        if (m->allow_host.n > TRIAL_MAX_ALLOW_HOSTS)
+                return field_error(err, plan, t->line, "allow_host", "holds %zu patterns; at most %d", m->allow_host.n,
                                    TRIAL_MAX_ALLOW_HOSTS);
-        for (size_t i = 0; i < t->allow_host.n; i++) {
+        for (size_t i = 0; i < m->allow_host.n; i++) {
                 _cleanup_(netpolicy_freep) struct netpolicy *np = netpolicy_new();
                 struct tb_error e = { 0 };
-                if (netpolicy_add(np, t->allow_host.v[i], &e) < 0)
+                if (netpolicy_add(np, m->allow_host.v[i], &e) < 0)
                         return field_error(err, plan, t->line, "allow_host", "%s", e.msg);
         }
         return 0;
@@ -355,7 +383,7 @@ static int check_trial(const struct plan *plan, struct plan_trial *t, struct tb_
         int r = check_network(plan, t, err);
         if (r < 0)
                 return r;
-        if (t->kill_after && !t->timeout)
+        if (t->more->kill_after && !t->more->timeout)
                 return field_error(err, plan, t->line, "kill_after", "needs 'timeout' (the grace after the deadline's "
                                    "SIGTERM)");
         r = check_folder(plan, t->line, t->repo ? "repo" : "repo_from", t->repo ? t->repo : t->repo_from, err);
@@ -414,10 +442,22 @@ static void line_fingerprint(json_object *j, char out[SHA256_HEX_LEN + 1])
         json_object_put(c);
 }
 
-static int parse_line(const struct plan *plan, unsigned line, const char *text, size_t len, struct plan_trial *t,
+/* The fields kept apart, into the plan's arena (when the line gave any):
+ * the line is whole. */
+static void line_finish(struct line *l)
+{
+        l->t->more = &no_more;
+        if (!l->any_more)
+                return;
+        l->t->more = arena_alloc(&l->plan->arena, sizeof l->more, _Alignof(struct plan_trial_more));
+        *l->t->more = l->more;
+}
+
+static int parse_line(struct plan *plan, unsigned line, const char *text, size_t len, struct plan_trial *t,
                       struct tb_error *err)
 {
         *t = (struct plan_trial){ .line = line };
+        struct line l = { .plan = plan, .t = t };
         json_tokener *tok = json_tokener_new();
         json_object *j = json_tokener_parse_ex(tok, text, (int)len);
         enum json_tokener_error jerr = json_tokener_get_error(tok);
@@ -439,11 +479,12 @@ static int parse_line(const struct plan *plan, unsigned line, const char *text, 
                         else if (json_object_is_type(v, json_type_null))
                                 continue;
                         else
-                                r = set_field(plan, t, f, v, err);
+                                r = set_field(&l, f, v, err);
                         if (r < 0)
                                 break;
                 }
         }
+        line_finish(&l);
         if (r == 0)
                 line_fingerprint(j, t->fingerprint);
         json_object_put(j);
@@ -564,8 +605,8 @@ static int check_places(struct plan *plan, struct tb_error *err)
                         strv_add_take(&own, plan_clone_dir(t->output_dir));
                 }
                 v[n++] = (struct place){ .path = own.v[own.n - 1], .t = t, .what = "repo" };
-                if (t->grade && t->grade->files)
-                        v[n++] = (struct place){ .path = t->grade->files, .t = t, .what = "grade.files" };
+                if (t->more->grade && t->more->grade->files)
+                        v[n++] = (struct place){ .path = t->more->grade->files, .t = t, .what = "grade.files" };
         }
         tb_qsort(v, n, sizeof *v, by_place);
         _cleanup_free_ size_t *open = xcalloc(n + 1, sizeof(size_t)); /* indexes into v */
@@ -586,9 +627,9 @@ static int check_places(struct plan *plan, struct tb_error *err)
                         continue;
                 struct plan_trial *a = (struct plan_trial *)v[i - 1].t, *b = (struct plan_trial *)v[i].t;
                 if (!a->shared_repo)
-                        a->shared_repo = xstrdup(v[i].path);
+                        a->shared_repo = arena_strdup(&plan->arena, v[i].path);
                 if (!b->shared_repo)
-                        b->shared_repo = xstrdup(v[i].path);
+                        b->shared_repo = arena_strdup(&plan->arena, v[i].path);
                 strv_addf(&plan->notes, "%s:%u: line %u's repository '%s' is also line %u's: they run one after the "
                           "other, never at once (repo_from gives each its own clone)",
                           plan->path, b->line, b->line, v[i].path, a->line);
@@ -652,6 +693,7 @@ void plan_done(struct plan *plan)
         free(plan->path);
         free(plan->file);
         free(plan->dir);
+        arena_done(&plan->arena);
         strv_done(&plan->notes);
         *plan = (struct plan){ 0 };
 }
@@ -663,27 +705,32 @@ void plan_trial_run_args(const struct plan_trial *t, const char *repo, const cha
         strv_add(out, "run");
         strv_add(out, "--repo");
         strv_add(out, repo);
-        if (t->env.n > 0 && env_file) {
+        if (t->more->env.n > 0 && env_file) {
                 strv_add(out, "--env-file");
                 strv_add(out, env_file);
         }
         for (size_t i = 0; i < TB_ARRAY_SIZE(fields); i++) {
                 const struct field *f = &fields[i];
-                if (!f->run_flag || f->offset == offsetof(struct plan_trial, repo))
+                /* `repo` is given first: the plan's, or the clone. */
+                if (!f->run_flag || (!f->more && f->offset == offsetof(struct plan_trial, repo)))
                         continue;
                 if (f->type == F_STRINGS) {
-                        const struct strv *sv = strv_slot((struct plan_trial *)t, f);
+                        const struct plan_strings *sv = trial_slot(t, f);
                         for (size_t k = 0; k < sv->n; k++) {
                                 strv_add(out, f->run_flag);
                                 strv_add(out, sv->v[k]);
                         }
                         continue;
                 }
-                const char *v = *str_slot((struct plan_trial *)t, f);
+                if (f->type == F_FLAG || f->type == F_FLAG_OFF) {
+                        if (*(const bool *)trial_slot(t, f))
+                                strv_add(out, f->run_flag);
+                        continue;
+                }
+                const char *v = *(char *const *)trial_slot(t, f);
                 if (v) {
                         strv_add(out, f->run_flag);
-                        if (f->type != F_FLAG && f->type != F_FLAG_OFF)
-                                strv_add(out, v);
+                        strv_add(out, v);
                 }
         }
         strv_add(out, "-q");

@@ -16,8 +16,10 @@
 #ifndef TB_PLAN_H
 #define TB_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "base/arena.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "base/strv.h"
@@ -26,30 +28,47 @@
 /* The longest `task` or `arm` (bytes). */
 #define PLAN_NAME_MAX 128
 
+/* Strings in the plan's arena: `n` of them, then NULL. */
+struct plan_strings {
+        char **v;
+        size_t n;
+};
+
+/* The fields most lines leave out, kept apart so that a line without any
+ * costs one pointer (the plan keeps every line for the whole batch). */
+struct plan_trial_more {
+        char *repo_rev;   /* the REV of repo_from's "@REV", or NULL (its HEAD) */
+        char *harness_bin, *skills, *credentials; /* paths made absolute; harness_bin kept bare when it has no '/' */
+        char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
+        char *user, *network;
+        char *kill_after;         /* --kill-after's text as given, validated (needs timeout), or NULL */
+        struct plan_strings allow_host;
+        struct strv env;          /* the session's own variables, "NAME=VALUE" (secrets: never printed;
+                                   * malloc'd, erased by plan_done) */
+        /* An Experiment's: carried unchanged into the results. */
+        char *task, *arm; /* or NULL */
+        char *labels;     /* the `labels` object as JSON text (experiments/labels.h), or NULL */
+        struct plan_grade *grade; /* its grader (experiments/plan_grade.h), or NULL */
+};
+
+/* One line. Its strings (and its `more`) are the plan's: in its arena,
+ * freed by plan_done, never alone. */
 struct plan_trial {
-        unsigned line; /* 1-based line in the plan file */
+        unsigned line;  /* 1-based line in the plan file */
+        unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
         char *id;
         char *harness;
         char *output_dir; /* absolute, lexically clean */
         char *repo;       /* absolute; NULL with repo_from */
         char *repo_from;  /* absolute path of the source repository; NULL with repo */
-        char *repo_rev;   /* the REV of repo_from's "@REV", or NULL (its HEAD) */
-        char *harness_bin, *skills, *credentials; /* paths made absolute; harness_bin kept bare when it has no '/' */
-        char *timeout, *memory, *pids, *cpus;     /* the text as given (numbers as written), validated */
-        char *user, *network;
-        char *root_session; /* "true" (--root-session), or NULL */
-        char *keep_control_files; /* "true" (--keep-control-files), or NULL */
-        char *kill_after;         /* --kill-after's text as given, validated (needs timeout), or NULL */
-        char *harness_endpoints;  /* "false" (--no-harness-endpoints), or NULL (the default, true) */
-        struct strv env;          /* the session's own variables, "NAME=VALUE" (secrets: never printed) */
-        struct strv allow_host;
-        struct strv args;
-        unsigned slots; /* job slots it takes: ceil(cpus), at least 1 */
+        struct plan_strings args;
         char *shared_repo; /* the real path of `repo` when another line names it too, else NULL */
-        /* An Experiment's: carried unchanged into the results. */
-        char *task, *arm; /* or NULL */
-        char *labels;     /* the `labels` object as JSON text (experiments/labels.h), or NULL */
-        struct plan_grade *grade; /* its grader (experiments/plan_grade.h), or NULL */
+        bool root_session;         /* --root-session */
+        bool keep_control_files;   /* --keep-control-files */
+        bool no_harness_endpoints; /* harness_endpoints false: --no-harness-endpoints */
+        /* The rest of its fields; never NULL (one shared empty record for
+         * the lines that give none of them). */
+        struct plan_trial_more *more;
         /* SHA-256 (hex) of the line's canonical JSON, keys sorted, without
          * id, output_dir, task, arm, labels, grade and nulls: everything that
          * changes what runs, as written. */
@@ -62,6 +81,7 @@ struct plan {
         char *dir;  /* the plan's folder, absolute: its results go here */
         struct plan_trial *v;
         size_t n;
+        struct arena arena; /* the lines' strings and records */
         struct strv notes; /* what the plan check says without refusing (Trials sharing a repository) */
 };
 
