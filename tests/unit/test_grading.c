@@ -188,6 +188,37 @@ START_TEST(bwraps_overlay_is_a_source_then_the_overlay_and_trialboxs_own_is_said
 }
 END_TEST
 
+/* The batch holds every line: a grader given the same on many lines (an
+ * Experiment's task) is one grader, however many lines give it. */
+START_TEST(lines_giving_the_same_grade_share_one_grader)
+{
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
+        _cleanup_free_ char *repo = path_in(dir, "repo");
+        mkdir_p(repo, 0755);
+        _cleanup_free_ char *path = path_in(dir, "plan.jsonl");
+        write_text(path,
+                   "{\"id\":\"1\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/1\","
+                   "\"grade\":{\"harness\":\"shell\",\"args\":[\"t1\"],\"env\":{\"K\":\"v\"}}}\n"
+                   "{\"id\":\"2\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/2\","
+                   "\"grade\":{\"harness\":\"shell\",\"args\":[\"t2\"]}}\n"
+                   "{\"id\":\"3\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/3\","
+                   "\"grade\":{\"harness\":\"shell\",\"args\":[\"t1\"],\"env\":{\"K\":\"v\"}}}\n"
+                   "{\"id\":\"4\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"out/4\"}\n",
+                   0644);
+        struct plan plan;
+        struct tb_error err = { 0 };
+        ck_assert_msg(plan_load(path, &plan, &err) == 0, "%s", err.msg);
+        ck_assert_ptr_eq(plan.v[0].more->grade, plan.v[2].more->grade);
+        ck_assert_ptr_ne(plan.v[0].more->grade, plan.v[1].more->grade);
+        ck_assert_ptr_null(plan.v[3].more->grade);
+        ck_assert_uint_eq(plan.n_graders, 2);
+        ck_assert_str_eq(plan.v[1].more->grade->args.v[0], "t2");
+        ck_assert_str_eq(plan.v[2].more->grade->args.v[0], "t1");
+        ck_assert_uint_eq(plan.v[2].more->grade->env.n, 1);
+        plan_done(&plan);
+}
+END_TEST
+
 START_TEST(a_plan_lines_grade_and_labels_are_checked_and_become_grades_options)
 {
         _cleanup_tmpdir_ char *dir = tmpdir_new();
@@ -340,6 +371,7 @@ TB_SUITE("grading", 0)
         tcase_add_test(tc, bwrap_has_overlays_when_its_help_lists_them_and_layers_have_names);
         tcase_add_test(tc, bwraps_overlay_is_a_source_then_the_overlay_and_trialboxs_own_is_said_in_the_line);
         tcase_add_test(tc, a_plan_lines_grade_and_labels_are_checked_and_become_grades_options);
+        tcase_add_test(tc, lines_giving_the_same_grade_share_one_grader);
         tcase_add_test(tc, labels_are_bounded);
         tcase_add_test(tc, a_clone_keeps_modes_times_and_links_and_leaves_the_source_as_it_was);
 }

@@ -164,18 +164,38 @@ static int set_env_field(struct line *l, const struct field *f, json_object *v, 
         return 0;
 }
 
+/* `grade`: the plan's grader of that text, parsed when it is the first. */
+static int set_grade_field(struct line *l, json_object *v, struct tb_error *err)
+{
+        struct plan *plan = l->plan;
+        const char *text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+        char key[SHA256_HEX_LEN + 1];
+        sha256_hex(text, strlen(text), key);
+        /* From the last: an Experiment's lines come a task at a time. */
+        for (size_t i = plan->n_graders; i > 0; i--)
+                if (strcmp(plan->graders[i - 1].key, key) == 0) {
+                        l->more.grade = plan->graders[i - 1].grade;
+                        return 0;
+                }
+        char where[64], why[256];
+        if (plan_grade_parse(v, plan->dir, &l->more.grade, where, sizeof where, why, sizeof why) < 0)
+                return field_error(err, plan, l->t->line, where, "%s", why);
+        GREEDY_REALLOC(plan->graders, plan->cap_graders, plan->n_graders + 1);
+        struct plan_grader *g = &plan->graders[plan->n_graders++];
+        memcpy(g->key, key, sizeof key);
+        g->grade = l->more.grade;
+        return 0;
+}
+
 /* An Experiment's fields: task and arm, labels, the grader. */
 static int set_experiment_field(struct line *l, const struct field *f, json_object *v, struct tb_error *err)
 {
         const struct plan *plan = l->plan;
         const struct plan_trial *t = l->t;
-        char where[64], why[256];
-        if (f->type == F_GRADE) {
-                if (plan_grade_parse(v, plan->dir, &l->more.grade, where, sizeof where, why, sizeof why) < 0)
-                        return field_error(err, plan, t->line, where, "%s", why);
-                return 0;
-        }
+        if (f->type == F_GRADE)
+                return set_grade_field(l, v, err);
         if (f->type == F_LABELS) {
+                char where[64], why[256];
                 if (labels_check(v, where, sizeof where, why, sizeof why) < 0)
                         return where[0] ? field_error(err, plan, t->line, "labels", "'%s' %s", where, why)
                                         : field_error(err, plan, t->line, "labels", "%s", why);
@@ -308,14 +328,11 @@ static const struct field *find_field(const char *name)
         return NULL;
 }
 
-/* What a line holds outside the plan's arena: its env (erased) and its grader. */
+/* What a line holds outside the plan's arena: its env (erased). */
 static void trial_done(struct plan_trial *t)
 {
-        if (t->more && t->more != &no_more) {
+        if (t->more && t->more != &no_more)
                 session_env_done(&t->more->env);
-                plan_grade_free(t->more->grade);
-                t->more->grade = NULL;
-        }
         *t = (struct plan_trial){ 0 };
 }
 
@@ -694,6 +711,9 @@ void plan_done(struct plan *plan)
         free(plan->file);
         free(plan->dir);
         arena_done(&plan->arena);
+        for (size_t i = 0; i < plan->n_graders; i++)
+                plan_grade_free(plan->graders[i].grade);
+        free(plan->graders);
         strv_done(&plan->notes);
         *plan = (struct plan){ 0 };
 }

@@ -48,7 +48,7 @@ struct plan_trial_more {
         /* An Experiment's: carried unchanged into the results. */
         char *task, *arm; /* or NULL */
         char *labels;     /* the `labels` object as JSON text (experiments/labels.h), or NULL */
-        struct plan_grade *grade; /* its grader (experiments/plan_grade.h), or NULL */
+        struct plan_grade *grade; /* its grader (experiments/plan_grade.h; the plan's), or NULL */
 };
 
 /* One line. Its strings (and its `more`) are the plan's: in its arena,
@@ -75,6 +75,11 @@ struct plan_trial {
         char fingerprint[SHA256_HEX_LEN + 1];
 };
 
+struct plan_grader {
+        char key[SHA256_HEX_LEN + 1]; /* SHA-256 (hex) of the `grade` object's JSON text */
+        struct plan_grade *grade;
+};
+
 struct plan {
         char *path; /* as given, for messages */
         char *file; /* the plan's real path: what the batch names after it (its results, PLAN.slurm-job) */
@@ -82,6 +87,10 @@ struct plan {
         struct plan_trial *v;
         size_t n;
         struct arena arena; /* the lines' strings and records */
+        /* The distinct graders of the lines: a `grade` given as the same
+         * text on many lines (an Experiment's task) is parsed once, shared. */
+        struct plan_grader *graders;
+        size_t n_graders, cap_graders;
         struct strv notes; /* what the plan check says without refusing (Trials sharing a repository) */
 };
 
