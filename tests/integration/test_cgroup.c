@@ -343,6 +343,36 @@ START_TEST(a_cpu_bound_second_shows_as_about_1000_ms)
 }
 END_TEST
 
+/* The child joins with its whole process in every folder of the cgroup
+ * (v1 joins through `tasks`, which moves the calling thread: a child after
+ * fork has no other), and what it starts after is inside with it. */
+START_TEST(a_joined_child_and_what_it_starts_are_in_every_folder)
+{
+        if (!root())
+                return;
+        struct made m;
+        struct cgroup *cg = make_with(&m, 64, 64 * MIB, 1000);
+        pid_t pid = start_in(cg, sleepers, 0);
+        pid_t *pids = NULL;
+        ck_assert_int_ge(wait_for_pids(cg, 4, &pids), 4);
+        free(pids);
+        char want[32];
+        snprintf(want, sizeof want, "%d", (int)pid);
+        for (int c = 0; c < (m.p.mechanism == CGROUP_V2 ? 1 : CG_N); c++) {
+                if (!m.p.parent[c][0])
+                        continue;
+                char path[PATH_MAX + 128];
+                snprintf(path, sizeof path, "%s/trialbox-%s/cgroup.procs", m.p.parent[c], m.name);
+                char *procs = read_text(path);
+                ck_assert_msg(procs && has_line(procs, want), "process %s is not in '%s'", want, path);
+                ck_assert_msg(count_lines(procs) >= 4, "'%s' holds %s", path, procs);
+                free(procs);
+        }
+        destroy_and_check_gone(cg, &m.p, m.name);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+}
+END_TEST
+
 START_TEST(kill_all_leaves_nothing_of_a_process_tree)
 {
         if (!root())
@@ -456,6 +486,7 @@ static void add_tests(Suite *s, TCase *tc)
         tcase_add_test(tc, a_300_mib_allocation_under_memory_100m_is_oom_killed_and_counted);
         tcase_add_test(tc, a_300_mib_allocation_without_a_memory_limit_shows_a_peak_of_at_least_300_mib);
         tcase_add_test(tc, a_cpu_bound_second_shows_as_about_1000_ms);
+        tcase_add_test(tc, a_joined_child_and_what_it_starts_are_in_every_folder);
         tcase_add_test(tc, kill_all_leaves_nothing_of_a_process_tree);
         tcase_add_test(tc, a_destroyed_cgroup_takes_its_processes_with_it);
         tcase_add_test(tc, a_v2_cgroup_without_controllers_still_holds_counts_and_kills);

@@ -27,7 +27,7 @@ static const char *const controller_options[CG_N] = { "--memory", "--pids", "--c
 struct cg_dir {
         char *path;
         int dirfd;    /* O_RDONLY|O_DIRECTORY: files are opened relative to it */
-        int procs_fd; /* cgroup.procs, O_WRONLY: for joining after fork */
+        int join_fd;  /* O_WRONLY, for joining after fork: v1's tasks, v2's cgroup.procs */
 };
 
 struct cgroup {
@@ -331,7 +331,7 @@ static struct cgroup *cgroup_alloc(enum cgroup_mechanism m)
         cg->oom_fd = cg->oom_control_fd = -1;
         for (int c = 0; c < CG_N; c++) {
                 cg->by_controller[c] = -1;
-                cg->dir[c].dirfd = cg->dir[c].procs_fd = -1;
+                cg->dir[c].dirfd = cg->dir[c].join_fd = -1;
         }
         return cg;
 }
@@ -341,7 +341,7 @@ static void cgroup_free(struct cgroup *cg)
 {
         for (size_t i = 0; i < cg->n; i++) {
                 tb_closep(&cg->dir[i].dirfd);
-                tb_closep(&cg->dir[i].procs_fd);
+                tb_closep(&cg->dir[i].join_fd);
                 free(cg->dir[i].path);
         }
         tb_closep(&cg->oom_fd);
@@ -349,7 +349,8 @@ static void cgroup_free(struct cgroup *cg)
         free(cg);
 }
 
-/* Make PARENT/trialbox-NAME as cg->dir[cg->n] and open it. */
+/* Make PARENT/trialbox-NAME as cg->dir[cg->n] and open it, and the file a
+ * child joins it by (cgroup_attach_self). */
 static int add_dir(struct cgroup *cg, const char *parent, const char *name, struct tb_error *err)
 {
         struct cg_dir *d = &cg->dir[cg->n];
@@ -366,8 +367,9 @@ static int add_dir(struct cgroup *cg, const char *parent, const char *name, stru
         cg->n++;
         d->dirfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (d->dirfd >= 0)
-                d->procs_fd = openat(d->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (d->dirfd < 0 || d->procs_fd < 0)
+                d->join_fd = openat(d->dirfd, cg->mechanism == CGROUP_V1 ? "tasks" : "cgroup.procs",
+                                    O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (d->dirfd < 0 || d->join_fd < 0)
                 return tb_fail(err, -errno, "opening the cgroup '%s': %s", d->path, strerror(errno));
         return 0;
 }
@@ -563,10 +565,15 @@ int cgroup_create(const struct cgroup_probe *p, const struct trial_limits *l, co
 
 /* ---- joining ---- */
 
+/* v1: "0" to `tasks` moves the calling thread alone, which the kernel does
+ * without the global lock a whole process's move takes (cgroup.procs, or
+ * any pid): the first taking of that lock waits for an RCU grace period,
+ * 3 to 20 ms on a busy host, in the way of the session's start. The caller
+ * is single-threaded (a child after fork), so its thread is the process. */
 int cgroup_attach_self(const struct cgroup *cg)
 {
         for (size_t i = 0; i < cg->n; i++)
-                if (write(cg->dir[i].procs_fd, "0", 1) != 1)
+                if (write(cg->dir[i].join_fd, "0", 1) != 1)
                         return -errno;
         return 0;
 }
@@ -574,11 +581,13 @@ int cgroup_attach_self(const struct cgroup *cg)
 int cgroup_attach_pid(const struct cgroup *cg, pid_t pid, struct tb_error *err)
 {
         char buf[32];
-        int len = snprintf(buf, sizeof buf, "%d", (int)pid);
-        for (size_t i = 0; i < cg->n; i++)
-                if (pwrite(cg->dir[i].procs_fd, buf, (size_t)len, 0) != len)
-                        return tb_fail(err, -errno, "moving process %d into the cgroup '%s': %s", (int)pid, cg->dir[i].path,
-                                       strerror(errno));
+        snprintf(buf, sizeof buf, "%d", (int)pid);
+        for (size_t i = 0; i < cg->n; i++) {
+                int r = write_at(cg->dir[i].dirfd, "cgroup.procs", buf);
+                if (r < 0)
+                        return tb_fail(err, r, "moving process %d into the cgroup '%s': %s", (int)pid, cg->dir[i].path,
+                                       strerror(-r));
+        }
         return 0;
 }
 
