@@ -157,12 +157,11 @@ static bool hierarchy_dir(const char *mountinfo, const char *controller, const c
         for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char root[1024], point[1024], fstype[64], superopts[1024];
                 const char *dash = strstr(line, " - ");
-                if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 ||
-                    sscanf(dash + 3, "%63s %*s %1023s", fstype, superopts) != 2)
+                if (!dash || sscanf(dash + 3, "%63s %*s %1023s", fstype, superopts) != 2)
                         continue;
                 bool match = controller ? strcmp(fstype, "cgroup") == 0 && has_word(superopts, controller, ',')
                                         : strcmp(fstype, "cgroup2") == 0;
-                if (!match)
+                if (!match || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2)
                         continue;
                 /* A mount of a subtree (a container's) shows the part under its root. */
                 const char *rel = own;
@@ -540,7 +539,7 @@ static int create_v1(struct cgroup *cg, const struct cgroup_probe *p, const stru
         return r;
 }
 
-static void remove_dirs(struct cgroup *cg);
+static const char *remove_dirs(struct cgroup *cg);
 
 int cgroup_create(const struct cgroup_probe *p, const struct trial_limits *l, const char *name, struct cgroup **out,
                   struct tb_error *err)
@@ -645,15 +644,24 @@ int cgroup_kill_all(struct cgroup *cg, struct tb_error *err)
                        cgroup_path(cg));
 }
 
-static void remove_dirs(struct cgroup *cg)
+/* Remove each folder: the first one left behind, or NULL. */
+static const char *remove_dirs(struct cgroup *cg)
 {
+        const char *left = NULL;
         for (size_t i = 0; i < cg->n; i++) {
-                if (!cg->dir[i].path)
-                        continue;
+                const char *path = cg->dir[i].path;
                 /* The kernel lets the last process go a moment after it died. */
-                for (int tries = 0; rmdir(cg->dir[i].path) < 0 && errno == EBUSY && tries < 500; tries++)
-                        sleep_ms(2);
+                for (int tries = 0; path && rmdir(path) < 0; tries++) {
+                        if (errno == EBUSY && tries < 500) {
+                                sleep_ms(2);
+                                continue;
+                        }
+                        if (errno != ENOENT && !left)
+                                left = path;
+                        break;
+                }
         }
+        return left;
 }
 
 int cgroup_destroy(struct cgroup *cg, struct tb_error *err)
@@ -661,11 +669,9 @@ int cgroup_destroy(struct cgroup *cg, struct tb_error *err)
         if (!cg)
                 return 0;
         int r = cgroup_kill_all(cg, err);
-        remove_dirs(cg);
-        for (size_t i = 0; i < cg->n && r == 0; i++)
-                if (access(cg->dir[i].path, F_OK) == 0)
-                        r = tb_fail(err, -EBUSY, "the cgroup '%s' is left behind; remove it with rmdir when it is empty",
-                                    cg->dir[i].path);
+        const char *left = remove_dirs(cg);
+        if (r == 0 && left)
+                r = tb_fail(err, -EBUSY, "the cgroup '%s' is left behind; remove it with rmdir when it is empty", left);
         cgroup_free(cg);
         return r;
 }
