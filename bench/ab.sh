@@ -11,7 +11,10 @@
 # same --dry-run line (but for their folders).
 #
 #   bench/ab.sh BUILD_A BUILD_B     (AB_RUNS=60 per command, AB_ROUNDS=6;
-#                                    AB_SKIP="disk dry": leave those out)
+#                                    AB_SKIP="disk dry": leave those out;
+#                                    AB_RUN_ARGS="--memory 512M --pids 256
+#                                    --cpus 1": more `run` options, for every
+#                                    command of both builds)
 #
 # Used to measure each start-up change of docs/performance.md's notes: check
 # out the commit before it, build it in one folder, the change in another.
@@ -34,7 +37,7 @@ mkdir "$T/repo" "$D/repo"
 skip=${AB_SKIP:-}
 
 tb() { # BUILD FOLDER OUT [--dry-run]
-        echo "env TRIALBOX_PLUGIN_PATH=$1/plugins $1/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $2/repo --output-dir $2/$3 ${4:-}"
+        echo "env TRIALBOX_PLUGIN_PATH=$1/plugins $1/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $2/repo --output-dir $2/$3 ${AB_RUN_ARGS:-} ${4:-}"
 }
 # The same line from both (their plugin folders aside).
 $(tb "$A" "$T" same --dry-run) >"$T/dry.a" || die "A: --dry-run failed"
@@ -64,6 +67,7 @@ hf_rounds "$T/runs" "${AB_ROUNDS:-6}" "${AB_RUNS:-60}" "$@"
 
 echo "A: $A"
 echo "B: $B"
+[ -z "${AB_RUN_ARGS:-}" ] || echo "run options of every command: $AB_RUN_ARGS"
 echo "$same; $(pool_count "$T/runs" tmpfs-a) runs of each, medians (fastest runs in brackets)"
 printf '%-22s %10s %10s %10s %8s\n' figure A B "B - A" "B / A"
 for k in tmpfs disk dry; do

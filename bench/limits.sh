@@ -1,13 +1,17 @@
 #!/bin/sh
 # The cost of limits: a no-op Trial (--harness shell --harness-bin /bin/true)
 # with --memory --pids --cpus against the same Trial without, side by side in
-# one hyperfine run. The difference is the Trial's cgroup: the probe, its
+# one hyperfine series. The difference is the Trial's cgroup: the probe, its
 # creation with the limits written, the keeper joining it, the usage read and
 # its removal (well under 2 ms). Needs root or a delegated cgroup
 # (see `trialbox check`'s limits line); elsewhere it says why and stops.
 #
-#   bench/limits.sh            (BUILD=folder, RUNS=50, WARMUP=3)
-RUNS=${RUNS:-50}
+# The two commands alternate, in rounds (lib.sh: hf_rounds): a slow spell
+# of the machine falls on both alike instead of on one of the two medians.
+#
+#   bench/limits.sh            (BUILD=folder, RUNS=60 of each, ROUNDS=6)
+RUNS=${RUNS:-60}
+ROUNDS=${ROUNDS:-6}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
@@ -24,18 +28,18 @@ fi
 rm -rf "$W/out"
 mechanism=$("$TB" check --json 2>/dev/null | tr '{' '\n' | sed -n 's/.*"check":"limits".*"detail":"\([^"]*\)".*/\1/p')
 
-say "limits: hyperfine, $RUNS runs of each command"
-hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-csv "$W/h.csv" \
+say "limits: hyperfine, $RUNS runs of each command in $ROUNDS rounds"
+hf_rounds "$W/runs" "$ROUNDS" "$RUNS" \
         --prepare "rm -rf $W/out" -n no-limits "$base" \
-        --prepare "rm -rf $W/out" -n limits "$limited" >&2
+        --prepare "rm -rf $W/out" -n limits "$limited"
 
-t0=$(hf_median "$W/h.csv" no-limits)
-t1=$(hf_median "$W/h.csv" limits)
+t0=$(pool_median "$W/runs" no-limits)
+t1=$(pool_median "$W/runs" limits)
 d=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
-m0=$(hf_min "$W/h.csv" no-limits)
-m1=$(hf_min "$W/h.csv" limits)
+m0=$(pool_min "$W/runs" no-limits)
+m1=$(pool_min "$W/runs" limits)
 dmin=$(awk -v a="$m1" -v b="$m0" 'BEGIN { printf "%.2f", a - b }')
 row limits "no-op Trial without limits, median" "$t0 ms" "" ""
 row limits "no-op Trial with --memory --pids --cpus, median" "$t1 ms" "" ""
 row limits "cost of the Trial's cgroup, medians (and fastest runs)" "$d ms ($dmin ms)" "< 2 ms" "$(verdict_le "$d" 2)"
-method "limits: one hyperfine run (--warmup $WARMUP --runs $RUNS, a new output folder each run) of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` and the same with \`--memory 512M --pids 256 --cpus 1\` (mechanism here: ${mechanism:-?}). The difference of the medians is the cost of the probe, the cgroup's creation with its limits, the keeper joining it, reading its usage and removing it."
+method "limits: one hyperfine series without a shell (-N), in $ROUNDS rounds (one warm-up run of each command per round) so that the two commands alternate, $(pool_count "$W/runs" limits) runs of each in all (a new output folder each run), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` and the same with \`--memory 512M --pids 256 --cpus 1\` (mechanism here: ${mechanism:-?}). The difference of the medians is the cost of the probe, the cgroup's creation with its limits, the keeper joining it, reading its usage and removing it."

@@ -343,6 +343,36 @@ START_TEST(a_cpu_bound_second_shows_as_about_1000_ms)
 }
 END_TEST
 
+/* The child joins with its whole process in every folder of the cgroup
+ * (v1 joins through `tasks`, which moves the calling thread: a child after
+ * fork has no other), and what it starts after is inside with it. */
+START_TEST(a_joined_child_and_what_it_starts_are_in_every_folder)
+{
+        if (!root())
+                return;
+        struct made m;
+        struct cgroup *cg = make_with(&m, 64, 64 * MIB, 1000);
+        pid_t pid = start_in(cg, sleepers, 0);
+        pid_t *pids = NULL;
+        ck_assert_int_ge(wait_for_pids(cg, 4, &pids), 4);
+        free(pids);
+        char want[32];
+        snprintf(want, sizeof want, "%d", (int)pid);
+        for (int c = 0; c < (m.p.mechanism == CGROUP_V2 ? 1 : CG_N); c++) {
+                if (!m.p.parent[c][0])
+                        continue;
+                char path[PATH_MAX + 128];
+                snprintf(path, sizeof path, "%s/trialbox-%s/cgroup.procs", m.p.parent[c], m.name);
+                char *procs = read_text(path);
+                ck_assert_msg(procs && has_line(procs, want), "process %s is not in '%s'", want, path);
+                ck_assert_msg(count_lines(procs) >= 4, "'%s' holds %s", path, procs);
+                free(procs);
+        }
+        destroy_and_check_gone(cg, &m.p, m.name);
+        ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+}
+END_TEST
+
 START_TEST(kill_all_leaves_nothing_of_a_process_tree)
 {
         if (!root())
@@ -385,6 +415,34 @@ END_TEST
 
 /* The v2 mechanics on this host's controller-less v2 hierarchy (the
  * controllers are all v1's here): join, cgroup.kill, cpu.stat, removal. */
+/* A folder that cannot be removed (a cgroup made inside it) is named in the
+ * error; the others are removed all the same. */
+START_TEST(a_folder_that_cannot_be_removed_is_named_and_the_others_go)
+{
+        if (!root())
+                return;
+        struct made m;
+        make_with(&m, 64, LIMIT_UNSET, LIMIT_UNSET);
+        int held = m.p.mechanism == CGROUP_V2 ? 0 : CG_PIDS;
+        char dir[PATH_MAX + 128], sub[PATH_MAX + 160];
+        snprintf(dir, sizeof dir, "%s/trialbox-%s", m.p.parent[held], m.name);
+        snprintf(sub, sizeof sub, "%s/held", dir);
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        struct tb_error err = { 0 };
+        ck_assert_int_eq(cgroup_destroy(m.cg, &err), -EBUSY);
+        assert_contains(err.msg, dir);
+        assert_contains(err.msg, "is left behind");
+        ck_assert_int_eq(rmdir(sub), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+        for (int c = 0; c < CG_N; c++) {
+                if (c == held || !m.p.parent[c][0] || strcmp(m.p.parent[c], m.p.parent[held]) == 0)
+                        continue;
+                snprintf(dir, sizeof dir, "%s/trialbox-%s", m.p.parent[c], m.name);
+                ck_assert_msg(!exists(dir), "'%s' is left behind", dir);
+        }
+}
+END_TEST
+
 START_TEST(a_v2_cgroup_without_controllers_still_holds_counts_and_kills)
 {
         if (!root())
@@ -456,8 +514,10 @@ static void add_tests(Suite *s, TCase *tc)
         tcase_add_test(tc, a_300_mib_allocation_under_memory_100m_is_oom_killed_and_counted);
         tcase_add_test(tc, a_300_mib_allocation_without_a_memory_limit_shows_a_peak_of_at_least_300_mib);
         tcase_add_test(tc, a_cpu_bound_second_shows_as_about_1000_ms);
+        tcase_add_test(tc, a_joined_child_and_what_it_starts_are_in_every_folder);
         tcase_add_test(tc, kill_all_leaves_nothing_of_a_process_tree);
         tcase_add_test(tc, a_destroyed_cgroup_takes_its_processes_with_it);
+        tcase_add_test(tc, a_folder_that_cannot_be_removed_is_named_and_the_others_go);
         tcase_add_test(tc, a_v2_cgroup_without_controllers_still_holds_counts_and_kills);
         tcase_add_test(tc, a_bad_name_or_an_existing_cgroup_is_refused_and_nothing_is_left);
 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -33,6 +34,31 @@ static bool have_cgroup(void)
 {
         struct cgroup_probe p;
         return cgroup_probe(NULL, &p) != CGROUP_NONE;
+}
+
+/* The Trials' cgroup folders ("trialbox-PID-MS" in each parent the probe
+ * finds) whose trialbox is gone: left behind. One path a line ("" for
+ * none); a Trial still running (another test's, another run's) is not. */
+static char *cgroups_left_behind(void)
+{
+        struct cgroup_probe p;
+        struct strbuf sb = { 0 };
+        strbuf_add(&sb, "");
+        if (cgroup_probe(NULL, &p) == CGROUP_NONE)
+                return sb.s;
+        for (int c = 0; c < CG_N; c++) {
+                DIR *d = p.parent[c][0] ? opendir(p.parent[c]) : NULL;
+                for (struct dirent *e; d && (e = readdir(d));) {
+                        int pid, end = 0;
+                        long long ms;
+                        if (sscanf(e->d_name, "trialbox-%d-%lld%n", &pid, &ms, &end) == 2 && !e->d_name[end] &&
+                            kill(pid, 0) < 0 && errno == ESRCH)
+                                strbuf_addf(&sb, "%s/%s\n", p.parent[c], e->d_name);
+                }
+                if (d)
+                        closedir(d);
+        }
+        return sb.s;
 }
 
 /* OUTPUT/outcome.json's usage.FIELD as a number; -1 for null; fails when absent. */
@@ -316,6 +342,47 @@ START_TEST(a_busy_second_shows_as_about_1000_ms)
 }
 END_TEST
 
+/* However a limited Trial ends (its deadline, a signal, the OOM killer),
+ * trialbox removes its cgroup before it exits. */
+START_TEST(a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom)
+{
+        static const struct {
+                const char *how, *timeout, *script;
+                int status;
+        } ends[] = {
+                { "a timeout", "0.5", "touch RAN; sleep 600", 124 },
+                { "a kill", "60", "touch RAN; kill -KILL $$", 128 + SIGKILL },
+                { "an OOM", "60",
+                  "touch RAN; python3 -c 'b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1'", -1 },
+        };
+        _cleanup_free_ char *before = cgroups_left_behind();
+        for (size_t i = 0; i < TB_ARRAY_SIZE(ends); i++) {
+                struct fixture f;
+                fixture_new(&f);
+                struct proc_result r;
+                tb_shell(&r, &f, NULL,
+                         EXTRA("--memory", "64M", "--pids", "64", "--cpus", "1", "--timeout", ends[i].timeout, "--",
+                               "-c", ends[i].script));
+                if (!have_cgroup()) {
+                        assert_void_with_fix(&f, &r);
+                } else {
+                        ck_assert_msg(ends[i].status < 0 ? r.status != 0 : r.status == ends[i].status,
+                                      "%s: status %d; stderr: %s", ends[i].how, r.status, r.err);
+                        if (ends[i].status < 0)
+                                assert_outcome(&f, "cause", "out_of_memory");
+                }
+                _cleanup_free_ char *after = cgroups_left_behind();
+                for (char *line = after, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+                        *nl = '\0';
+                        ck_assert_msg(has_line(before, line), "after %s: the cgroup '%s' is left behind", ends[i].how,
+                                      line);
+                }
+                proc_result_free(&r);
+                fixture_free(&f);
+        }
+}
+END_TEST
+
 START_TEST(the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end)
 {
         struct fixture f;
@@ -400,6 +467,7 @@ TB_SUITE("limits_trial", 120)
         tcase_add_test(tc, a_fork_loop_under_pids_64_never_has_more_and_a_concurrent_trial_is_fine);
         tcase_add_loop_test(tc, a_busy_second_and_a_300_mib_allocation_show_in_usage, 0, 2);
         tcase_add_loop_test(tc, a_busy_second_shows_as_about_1000_ms, 0, 2);
+        tcase_add_test(tc, a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom);
         tcase_add_test(tc, the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end);
         tcase_add_test(tc, a_disk_filled_by_the_session_still_gets_the_final_outcome);
         tcase_add_test(tc, bad_limit_values_are_usage_errors_in_one_line);

@@ -27,7 +27,7 @@ static const char *const controller_options[CG_N] = { "--memory", "--pids", "--c
 struct cg_dir {
         char *path;
         int dirfd;    /* O_RDONLY|O_DIRECTORY: files are opened relative to it */
-        int procs_fd; /* cgroup.procs, O_WRONLY: for joining after fork */
+        int join_fd;  /* O_WRONLY, for joining after fork: v1's tasks, v2's cgroup.procs */
 };
 
 struct cgroup {
@@ -157,12 +157,11 @@ static bool hierarchy_dir(const char *mountinfo, const char *controller, const c
         for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char root[1024], point[1024], fstype[64], superopts[1024];
                 const char *dash = strstr(line, " - ");
-                if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 ||
-                    sscanf(dash + 3, "%63s %*s %1023s", fstype, superopts) != 2)
+                if (!dash || sscanf(dash + 3, "%63s %*s %1023s", fstype, superopts) != 2)
                         continue;
                 bool match = controller ? strcmp(fstype, "cgroup") == 0 && has_word(superopts, controller, ',')
                                         : strcmp(fstype, "cgroup2") == 0;
-                if (!match)
+                if (!match || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2)
                         continue;
                 /* A mount of a subtree (a container's) shows the part under its root. */
                 const char *rel = own;
@@ -331,7 +330,7 @@ static struct cgroup *cgroup_alloc(enum cgroup_mechanism m)
         cg->oom_fd = cg->oom_control_fd = -1;
         for (int c = 0; c < CG_N; c++) {
                 cg->by_controller[c] = -1;
-                cg->dir[c].dirfd = cg->dir[c].procs_fd = -1;
+                cg->dir[c].dirfd = cg->dir[c].join_fd = -1;
         }
         return cg;
 }
@@ -341,7 +340,7 @@ static void cgroup_free(struct cgroup *cg)
 {
         for (size_t i = 0; i < cg->n; i++) {
                 tb_closep(&cg->dir[i].dirfd);
-                tb_closep(&cg->dir[i].procs_fd);
+                tb_closep(&cg->dir[i].join_fd);
                 free(cg->dir[i].path);
         }
         tb_closep(&cg->oom_fd);
@@ -349,7 +348,8 @@ static void cgroup_free(struct cgroup *cg)
         free(cg);
 }
 
-/* Make PARENT/trialbox-NAME as cg->dir[cg->n] and open it. */
+/* Make PARENT/trialbox-NAME as cg->dir[cg->n] and open it, and the file a
+ * child joins it by (cgroup_attach_self). */
 static int add_dir(struct cgroup *cg, const char *parent, const char *name, struct tb_error *err)
 {
         struct cg_dir *d = &cg->dir[cg->n];
@@ -366,8 +366,9 @@ static int add_dir(struct cgroup *cg, const char *parent, const char *name, stru
         cg->n++;
         d->dirfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (d->dirfd >= 0)
-                d->procs_fd = openat(d->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (d->dirfd < 0 || d->procs_fd < 0)
+                d->join_fd = openat(d->dirfd, cg->mechanism == CGROUP_V1 ? "tasks" : "cgroup.procs",
+                                    O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (d->dirfd < 0 || d->join_fd < 0)
                 return tb_fail(err, -errno, "opening the cgroup '%s': %s", d->path, strerror(errno));
         return 0;
 }
@@ -538,7 +539,7 @@ static int create_v1(struct cgroup *cg, const struct cgroup_probe *p, const stru
         return r;
 }
 
-static void remove_dirs(struct cgroup *cg);
+static const char *remove_dirs(struct cgroup *cg);
 
 int cgroup_create(const struct cgroup_probe *p, const struct trial_limits *l, const char *name, struct cgroup **out,
                   struct tb_error *err)
@@ -563,10 +564,15 @@ int cgroup_create(const struct cgroup_probe *p, const struct trial_limits *l, co
 
 /* ---- joining ---- */
 
+/* v1: "0" to `tasks` moves the calling thread alone, which the kernel does
+ * without the global lock a whole process's move takes (cgroup.procs, or
+ * any pid): the first taking of that lock waits for an RCU grace period,
+ * 3 to 20 ms on a busy host, in the way of the session's start. The caller
+ * is single-threaded (a child after fork), so its thread is the process. */
 int cgroup_attach_self(const struct cgroup *cg)
 {
         for (size_t i = 0; i < cg->n; i++)
-                if (write(cg->dir[i].procs_fd, "0", 1) != 1)
+                if (write(cg->dir[i].join_fd, "0", 1) != 1)
                         return -errno;
         return 0;
 }
@@ -574,11 +580,13 @@ int cgroup_attach_self(const struct cgroup *cg)
 int cgroup_attach_pid(const struct cgroup *cg, pid_t pid, struct tb_error *err)
 {
         char buf[32];
-        int len = snprintf(buf, sizeof buf, "%d", (int)pid);
-        for (size_t i = 0; i < cg->n; i++)
-                if (pwrite(cg->dir[i].procs_fd, buf, (size_t)len, 0) != len)
-                        return tb_fail(err, -errno, "moving process %d into the cgroup '%s': %s", (int)pid, cg->dir[i].path,
-                                       strerror(errno));
+        snprintf(buf, sizeof buf, "%d", (int)pid);
+        for (size_t i = 0; i < cg->n; i++) {
+                int r = write_at(cg->dir[i].dirfd, "cgroup.procs", buf);
+                if (r < 0)
+                        return tb_fail(err, r, "moving process %d into the cgroup '%s': %s", (int)pid, cg->dir[i].path,
+                                       strerror(-r));
+        }
         return 0;
 }
 
@@ -636,15 +644,24 @@ int cgroup_kill_all(struct cgroup *cg, struct tb_error *err)
                        cgroup_path(cg));
 }
 
-static void remove_dirs(struct cgroup *cg)
+/* Remove each folder: the first one left behind, or NULL. */
+static const char *remove_dirs(struct cgroup *cg)
 {
+        const char *left = NULL;
         for (size_t i = 0; i < cg->n; i++) {
-                if (!cg->dir[i].path)
-                        continue;
+                const char *path = cg->dir[i].path;
                 /* The kernel lets the last process go a moment after it died. */
-                for (int tries = 0; rmdir(cg->dir[i].path) < 0 && errno == EBUSY && tries < 500; tries++)
-                        sleep_ms(2);
+                for (int tries = 0; path && rmdir(path) < 0; tries++) {
+                        if (errno == EBUSY && tries < 500) {
+                                sleep_ms(2);
+                                continue;
+                        }
+                        if (errno != ENOENT && !left)
+                                left = path;
+                        break;
+                }
         }
+        return left;
 }
 
 int cgroup_destroy(struct cgroup *cg, struct tb_error *err)
@@ -652,11 +669,9 @@ int cgroup_destroy(struct cgroup *cg, struct tb_error *err)
         if (!cg)
                 return 0;
         int r = cgroup_kill_all(cg, err);
-        remove_dirs(cg);
-        for (size_t i = 0; i < cg->n && r == 0; i++)
-                if (access(cg->dir[i].path, F_OK) == 0)
-                        r = tb_fail(err, -EBUSY, "the cgroup '%s' is left behind; remove it with rmdir when it is empty",
-                                    cg->dir[i].path);
+        const char *left = remove_dirs(cg);
+        if (r == 0 && left)
+                r = tb_fail(err, -EBUSY, "the cgroup '%s' is left behind; remove it with rmdir when it is empty", left);
         cgroup_free(cg);
         return r;
 }

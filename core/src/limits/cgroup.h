@@ -67,16 +67,19 @@ struct cgroup;
  * memory.memsw.limit_in_bytes where swap accounting is on); pids.max;
  * cpu.max (v1: cpu.cfs_quota_us over a 100 ms cpu.cfs_period_us). Controllers
  * not asked for are joined where available, for usage only. Opens each
- * cgroup.procs now, so a child can join with cgroup_attach_self() after
- * fork. On failure nothing is left behind. *out is owned by the caller:
+ * folder's joining file now (v1: tasks, v2: cgroup.procs), so a child can
+ * join with cgroup_attach_self() after fork. On failure nothing is left
+ * behind. *out is owned by the caller:
  * cgroup_destroy() it. */
 int cgroup_create(const struct cgroup_probe *p, const struct trial_limits *l, const char *name, struct cgroup **out,
                   struct tb_error *err);
 
 /* In a child between fork and exec: move the calling process into the
- * cgroup (writes "0" to each cgroup.procs opened by cgroup_create). Only
- * async-signal-safe calls. 0 or negative errno. The keeper calls it before
- * it starts bwrap, so every process of the session is born inside. */
+ * cgroup (writes "0" to each joining file opened by cgroup_create; on v1,
+ * `tasks` moves the calling thread only: the caller must be
+ * single-threaded, as a child after fork is). Only async-signal-safe calls.
+ * 0 or negative errno. The keeper calls it before it starts bwrap, so every
+ * process of the session is born inside. */
 int cgroup_attach_self(const struct cgroup *cg);
 /* Move `pid` (a whole process) into the cgroup. */
 int cgroup_attach_pid(const struct cgroup *cg, pid_t pid, struct tb_error *err);
