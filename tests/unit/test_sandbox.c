@@ -867,25 +867,64 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
         int fd = listening_at(path);
         _cleanup_free_ char *elsewhere = xasprintf("/sandbox/x%s", sub);
         _cleanup_free_ char *seen = xasprintf("%s/d.sock", elsewhere);
-        for (int early = 0; early < 2; early++) {
+        /* The third time, a socket moved from where it was bound (in a
+         * folder no bind shows) sends the mask walking the bound folders. */
+        _cleanup_tmpdir_ char *other = tmpdir_new();
+        _cleanup_free_ char *bound_at = path_in(other, "a.sock"), *moved_to = path_in(other, "b.sock");
+        int moved = -1;
+        for (int early = 0; early < 3; early++) {
+                if (early == 2) {
+                        moved = listening_at(bound_at);
+                        ck_assert_int_eq(rename(bound_at, moved_to), 0);
+                }
                 struct host_sockets_early *listing = early ? host_sockets_start() : NULL;
                 ck_assert(!early || listing);
                 struct sandbox_spec s = { 0 };
-                sandbox_add(&s, SANDBOX_RO_BIND, "/usr", "/usr");
+                /* A tmpfs first, not /usr: a walk there (whenever any
+                 * process on the machine has a socket not at its path) takes
+                 * seconds. */
+                sandbox_add(&s, SANDBOX_TMPFS, NULL, "/usr");
                 sandbox_add(&s, SANDBOX_RO_BIND, dir, dir);
                 sandbox_add(&s, SANDBOX_TMPFS, NULL, "/tmp/other");
                 sandbox_add(&s, SANDBOX_BIND, sub, elsewhere);
                 struct host_sockets_report rep;
                 host_sockets_mask(&s, listing, &rep);
                 ck_assert(!rep.no_list);
-                ck_assert_uint_eq(rep.masked, 2);
-                ck_assert_uint_eq(s.n_ops, 6);
-                ck_assert(op_is(&s.ops[1], SANDBOX_RO_BIND, dir, dir));
-                ck_assert(op_is(&s.ops[2], SANDBOX_RO_BIND, "/dev/null", path));
-                ck_assert(op_is(&s.ops[4], SANDBOX_BIND, sub, elsewhere));
-                ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
+                ck_assert(early < 2 || rep.walked);
+                if (!rep.walked) {
+                        ck_assert_uint_eq(rep.masked, 2);
+                        ck_assert_uint_eq(s.n_ops, 6);
+                        ck_assert(op_is(&s.ops[1], SANDBOX_RO_BIND, dir, dir));
+                        ck_assert(op_is(&s.ops[2], SANDBOX_RO_BIND, "/dev/null", path));
+                        ck_assert(op_is(&s.ops[4], SANDBOX_BIND, sub, elsewhere));
+                        ck_assert(op_is(&s.ops[5], SANDBOX_RO_BIND, "/dev/null", seen));
+                } else {
+                        /* Another process's socket not at its path (one a
+                         * test beside this one bound, then moved or removed)
+                         * sent the mask walking the bound folders on its file
+                         * system: this socket is masked again, after the same
+                         * binds, and nothing else is. */
+                        size_t at_dir = s.n_ops, at_sub = s.n_ops, masks = 0;
+                        for (size_t i = 0; i < s.n_ops; i++) {
+                                const struct sandbox_op *op = &s.ops[i];
+                                if (op_is(op, SANDBOX_RO_BIND, dir, dir))
+                                        at_dir = i;
+                                else if (op_is(op, SANDBOX_BIND, sub, elsewhere))
+                                        at_sub = i;
+                                else if (op_is(op, SANDBOX_RO_BIND, "/dev/null", path))
+                                        ck_assert(i > at_dir && at_sub == s.n_ops && ++masks);
+                                else if (op_is(op, SANDBOX_RO_BIND, "/dev/null", seen))
+                                        ck_assert(i > at_sub && ++masks);
+                                else
+                                        ck_assert(op_is(op, SANDBOX_TMPFS, NULL, "/usr") ||
+                                                  op_is(op, SANDBOX_TMPFS, NULL, "/tmp/other"));
+                        }
+                        ck_assert_uint_ge(masks, 2);
+                        ck_assert_uint_eq(rep.masked, masks);
+                }
                 sandbox_spec_done(&s);
         }
+        close(moved);
         close(fd);
 }
 END_TEST

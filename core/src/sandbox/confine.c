@@ -64,10 +64,10 @@ static int filter_fd(bool nested_userns, bool compile, int *fd, struct tb_error 
         /* Above the fds the supervisor and keeper place (stdio, the status
          * fd, the block fd, the exec-error pipe: sandbox/spec.h), so placing them
          * never closes this one; at a number no other open fd decides. */
-        _Static_assert(SANDBOX_FILTER_FD_MIN > KEEPER_EXEC_ERR_FD, "the filter's fd above the keeper's");
+        _Static_assert(SANDBOX_FILTER_FD_MIN > KEEPER_BLOCK_HOLD_FD, "the filter's fd above the keeper's");
         high = fcntl(mfd, F_DUPFD_CLOEXEC, SANDBOX_FILTER_FD_MIN);
         if (high < 0 && errno == EINVAL) /* RLIMIT_NOFILE at or below it: the lowest above the keeper's */
-                high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_EXEC_ERR_FD + 1);
+                high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_BLOCK_HOLD_FD + 1);
         if (high < 0)
                 return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
         *fd = TAKE_FD(high);

@@ -65,18 +65,20 @@ static int kill_children(void)
         return found;
 }
 
-/* Hold nothing of trialbox's but bwrap's stdio, its status and block fds
- * and the exec-error pipe (moved to the fd after them): not the Grok lock,
- * not the login watch, not trialbox's signalfd. The exec-error fd. */
+/* Hold nothing of trialbox's but bwrap's stdio, its status and block fds,
+ * the exec-error pipe (moved to the fd after them) and the keeper's hold
+ * on the block pipe: not the Grok lock, not the login watch, not
+ * trialbox's signalfd. The exec-error fd. */
 static int keep_only_bwraps_fds(int exec_err_w, char **argv)
 {
-        _Static_assert(KEEPER_BLOCK_FD == SANDBOX_STATUS_FD + 1 && KEEPER_EXEC_ERR_FD == KEEPER_BLOCK_FD + 1,
+        _Static_assert(KEEPER_BLOCK_FD == SANDBOX_STATUS_FD + 1 && KEEPER_EXEC_ERR_FD == KEEPER_BLOCK_FD + 1 &&
+                               KEEPER_BLOCK_HOLD_FD == KEEPER_EXEC_ERR_FD + 1,
                        "the keeper's fds follow bwrap's");
         const int err_fd = KEEPER_EXEC_ERR_FD;
         if (exec_err_w != err_fd && dup2(exec_err_w, err_fd) < 0)
                 _exit(127);
         fcntl(err_fd, F_SETFD, FD_CLOEXEC);
-        confine_close_fds(err_fd + 1, argv); /* all but the seccomp filter bwrap's argv names */
+        confine_close_fds(KEEPER_BLOCK_HOLD_FD + 1, argv); /* all but the seccomp filter bwrap's argv names */
         return err_fd;
 }
 
@@ -108,6 +110,7 @@ static void __attribute__((noreturn)) exec_bwrap(char **argv, char **envp, int e
         /* Default dispositions and an empty mask, whatever trialbox's
          * starter left it: bwrap and the session get every signal. */
         spawn_reset_signals(NULL);
+        close(KEEPER_BLOCK_HOLD_FD); /* the keeper's alone (close-on-exec too) */
         TB_PHASE("bwrap_signals");
         int e = 0;
         /* The layer first: as root, before the switch below gives root up. */
@@ -203,7 +206,9 @@ void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const 
         if (bwrap == 0)
                 exec_bwrap(argv, envp, exec_err_w, user, cow);
         TB_PHASE("keeper_forked");
-        /* The keeper holds none of bwrap's pipes but stderr. */
+        /* The keeper holds none of bwrap's pipes but stderr, and the block
+         * pipe's write end until bwrap and all under it are gone (it ends
+         * with the keeper): trialbox's end closing never lets bwrap go on. */
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);
         close(KEEPER_BLOCK_FD);

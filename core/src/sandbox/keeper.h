@@ -19,7 +19,8 @@
 #include <signal.h>
 #include <sys/types.h>
 
-/* The fds the keeper finds in place (KEEPER_BLOCK_FD, KEEPER_EXEC_ERR_FD)
+/* The fds the keeper finds in place (KEEPER_BLOCK_FD, KEEPER_EXEC_ERR_FD,
+ * KEEPER_BLOCK_HOLD_FD)
  * are laid out in sandbox/spec.h, beside SANDBOX_STATUS_FD. */
 #include "sandbox/spec.h"
 

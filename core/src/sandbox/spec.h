@@ -21,6 +21,11 @@
 #define KEEPER_BLOCK_FD 4
 #define KEEPER_BLOCK_FD_STR "4"
 #define KEEPER_EXEC_ERR_FD 5
+/* The keeper's own copy of the block pipe's write end (never written, not
+ * passed to bwrap): however trialbox ends, bwrap sees no end of file on
+ * its --block-fd while it lives, so no session starts before its byte;
+ * the keeper kills bwrap first when trialbox is gone. */
+#define KEEPER_BLOCK_HOLD_FD 6
 /* The seccomp filter's fd is the lowest free one from here: above the
  * fds trialbox holds open at once (a few dozen at most), so that its
  * number, printed in the --dry-run line, is the same in every run,

@@ -246,9 +246,9 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         const struct supervisor_run *run = sv->run;
         bool pty = sv->pty_slave >= 0;
         int fds[] = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1], sv->err_p[1],
-                      exec_err_w, sv->status_p[1], sv->block_p[0] };
+                      exec_err_w, sv->status_p[1], sv->block_p[0], sv->block_p[1] };
         const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
-                                KEEPER_BLOCK_FD };
+                                KEEPER_BLOCK_FD, KEEPER_BLOCK_HOLD_FD };
         int e;
         /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
          * a background shell is not passed on); the mask stays as the
@@ -268,7 +268,8 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
                 goto fail;
         }
         if (place_fds(fds, targets, run->bwrap ? TB_ARRAY_SIZE(fds) : 4) < 0 ||
-            fcntl(KEEPER_EXEC_ERR_FD, F_SETFD, FD_CLOEXEC) < 0)
+            fcntl(KEEPER_EXEC_ERR_FD, F_SETFD, FD_CLOEXEC) < 0 ||
+            (run->bwrap && fcntl(KEEPER_BLOCK_HOLD_FD, F_SETFD, FD_CLOEXEC) < 0))
                 goto fail;
         exec_err_w = KEEPER_EXEC_ERR_FD;
         if (run->bwrap)
