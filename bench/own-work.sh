@@ -7,7 +7,7 @@
 # other, so the count must stay flat), and timed in wall time by hyperfine
 # against /bin/true (the cost of starting any process).
 #
-#   bench/own-work.sh              (BUILD=folder, RUNS=30, WARMUP=3)
+#   bench/own-work.sh              (BUILD=folder, OWN_RUNS=120 per command, OWN_ROUNDS=6)
 #
 # Needs valgrind (apt-get install -y valgrind) and hyperfine.
 # shellcheck source=lib.sh
@@ -79,16 +79,20 @@ ir1=${c1%% *} main1=${c1#* }
 ir7=${c7%% *} main7=${c7#* }
 ir70=${c70%% *} main70=${c70#* }
 
-say "own work: hyperfine, --dry-run with 1/7/70 plugins against /bin/true"
-hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-csv "$W/h.csv" \
+# In rounds, so that the four commands alternate: a millisecond's
+# difference is below what a shared machine drifts by in one long series.
+own_runs=${OWN_RUNS:-120}
+own_rounds=${OWN_ROUNDS:-6}
+say "own work: hyperfine, --dry-run with 1/7/70 plugins against /bin/true, $own_rounds rounds"
+hf_rounds "$W/h.tsv" "$own_rounds" "$own_runs" \
         -n dry-run-1 "env TRIALBOX_PLUGIN_PATH=$W/p1 $(dry)" \
         -n dry-run-7 "env TRIALBOX_PLUGIN_PATH=$W/p7 $(dry)" \
         -n dry-run-70 "env TRIALBOX_PLUGIN_PATH=$W/p70 $(dry)" \
-        -n env-true "env TRIALBOX_PLUGIN_PATH=$W/p1 /bin/true" >&2
-d1=$(hf_median "$W/h.csv" dry-run-1)
-d7=$(hf_median "$W/h.csv" dry-run-7)
-d70=$(hf_median "$W/h.csv" dry-run-70)
-t=$(hf_median "$W/h.csv" env-true)
+        -n env-true "env TRIALBOX_PLUGIN_PATH=$W/p1 /bin/true"
+d1=$(pool_median "$W/h.tsv" dry-run-1)
+d7=$(pool_median "$W/h.tsv" dry-run-7)
+d70=$(pool_median "$W/h.tsv" dry-run-70)
+t=$(pool_median "$W/h.tsv" env-true)
 own=$(awk -v a="$d1" -v b="$t" 'BEGIN { printf "%.3f", a - b }')
 flat=$(ratio "$ir70" "$ir1")
 
@@ -103,4 +107,4 @@ row "own work" "of which main() and below (trialbox's code, not the loader), 1 /
 row "own work" "\`run --dry-run\` wall time, median, 1 / 7 / 70 plugins" "$d1 / $d7 / $d70 ms" "" ""
 row "own work" "\`/bin/true\` wall time, median (any process's start)" "$t ms" "" ""
 row "own work" "own work in wall time: dry-run (1 plugin) − /bin/true" "$own ms" "< 1 ms" "$(verdict_le "$own" 0.999)"
-method "own work: \`valgrind --tool=callgrind trialbox run --harness shell --harness-bin /bin/true --repo R --output-dir O --dry-run\` with TRIALBOX_PLUGIN_PATH a folder of 1 (shell.so), 7 (+ the 6 other compiled plugins) or 70 files (+ renamed copies of the plugins and of gemini.json); instructions (Ir) of the whole process, and main() inclusive from callgrind_annotate. Wall time: one hyperfine -N run (--warmup $WARMUP --runs $RUNS) of the same three dry runs and of \`/bin/true\`, each started through env(1); medians."
+method "own work: \`valgrind --tool=callgrind trialbox run --harness shell --harness-bin /bin/true --repo R --output-dir O --dry-run\` with TRIALBOX_PLUGIN_PATH a folder of 1 (shell.so), 7 (+ the 6 other compiled plugins) or 70 files (+ renamed copies of the plugins and of gemini.json); instructions (Ir) of the whole process, and main() inclusive from callgrind_annotate. Wall time: hyperfine -N in $own_rounds rounds (OWN_ROUNDS; one warm-up run each per round) of the same three dry runs and of \`/bin/true\`, each started through env(1), alternating, $own_runs runs of each in all (OWN_RUNS); medians over all of them."
