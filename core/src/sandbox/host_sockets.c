@@ -226,7 +226,6 @@ int host_sockets_list(struct host_socket **out)
 
 struct host_sockets_early {
         pthread_t thread;
-        bool joined;
         struct host_socket *v;
         int n; /* how many, or -errno */
 };
@@ -256,18 +255,10 @@ struct host_sockets_early *host_sockets_start(void)
         return e;
 }
 
-void host_sockets_wait(struct host_sockets_early *early)
-{
-        if (early && !early->joined) {
-                pthread_join(early->thread, NULL);
-                early->joined = true;
-        }
-}
-
-/* Join the thread (if not yet) and free `e`: its list, or -errno. */
+/* Join the thread and free `e`: its list, or -errno. */
 static int early_join(struct host_sockets_early *e, struct host_socket **v)
 {
-        host_sockets_wait(e);
+        pthread_join(e->thread, NULL);
         int n = e->n;
         *v = e->v;
         free(e);

@@ -47,11 +47,6 @@ struct host_sockets_report {
  * then lists them itself. */
 struct host_sockets_early;
 struct host_sockets_early *host_sockets_start(void);
-/* Wait for the thread (its list kept for the mask): the fds it opens
- * are closed, so the fds trialbox opens from here on are numbered as
- * without it (the seccomp filter's, printed in the --dry-run line). NULL
- * is fine; so is waiting twice. */
-void host_sockets_wait(struct host_sockets_early *early);
 /* Wait for the thread and drop its list (a Trial that ends before its
  * sockets are masked). NULL is fine. */
 void host_sockets_early_free(struct host_sockets_early *early);

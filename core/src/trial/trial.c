@@ -665,7 +665,6 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         r = trial_hand_over_home(t, err);
         if (r < 0)
                 return r;
-        host_sockets_wait(t->sockets); /* its fds closed before the filter's is numbered */
         return trial_confine(t, err);
 }
 
