@@ -877,7 +877,7 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
                         moved = listening_at(bound_at);
                         ck_assert_int_eq(rename(bound_at, moved_to), 0);
                 }
-                struct host_sockets_early *listing = early ? host_sockets_start() : NULL;
+                struct host_sockets_early *listing = early ? host_sockets_start_thread() : NULL;
                 ck_assert(!early || listing);
                 struct sandbox_spec s = { 0 };
                 /* A tmpfs first, not /usr: a walk there (whenever any
@@ -929,6 +929,23 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
 }
 END_TEST
 
+/* With no CPU idle (here: trialbox may use one, and it is running), no
+ * thread is started: the mask lists the sockets itself, in line. */
+START_TEST(no_listing_thread_is_started_when_no_cpu_is_idle)
+{
+        cpu_set_t all, one;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+        CPU_ZERO(&one);
+        int here = sched_getcpu();
+        ck_assert_int_ge(here, 0);
+        CPU_SET(here, &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        struct host_sockets_early *listing = host_sockets_start();
+        ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+        ck_assert_ptr_null(listing);
+}
+END_TEST
+
 /* The early thread's list dropped unused (a Trial void before its spec
  * is done): joined and freed, nothing left (ASan's leak check); and,
  * as root, the thread's visits to other namespaces leave the main thread
@@ -939,7 +956,7 @@ START_TEST(an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_
         ck_assert_int_eq(stat("/proc/thread-self/ns/net", &before), 0);
         sigset_t mask_before, mask_after;
         ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, NULL, &mask_before), 0);
-        struct host_sockets_early *listing = host_sockets_start();
+        struct host_sockets_early *listing = host_sockets_start_thread();
         ck_assert_ptr_nonnull(listing);
         host_sockets_early_free(listing);
         host_sockets_early_free(NULL);
@@ -988,4 +1005,5 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
         tcase_add_test(tc, an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was);
+        tcase_add_test(tc, no_listing_thread_is_started_when_no_cpu_is_idle);
 }

@@ -41,12 +41,16 @@ struct host_sockets_report {
 
 /* The kernel's list, asked for early: a thread of its own lists the
  * sockets while trialbox builds the spec (as root, the other namespaces'
- * take most of a millisecond). Every signal is blocked in that thread,
- * and it is joined before the list is used or dropped: no thread runs
- * once the spec is done. NULL when no thread could be started: the mask
- * then lists them itself. */
+ * take most of a millisecond), on a CPU other than the caller's. Every
+ * signal is blocked in that thread, and it is joined before the list is
+ * used or dropped: no thread runs once the spec is done. NULL when no CPU
+ * is idle (fewer tasks running than trialbox may use: else the thread
+ * would only wait its turn) or no thread could be started: the mask then
+ * lists them itself. host_sockets_start_thread() starts it whatever the
+ * load (for the tests). */
 struct host_sockets_early;
 struct host_sockets_early *host_sockets_start(void);
+struct host_sockets_early *host_sockets_start_thread(void);
 /* Wait for the thread and drop its list (a Trial that ends before its
  * sockets are masked). NULL is fine. */
 void host_sockets_early_free(struct host_sockets_early *early);
