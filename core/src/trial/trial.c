@@ -654,7 +654,7 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
         /* Last: a void Trial leaves nothing in the fresh home. */
         if (!t->opt->no_sandbox && !t->opt->dry_run) {
                 r = git_identity_write(t->env->path, t->user_home, t->home, err);
-        TB_PHASE("identity");
+                TB_PHASE("identity");
                 if (r < 0) {
                         t->cause = CAUSE_SESSION_UNAVAILABLE;
                         return r;
@@ -1044,7 +1044,8 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
-        /* Listed while the spec is built; joined when it is done, before any fork. */
+        /* Listed while the spec is built (when a CPU is idle); joined where the
+         * sockets are masked, before the keeper's fork, or in trial_done(). */
         if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
                 t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);
