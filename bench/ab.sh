@@ -14,7 +14,10 @@
 #                                    AB_SKIP="disk dry": leave those out;
 #                                    AB_RUN_ARGS="--memory 512M --pids 256
 #                                    --cpus 1": more `run` options, for every
-#                                    command of both builds)
+#                                    command of both builds; AB_REPO=DIR: a
+#                                    copy of DIR, a git repository, is the
+#                                    Trials' repository instead of an empty
+#                                    folder)
 #
 # Used to measure each start-up change of docs/performance.md's notes: check
 # out the commit before it, build it in one folder, the change in another.
@@ -33,7 +36,12 @@ for b in "$A" "$B"; do
 done
 scratch_tmpfs
 scratch_disk
-mkdir "$T/repo" "$D/repo"
+if [ -n "${AB_REPO:-}" ]; then
+        [ -d "$AB_REPO" ] || die "AB_REPO: no folder '$AB_REPO'"
+        cp -a "$AB_REPO" "$T/repo" && cp -a "$AB_REPO" "$D/repo" || die "cannot copy '$AB_REPO'"
+else
+        mkdir "$T/repo" "$D/repo"
+fi
 skip=${AB_SKIP:-}
 
 tb() { # BUILD FOLDER OUT [--dry-run]
@@ -68,6 +76,7 @@ hf_rounds "$T/runs" "${AB_ROUNDS:-6}" "${AB_RUNS:-60}" "$@"
 echo "A: $A"
 echo "B: $B"
 [ -z "${AB_RUN_ARGS:-}" ] || echo "run options of every command: $AB_RUN_ARGS"
+[ -z "${AB_REPO:-}" ] || echo "the repository: a copy of $AB_REPO ($(find "$T/repo" | wc -l) entries)"
 echo "$same; $(pool_count "$T/runs" tmpfs-a) runs of each, medians (fastest runs in brackets)"
 printf '%-22s %10s %10s %10s %8s\n' figure A B "B - A" "B / A"
 for k in tmpfs disk dry; do

@@ -4,7 +4,8 @@
 # built by this script, the same build type as BUILD), whose TB_PHASE()
 # marks (core/src/base/phase.h) print a CLOCK_MONOTONIC timestamp to stderr
 # at each step: trialbox's main(), its checks, the toolchains, the
-# repository guard, the masks, the records, the fork of the keeper, the
+# repository guard opened, the masks, the fork of the keeper (the guard's
+# snapshot and the records while bwrap starts), the
 # keeper's fork of bwrap, bwrap's exec, bwrap's two status lines (the
 # sandbox made; the session ended), the keeper's end, the guard's check
 # and the final record. Over PHASES_RUNS (default 60) no-op Trials
@@ -46,7 +47,7 @@ what = {
     "setup": "the Outcome begun, the Harness binary and bwrap found",
     "tc_system": "the system folders bound",
     "tc_tools": "the toolchains and PATH folders resolved and bound",
-    "guard_open": "the repository guard's snapshot of .git",
+    "guard_open": "the repository guard opened (what its .git is)",
     "spec": "the spec built",
     "hooks": "the plugin's hooks (preflight, login, env)",
     "sockets_here": "(the listing thread) this network namespace's sockets listed",
@@ -56,7 +57,9 @@ what = {
     "masked_secrets": "the secret places masked",
     "masked_sockets": "the host's sockets masked (the listing joined)",
     "finish_spec": "unreachable binds dropped, limits prepared",
-    "records": "the final record reserved, the running record begun",
+    "cgroup": "the Trial's cgroup made (with limits)",
+    "guard_snapshot": "(while bwrap starts) the repository guard's snapshot",
+    "records": "(while bwrap starts) the final record reserved, the running record written",
     "sv_fds": "the supervisor's pipes and fds",
     "sv_sources": "its signal and timer sources",
     "forked": "the keeper forked (trialbox's side)",

@@ -20,6 +20,7 @@
 
 #include "tb_test.h"
 #include "base/util.h"
+#include "gitguard/snapshot.h"
 
 #define tb(r, f, env, extra) tb_run((r), "shell", (f), (env), (extra))
 
@@ -850,6 +851,29 @@ START_TEST(a_git_link_at_the_top_of_the_repository_makes_the_trial_void)
 }
 END_TEST
 
+/* A git directory with more control entries than the snapshot keeps: the
+ * snapshot is taken while bwrap sets the sandbox up, and its failure ends
+ * the sandbox before the session's byte. The Trial is void with the
+ * reason, nothing ran, the guard restored nothing from a partial snapshot. */
+START_TEST(a_git_folder_past_the_snapshots_bounds_makes_the_trial_void_before_the_session)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        sh_ok("mkdir '%s/.git/many' && cd '%s/.git/many' && seq %zu | xargs touch", f.repo, f.repo,
+              (size_t)SNAPSHOT_MAX_ITEMS + 1);
+        tb(&r, &f, NULL, EXTRA("--", "-c", "touch SESSION-RAN"));
+        assert_void(&f, &r, "session_unavailable", "more control files than trialbox can keep");
+        _cleanup_free_ char *ran = path_in(f.repo, "SESSION-RAN");
+        ck_assert_msg(access(ran, F_OK) < 0, "the session ran");
+        /* Nothing moved out of .git on a partial snapshot's word. */
+        _cleanup_free_ char *quarantine = path_in(f.out, "quarantine");
+        ck_assert_msg(access(quarantine, F_OK) < 0, "a quarantine was made");
+        sh_ok("cd '%s' && git status >/dev/null && test -e .git/many/%zu", f.repo, (size_t)SNAPSHOT_MAX_ITEMS + 1);
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
 
 TB_SUITE("repo_guard", 120)
 {
@@ -865,6 +889,7 @@ TB_SUITE("repo_guard", 120)
         tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);
         tcase_add_test(tc, new_links_and_fifos_are_listed_and_setuid_bits_cleared);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
+        tcase_add_test(tc, a_git_folder_past_the_snapshots_bounds_makes_the_trial_void_before_the_session);
         tcase_add_loop_test(tc, a_folder_above_a_hooks_folder_the_host_names_is_put_back, 0, 2);
         tcase_add_test(tc, hooks_and_configs_the_host_config_names_in_the_worktree_stay_the_hosts);
         tcase_add_test(tc, a_hooks_link_into_the_worktree_stays_the_hosts);

@@ -29,11 +29,9 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
                                        host->repo);
                 g->dotgit = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'x';
         }
-        int r = 0;
         if (g->dotgit == 'd') {
                 g->common = xasprintf("%s/.git", host->repo);
         } else if (g->dotgit == 'f') {
-                r = snapshot_add(&g->snap, g->repo_fd, ".git", "dotgit");
                 g->common = repo_guard_common_dir(host, spec, &g->refused);
                 if (g->common) {
                         /* Its own git directory is C/worktrees/NAME (proven above): the name. */
@@ -42,14 +40,23 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
                         g->worktree = slash && slash[1] ? xstrdup(slash + 1) : NULL;
                 }
         }
-        if (r == 0 && g->common) {
+        if (g->common) {
                 g->common_fd = open(g->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (g->common_fd < 0 || fstat(g->common_fd, &st) < 0)
                         return tb_fail(err, -errno, "git directory '%s': %s", g->common, strerror(errno));
                 g->git_dev = st.st_dev;
                 g->git_ino = st.st_ino;
-                r = guard_snap_gitdir(g, g->common_fd, "git:", "", 0, err);
         }
+        return 0;
+}
+
+int repo_guard_snapshot(struct repo_guard *g, const struct repo_guard_host *host, struct tb_error *err)
+{
+        int r = 0;
+        if (g->dotgit == 'f')
+                r = snapshot_add(&g->snap, g->repo_fd, ".git", "dotgit");
+        if (r == 0 && g->common_fd >= 0)
+                r = guard_snap_gitdir(g, g->common_fd, "git:", "", 0, err);
         if (r < 0)
                 return err->msg[0] ? r : tb_fail(err, r, "cannot keep '%s/.git': %s", host->repo, strerror(-r));
         guard_find_host_paths(g, host);
@@ -75,6 +82,7 @@ int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, co
         if (r < 0)
                 return tb_fail(err, r, "cannot read the repository '%s' before the session: %s", host->repo,
                                strerror(-r));
+        g->snapped = true;
         return 0;
 }
 
@@ -87,7 +95,7 @@ void repo_guard_add_binds(const struct repo_guard *g, struct sandbox_spec *spec)
 
 void repo_guard_restore(struct repo_guard *g, int output_fd, uid_t session_uid)
 {
-        if (!g->repo || g->repo_fd < 0) /* never opened (a zeroed guard) */
+        if (!g->repo || g->repo_fd < 0 || !g->snapped) /* never opened (a zeroed guard), or no snapshot */
                 return;
         if (g->q.out_fd < 0 && output_fd >= 0)
                 g->q.out_fd = fcntl(output_fd, F_DUPFD_CLOEXEC, 3);

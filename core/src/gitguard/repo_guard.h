@@ -9,7 +9,9 @@
  * branching and rebasing, which write only data: objects, refs, the index,
  * logs.
  *
- * Before the session (repo_guard_open), through folder fds: a snapshot of
+ * Before the session (repo_guard_open: what the repository is and the
+ * binds that follow; repo_guard_snapshot, while bwrap sets the sandbox up
+ * and the session waits for its byte), through folder fds: a snapshot of
  * every control entry of the git directory (everything but the data, kept
  * whole, recursively: config, HEAD, hooks/, info/, description, commondir,
  * objects/info/alternates, each submodule's and linked worktree's own,
@@ -118,6 +120,7 @@ struct repo_guard {
         ino_t git_ino;
         char *refused;          /* why a worktree's common directory was not bound, or NULL */
         bool keep_control_files;
+        bool snapped;           /* the snapshot was taken whole (repo_guard_snapshot) */
         struct snapshot snap;
         struct strv modules;    /* the git directories under modules/, from the common one ("modules/a") */
         struct strv host_paths; /* worktree paths the host's git config names, from the top */
@@ -156,13 +159,23 @@ struct repo_guard {
  * (*why NULL) or when it is refused (*why says why, malloc'd). */
 char *repo_guard_common_dir(const struct repo_guard_host *host, const struct sandbox_spec *spec, char **why);
 
-/* Take the snapshot (above). `spec` is the spec so far (for the common
- * directory's checks). 0, or a negative errno with `err` set when the
- * repository cannot be guarded (its `.git` is a link; a control entry past
- * the snapshot's bounds): nothing has run yet, the Trial is void. Call
- * repo_guard_done in every case. */
+/* Open the repository and find what it is: its `.git` (a folder, a file,
+ * none), the common git directory and a linked worktree's name, opened by
+ * fd; the binds follow from these (repo_guard_add_binds). `spec` is the
+ * spec so far (for the common directory's checks). 0, or a negative errno
+ * with `err` set when the repository cannot be guarded (its `.git` is a
+ * link): nothing has run yet, the Trial is void. Call repo_guard_done in
+ * every case. */
 int repo_guard_open(struct repo_guard *g, const struct repo_guard_host *host, const struct sandbox_spec *spec,
                     struct tb_error *err);
+
+/* Take the snapshot (above) of an opened guard, the same `host`: before
+ * anything of the session runs (trialbox takes it while bwrap sets the
+ * sandbox up, before the session's byte). 0 and g->snapped, or a negative
+ * errno with `err` (a control entry past the snapshot's bounds, an I/O
+ * error): the session must not run, the Trial is void; without the
+ * snapshot, repo_guard_restore does nothing. */
+int repo_guard_snapshot(struct repo_guard *g, const struct repo_guard_host *host, struct tb_error *err);
 
 /* Add to `spec`, after the repository's own bind: a linked worktree's
  * common directory (read-write, when it lies outside the repository). */

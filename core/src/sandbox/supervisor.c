@@ -952,7 +952,6 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                 exec_child(sv, self, exec_p[1]);
         TB_PHASE("forked");
         setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
-        start_deadline(sv);
         tb_closep(&sv->status_p[1]);
         tb_closep(&sv->err_p[1]);
         tb_closep(&sv->in_p[0]);
@@ -973,6 +972,8 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                         return r;
                 }
         }
+        /* The session's time starts when it may: after its byte. */
+        start_deadline(sv);
 
         ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
         TB_PHASE("exec_read");

@@ -143,7 +143,8 @@ struct trial {
         struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
         int home_fd;              /* the fresh home, opened when made; -1 */
-        bool record_failed;       /* the final record's space or the `running` record could not be had */
+        bool start_failed;        /* the guard's snapshot, the final record's space or the `running` record
+                                     could not be had: the session never ran */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
 };
@@ -383,16 +384,22 @@ static struct toolchain_host trial_toolchain_host(const struct trial *t)
         };
 }
 
-/* The repository read-write at its own path, and its guard. */
+static struct repo_guard_host trial_guard_host(const struct trial *t)
+{
+        return (struct repo_guard_host){
+                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
+                .keep_control_files = t->opt->keep_control_files,
+        };
+}
+
+/* The repository read-write at its own path, and its guard, opened (its
+ * snapshot is taken while bwrap sets the sandbox up: trial_start). */
 static int trial_add_repo(struct trial *t, struct tb_error *err)
 {
         struct sandbox_spec *spec = &t->spec;
         sandbox_add(spec, SANDBOX_BIND, t->repo, t->repo);
         /* After the system binds, which it is checked not to override. */
-        const struct repo_guard_host gh = {
-                .repo = t->repo, .host_home = t->user_home, .session_home = t->home, .path = t->env->path,
-                .keep_control_files = t->opt->keep_control_files,
-        };
+        const struct repo_guard_host gh = trial_guard_host(t);
         int r = repo_guard_open(&t->guard, &gh, spec, err);
         TB_PHASE("guard_open");
         if (r < 0)
@@ -720,22 +727,32 @@ static int trial_limits_start(struct trial *t, struct tb_error *err)
         return r;
 }
 
-/* The supervisor's before_start: the final record's space, then the
- * `running` record, written durably. Called while bwrap sets the sandbox
- * up, whose session waits for it (supervisor.h): the session's program
- * never runs before its record is on disk, and the sync costs bwrap
- * nothing. 0, or a negative errno with `err`; t->record_failed says the
- * Trial is void/session_unavailable, as before it started anything. */
-static int trial_record_start(void *ctx, struct tb_error *err)
+/* The supervisor's before_start: the repository guard's snapshot, then
+ * the final record's space and the `running` record, written durably.
+ * Called while bwrap sets the sandbox up, whose session waits for it
+ * (supervisor.h): the session's program never runs before the snapshot is
+ * whole and its record is on disk, and neither costs bwrap's start-up
+ * anything (on another CPU, they overlap). 0, or a negative errno with
+ * `err`; t->start_failed says the Trial is void/session_unavailable, as
+ * before it started anything. */
+static int trial_start(void *ctx, struct tb_error *err)
 {
         struct trial *t = ctx;
+        int r = 0;
+        if (t->guard.repo) {
+                const struct repo_guard_host gh = trial_guard_host(t);
+                r = repo_guard_snapshot(&t->guard, &gh, err);
+                TB_PHASE("guard_snapshot");
+        }
         char boot_id[40];
-        int r = outcome_reserve(&t->final, t->output, err);
+        if (r >= 0)
+                r = outcome_reserve(&t->final, t->output, err);
         if (r >= 0)
                 r = outcome_boot_id(boot_id, sizeof boot_id, err);
         if (r >= 0)
                 r = outcome_write_running(&t->outcome, t->output, getpid(), boot_id, err);
-        t->record_failed = r < 0;
+        TB_PHASE("records");
+        t->start_failed = r < 0;
         return r;
 }
 
@@ -822,7 +839,7 @@ static void trial_guard_detail(struct trial *t)
  * what was done. */
 static void trial_guard_restore(struct trial *t)
 {
-        if (!t->guard.repo) /* not guarded: unsandboxed, or void before it was opened */
+        if (!t->guard.repo || !t->guard.snapped) /* not guarded: unsandboxed, void before its snapshot */
                 return;
         uid_t uid = t->user.drop ? t->user.uid : geteuid();
         _cleanup_close_ int out_fd = open(t->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -920,7 +937,7 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
         struct rusage ru = { 0 };
         run.rusage = &ru;
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
-        run.before_start = trial_record_start;
+        run.before_start = trial_start;
         run.before_start_ctx = t;
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
                 run.hold = trial_net_hold;
@@ -965,7 +982,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 log_info("running: %s", line);
         }
         r = trial_limits_start(t, err);
-        TB_PHASE("records");
+        TB_PHASE("cgroup");
         if (r < 0) {
                 struct tb_error ignored = { 0 };
                 cgroup_destroy(TAKE_PTR(t->cgroup), &ignored);
@@ -988,7 +1005,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
         if (r >= 0 && res.started)
                 host_read_tokens(&t->host, t->plugin.tokens, &t->outcome.tokens);
         if (r < 0) {
-                t->cause = t->record_failed ? CAUSE_SESSION_UNAVAILABLE : CAUSE_SANDBOX_UNAVAILABLE;
+                t->cause = t->start_failed ? CAUSE_SESSION_UNAVAILABLE : CAUSE_SANDBOX_UNAVAILABLE;
                 return r;
         }
         outcome_from_session(&t->outcome, &res);
