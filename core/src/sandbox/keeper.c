@@ -122,15 +122,17 @@ struct bwrap_start {
  * process of its own). Its fd table, signal dispositions, working folder,
  * mount namespace and credentials are its own copies (no CLONE_FILES,
  * CLONE_SIGHAND, CLONE_FS): what it changes of them, the keeper never sees.
- * Each call below is a system call's wrapper, or formats into a buffer on
- * this stack (snprintf of %d, %u, %lld, %s: no allocation, no stream lock);
+ * Each call below is a system call's wrapper, a string function that only
+ * reads (strcmp, strtol, strlen), or formats into a buffer on this stack
+ * (snprintf of %d, %u, %lld, %s: no allocation, no stream lock);
  * session_user_switch makes the system calls, not glibc's set*id()
  * broadcast (session_user.c says why).
  *
- * Not instrumented by ASan: it runs on a stack ASan does not know for the
- * TLS it shares with the keeper, and ASan's unpoisoning before a noreturn
- * call would take the keeper's stack for it (and warn). What it calls is
- * instrumented and returns, leaving its frames' shadow as it found it. */
+ * Not instrumented by ASan: ASan knows the stack of the TLS it shares with
+ * the keeper as the keeper's, so before the noreturn _exit it would look
+ * for this one there, not find it, and warn ("ignoring requested
+ * __asan_handle_no_return"). What it calls is instrumented and returns,
+ * leaving its frames' shadow as it found it. */
 __attribute__((no_sanitize("address"))) static int exec_bwrap(void *arg)
 {
         const struct bwrap_start *s = arg;
@@ -185,7 +187,15 @@ __attribute__((no_sanitize("address"))) static int exec_bwrap(void *arg)
 
 /* Start bwrap's process (exec_bwrap) without a copy of the keeper's memory:
  * clone(CLONE_VM | CLONE_VFORK) returns once it has exec'd or exited. Its
- * pid, or -1 when there is none. */
+ * pid, or -1 when there is none.
+ *
+ * Until then the keeper is suspended (only a signal that kills it ends the
+ * wait): what trialbox sends it waits in its signalfd, a few dozen
+ * microseconds. A process of the session's user could stop bwrap's process
+ * between the switch and the exec (SIGSTOP), and so hold the keeper;
+ * nothing of the sandbox runs meanwhile, and once continued, bwrap is
+ * exec'd and the keeper reads what waited (a kill: it kills everything
+ * under it). */
 static pid_t start_bwrap(struct bwrap_start *s)
 {
         const size_t guard = (size_t)sysconf(_SC_PAGESIZE), len = guard + BWRAP_STACK_SIZE;
