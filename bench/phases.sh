@@ -5,10 +5,10 @@
 # marks (core/src/base/phase.h) print a CLOCK_MONOTONIC timestamp to stderr
 # at each step: trialbox's main(), its checks, the toolchains, the
 # repository guard opened, the masks, the fork of the keeper (the guard's
-# snapshot and the records while bwrap starts), the
-# keeper's fork of bwrap, bwrap's exec, bwrap's two status lines (the
-# sandbox made; the session ended), the keeper's end, the guard's check
-# and the final record. Over PHASES_RUNS (default 60) no-op Trials
+# snapshot and the records while bwrap starts), the keeper's start of
+# bwrap's process, bwrap's exec, bwrap's two status lines (the sandbox
+# made; the session ended), the keeper's end, the guard's check and the
+# final record. Over PHASES_RUNS (default 60) no-op Trials
 # (`run --harness shell --harness-bin /bin/true`, a new output folder each)
 # on tmpfs (TMPFS_DIR, default /dev/shm): the median time of each mark from
 # main(), and the median step from the mark before it. Each mark is one
@@ -64,7 +64,7 @@ what = {
     "sv_sources": "its signal and timer sources",
     "forked": "the keeper forked (trialbox's side)",
     "keeper_start": "the keeper runs (its fds closed)",
-    "keeper_forked": "the keeper forked bwrap",
+    "keeper_forked": "bwrap's process started (the keeper resumes once it has exec'd)",
     "bwrap_signals": "bwrap's process: signals reset",
     "bwrap_confined": "its keyring and filter fd ready",
     "exec_read": "bwrap exec'd (seen by trialbox)",

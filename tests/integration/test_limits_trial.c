@@ -275,6 +275,27 @@ START_TEST(a_fork_loop_under_pids_64_never_has_more_and_a_concurrent_trial_is_fi
 }
 END_TEST
 
+/* Under --pids 1 the keeper alone fills the Trial's cgroup: it cannot start
+ * bwrap's process (the kernel refuses the clone), ends with 127, and the
+ * Trial is void with nothing of the session run. */
+START_TEST(under_pids_1_bwrap_cannot_be_started_and_the_trial_is_void_with_status_127)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        tb_shell(&r, &f, NULL, EXTRA("--pids", "1", "--", "-c", "touch RAN"));
+        if (!have_cgroup()) {
+                assert_void_with_fix(&f, &r);
+        } else {
+                assert_void(&f, &r, "sandbox_unavailable", "bwrap exited with status 127 before the session started");
+                _cleanup_free_ char *ran = path_in(f.repo, "RAN");
+                ck_assert_msg(access(ran, F_OK) < 0, "the session ran");
+        }
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
 /* Run 0 without limits (rusage), run 1 with --memory and --cpus (the cgroup's figures). */
 START_TEST(a_busy_second_and_a_300_mib_allocation_show_in_usage)
 {
@@ -465,6 +486,7 @@ TB_SUITE("limits_trial", 120)
         tcase_add_test(tc, a_python_allocation_past_memory_is_failed_out_of_memory);
         tcase_add_test(tc, tmp_is_no_larger_than_the_memory_limit);
         tcase_add_test(tc, a_fork_loop_under_pids_64_never_has_more_and_a_concurrent_trial_is_fine);
+        tcase_add_test(tc, under_pids_1_bwrap_cannot_be_started_and_the_trial_is_void_with_status_127);
         tcase_add_loop_test(tc, a_busy_second_and_a_300_mib_allocation_show_in_usage, 0, 2);
         tcase_add_loop_test(tc, a_busy_second_shows_as_about_1000_ms, 0, 2);
         tcase_add_test(tc, a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom);

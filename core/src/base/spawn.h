@@ -20,10 +20,13 @@
  *    the same process before anything is exec'd; its exec error comes back
  *    on a pipe the supervisor's event loop owns;
  *  - the keeper's bwrap child (sandbox/keeper.c) switches to the session's
- *    user and sets a parent-death signal between fork and exec, in a
- *    process that must not allocate or unwind (it is the sandbox's reaper).
- * Both reset the dispositions with spawn_reset_signals() all the same, and
- * the session each starts gets an empty mask, whatever trialbox's own. */
+ *    user and sets a parent-death signal between its start and its exec,
+ *    started by clone(CLONE_VM | CLONE_VFORK) in the keeper's memory, where
+ *    it must not allocate or unwind.
+ * The session child resets the dispositions with spawn_reset_signals() all
+ * the same; the bwrap child finds them reset (by the session child, which
+ * became its keeper) and empties its mask. The session each starts gets an
+ * empty mask, whatever trialbox's own. */
 #ifndef TB_SPAWN_H
 #define TB_SPAWN_H
 

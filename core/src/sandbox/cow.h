@@ -53,14 +53,16 @@ bool cow_bwrap_help_has_overlay(const char *help_text);
  * options, and it is not setuid (bwrap refuses overlays then)? Runs it once. */
 bool cow_bwrap_has_overlay(const char *path);
 
-/* In the calling process (the keeper's bwrap child between fork and exec,
- * or a probe's child): a private mount namespace (and, when not root, a user
- * namespace mapping the caller's uid and gid to themselves, so that bwrap
- * still sees its own user) in which `cow->path` is an overlayfs: the folder
- * below read-only, the writes into a tmpfs of `cow->size` bytes (the
- * kernel's default size when <= 0), the merged folder given the owner, mode
- * and times of the folder below. The calling process's working folder ends
- * at "/". Allocates nothing. 0, or a negative errno with *step (may be NULL)
+/* In the calling process (the keeper's bwrap child between its clone and
+ * its exec, on the keeper's memory, or a probe's child): a private mount
+ * namespace (and, when not root, a user namespace mapping the caller's uid
+ * and gid to themselves, so that bwrap still sees its own user) in which
+ * `cow->path` is an overlayfs: the folder below read-only, the writes into
+ * a tmpfs of `cow->size` bytes (the kernel's default size when <= 0), the
+ * merged folder given the owner, mode and times of the folder below. The
+ * calling process's working folder ends at "/". Allocates nothing and
+ * writes no memory but *step, errno and its own stack (snprintf into stack
+ * buffers, system calls). 0, or a negative errno with *step (may be NULL)
  * naming the step that failed ("mount(overlay)"). */
 int cow_overlay_enter(const struct sandbox_cow *cow, const char **step);
 

@@ -29,9 +29,14 @@
 
 /* Run in the forked child of `trialbox`, in a process group of its own,
  * with stdin, stdout, stderr, SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up
- * for bwrap: start argv with envp (default dispositions and an empty
- * signal mask, whatever trialbox's own) and keep it. On a failed exec, the
- * errno goes to `exec_err_w` (KEEPER_EXEC_ERR_FD). Never returns. */
+ * for bwrap, and every signal's disposition back to default (as
+ * spawn_reset_signals leaves them): start argv with envp (those dispositions
+ * and an empty signal mask, whatever trialbox's own) and keep it. bwrap's
+ * process starts in the keeper's memory (clone(CLONE_VM | CLONE_VFORK), no
+ * copy of it) and resets only its mask: a handler left in place would run
+ * there, on the keeper's memory. On a failed exec, the errno goes to
+ * `exec_err_w` (KEEPER_EXEC_ERR_FD); with no process for bwrap, the keeper
+ * ends with status 127. Never returns. */
 struct session_user;
 
 /* `user`, when it says to drop, is who bwrap runs as: the keeper switches

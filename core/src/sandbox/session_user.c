@@ -111,9 +111,30 @@ void session_user_done(struct session_user *u)
         u->name = NULL;
 }
 
+/* The system calls themselves, not glibc's set*id() wrappers: in a process
+ * glibc thinks has several threads (a fork of trialbox, which has some),
+ * the wrappers run its "setxid" broadcast, which walks the process's thread
+ * list from the calling thread's descriptor and signals every other thread
+ * to switch too. In bwrap's process, a CLONE_VM child that runs on the
+ * keeper's memory and TLS (keeper.c), that would walk the keeper's list as
+ * if it were the keeper and take the keeper's locks. The system call
+ * changes the calling task alone, which is all a caller here wants (a child
+ * of its own, with one thread); glibc's posix_spawn makes its own id
+ * changes the same way. The 32-bit ids' calls where an ABI has both. */
+#ifdef SYS_setresuid32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
+
 int session_user_switch(const struct session_user *u)
 {
-        if (setgroups(0, NULL) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+        if (syscall(SYS_SETGROUPS, 0, NULL) < 0 || syscall(SYS_SETRESGID, u->gid, u->gid, u->gid) < 0 ||
+            syscall(SYS_SETRESUID, u->uid, u->uid, u->uid) < 0)
                 return -errno;
         uid_t r, e, s;
         gid_t gr, ge, gs;
@@ -122,7 +143,7 @@ int session_user_switch(const struct session_user *u)
         if (r != u->uid || e != u->uid || s != u->uid || gr != u->gid || ge != u->gid || gs != u->gid)
                 return -EPERM;
         /* No way back to root. */
-        if (u->uid != 0 && setresuid(0, 0, 0) == 0)
+        if (u->uid != 0 && syscall(SYS_SETRESUID, 0, 0, 0) == 0)
                 return -EPERM;
         return 0;
 }

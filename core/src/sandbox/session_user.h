@@ -39,7 +39,10 @@ void session_user_can_all(const struct session_user *u, char *const paths[], siz
 
 /* Switch the calling process to `u` for good (a child about to exec bwrap):
  * no supplementary groups, then the gid, then the uid, all three of real,
- * effective and saved; verified with getresuid/getresgid. 0 or -errno. */
+ * effective and saved; verified with getresuid/getresgid. 0 or -errno.
+ * The calling task alone changes (the system calls, not glibc's set*id()
+ * broadcast to every thread): call it in a child with one thread. Safe in a
+ * CLONE_VM child: it allocates nothing and writes no memory but errno. */
 int session_user_switch(const struct session_user *u);
 
 /* Give the tree under the directory `dirfd` (and the directory itself) to
