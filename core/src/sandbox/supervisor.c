@@ -972,7 +972,10 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                         return r;
                 }
         }
-        /* The session's time starts when it may: after its byte. */
+        /* The session's time starts once trialbox's own work before it is
+         * done: after before_start (the guard's snapshot, the records) and,
+         * unless the session is held, its byte. A held session's deadline
+         * runs while hold() is waited for, as it did before. */
         start_deadline(sv);
 
         ssize_t n = read_retry(sv->exec_r, &sv->seen.exec_errno, sizeof sv->seen.exec_errno);
