@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -857,6 +858,51 @@ START_TEST(as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its
 }
 END_TEST
 
+/* The kernel's threads, which the listing of other namespaces skips: each
+ * one the kernel flags as its own (PF_KTHREAD in its stat), sorted, never
+ * this process nor init; and where pid 2 is kthreadd (not in a pid
+ * namespace), some are found. */
+static unsigned stat_flags(pid_t pid)
+{
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0; /* gone since it was listed */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        unsigned flags = 0;
+        const char *paren = strrchr(buf, ')');
+        ck_assert_ptr_nonnull(paren);
+        ck_assert_int_eq(sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %u", &flags), 1);
+        return flags;
+}
+
+START_TEST(the_kernels_threads_are_told_apart_from_processes)
+{
+        pid_t *v = NULL;
+        size_t n = host_sockets_kernel_threads(&v);
+        bool kthreadd = (stat_flags(2) & 0x00200000u) != 0;
+        if (!kthreadd) {
+                ck_assert_uint_eq(n, 0);
+                skip_note("the_kernels_threads_…", "pid 2 is not kthreadd here (a pid namespace)");
+                return;
+        }
+        ck_assert_uint_gt(n, 1);
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_int_ne(v[i], getpid());
+                ck_assert_int_ne(v[i], 1);
+                if (i > 0)
+                        ck_assert_int_lt(v[i - 1], v[i]);
+                unsigned flags = stat_flags(v[i]);
+                ck_assert_msg(flags == 0 || (flags & 0x00200000u), "pid %d is listed but is not a kernel thread",
+                              (int)v[i]);
+        }
+        free(v);
+}
+END_TEST
+
 /* Both ways of listing: now, and by the thread started early (the one a
  * Trial uses), which must find a socket bound before it started. */
 START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there)
@@ -1011,6 +1057,7 @@ TB_SUITE("sandbox", 0)
         tc = tb_tcase(s, "host sockets", 0);
         tcase_add_test(tc, the_kernel_lists_a_host_socket_with_its_file);
         tcase_add_test(tc, as_root_another_namespaces_socket_is_listed_and_trialbox_stays_in_its_own);
+        tcase_add_test(tc, the_kernels_threads_are_told_apart_from_processes);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
         tcase_add_test(tc, an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was);
         tcase_add_test(tc, no_listing_thread_is_started_when_no_cpu_is_idle);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #include "base/alloc.h"
 #include "base/cleanup.h"
+#include "base/fileio.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -172,9 +174,60 @@ static unsigned long long netns_inode(int dirfd, const char *path)
         return strcmp(end, "]") == 0 ? ino : 0;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
+#define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h: "I am a kernel thread" */
+
+/* Whether the kernel says process `pid` is one of its threads (the flags
+ * field of its stat, the ninth: after the command's closing parenthesis,
+ * which the command itself cannot fake, being the last one). */
+static bool is_kernel_thread(pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        _cleanup_free_ char *stat = read_file(path, 4096, NULL);
+        const char *paren = stat ? strrchr(stat, ')') : NULL;
+        unsigned flags = 0;
+        return paren && sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) == 1 && (flags & PF_KTHREAD_FLAG);
+}
+
+size_t host_sockets_kernel_threads(pid_t **out)
+{
+        *out = NULL;
+        /* kthreadd is pid 2 where trialbox sees the host's pids (in a pid
+         * namespace of its own, pid 2 is a process like any other: then
+         * nothing is skipped). */
+        if (!is_kernel_thread(2))
+                return 0;
+        size_t len = 0;
+        _cleanup_free_ char *list = read_file("/proc/2/task/2/children", 16u << 20, &len);
+        if (!list)
+                return 0;
+        pid_t *v = NULL;
+        size_t n = 0, cap = 0;
+        GREEDY_REALLOC(v, cap, 1);
+        v[n++] = 2;
+        for (char *p = list, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                GREEDY_REALLOC(v, cap, n + 1);
+                v[n++] = (pid_t)pid;
+        }
+        qsort(v, n, sizeof *v, cmp_pid);
+        *out = v;
+        return n;
+}
+
 /* As root, every other network namespace a process is in: a container's
  * daemon may write its socket into a folder a Trial sees, and the kernel
- * lists each namespace's sockets to its own. */
+ * lists each namespace's sockets to its own. The kernel's own threads are
+ * not asked: they are kthreadd's children, with its namespaces (the
+ * initial ones), and on a machine of many CPUs they are most of /proc. */
 static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
 {
         if (geteuid() != 0)
@@ -187,8 +240,13 @@ static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap
                 return;
         _cleanup_free_ unsigned long long *seen = NULL;
         size_t n_seen = 0, cap_seen = 0;
+        _cleanup_free_ pid_t *kthreads = NULL;
+        size_t n_kthreads = host_sockets_kernel_threads(&kthreads);
         for (struct dirent *e; (e = readdir(proc));) {
                 if (e->d_name[0] < '1' || e->d_name[0] > '9' || strspn(e->d_name, "0123456789") != strlen(e->d_name))
+                        continue;
+                pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+                if (n_kthreads && bsearch(&pid, kthreads, n_kthreads, sizeof pid, cmp_pid))
                         continue;
                 char ns_path[300];
                 snprintf(ns_path, sizeof ns_path, "%s/ns/net", e->d_name);
@@ -212,6 +270,7 @@ int host_sockets_list(struct host_socket **out)
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
         _cleanup_close_ int fd = diag_socket();
+        TB_PHASE("diag_socket");
         int r = fd < 0 ? fd : list_by(fd, &v, &n, &cap);
         if (r < 0) {
                 host_sockets_free(v, n);
@@ -235,6 +294,7 @@ struct host_sockets_early {
 static void *list_early(void *arg)
 {
         struct host_sockets_early *e = arg;
+        TB_PHASE("thread_start");
         e->n = host_sockets_list(&e->v);
         return NULL;
 }

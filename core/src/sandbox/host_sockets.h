@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "sandbox/spec.h"
 
@@ -73,5 +74,11 @@ struct host_socket {
 };
 int host_sockets_list(struct host_socket **out);
 void host_sockets_free(struct host_socket *v, size_t n);
+
+/* The kernel's threads that the list above skips: kthreadd (pid 2) and
+ * its children, sorted (*out malloc'd); 0 and NULL when pid 2 is not the
+ * kernel's (trialbox in a pid namespace) or its children cannot be read.
+ * Exposed for the tests. */
+size_t host_sockets_kernel_threads(pid_t **out);
 
 #endif
