@@ -143,6 +143,37 @@ START_TEST(paths_are_joined_and_strings_formatted_as_printf_would)
 }
 END_TEST
 
+/* PATH as execvp reads it: the first folder with an executable regular
+ * file of that name; empty and relative entries skipped; a folder named
+ * twice answers as it did the first time. */
+START_TEST(a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *a = path_in(dir, "a"), *b = path_in(dir, "b"), *c = path_in(dir, "c");
+        ck_assert_int_eq(mkdir(a, 0755), 0);
+        ck_assert_int_eq(mkdir(b, 0755), 0);
+        ck_assert_int_eq(mkdir(c, 0755), 0);
+        _cleanup_free_ char *a_tool = path_in(a, "tool"), *b_plain = path_in(b, "tool"), *c_tool = path_in(c, "tool");
+        _cleanup_free_ char *c_other = path_in(c, "other"), *b_dir = path_in(b, "other");
+        write_text(a_tool, "#!/bin/sh\n", 0755);
+        write_text(b_plain, "not executable", 0644);
+        write_text(c_tool, "#!/bin/sh\n", 0755);
+        write_text(c_other, "#!/bin/sh\n", 0755);
+        ck_assert_int_eq(mkdir(b_dir, 0755), 0); /* a folder is not a program */
+        _cleanup_free_ char *path = xasprintf("%s:%s::rel:%s:%s:%s", b, b, b, a, c);
+        _cleanup_free_ char *found = find_on_path("tool", path);
+        ck_assert_str_eq(found, a_tool);
+        _cleanup_free_ char *other = find_on_path("other", path);
+        ck_assert_str_eq(other, c_other);
+        _cleanup_free_ char *again = xasprintf("%s:%s:%s", c, a, c);
+        _cleanup_free_ char *first = find_on_path("tool", again);
+        ck_assert_str_eq(first, c_tool);
+        ck_assert_ptr_null(find_on_path("missing", path));
+        ck_assert_ptr_null(find_on_path("tool", ""));
+        tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 {
         _cleanup_free_ char *dir = tmpdir_new();
@@ -323,6 +354,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, an_arena_gives_zeroed_aligned_room_that_keeps_its_contents_until_done);
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
         tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
+        tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);

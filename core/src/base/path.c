@@ -2,8 +2,8 @@
 #include "base/path.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +35,19 @@ char *path_join(const char *a, const char *b)
         return path_join_n(a, strlen(a), b);
 }
 
+/* Whether the PATH entry at `entry` (`n` bytes) is also one before it in
+ * `path_env`: a folder already looked in (PATH often names one twice). */
+static bool path_entry_seen(const char *path_env, const char *entry, size_t n)
+{
+        for (const char *p = path_env; p < entry;) {
+                const char *end = strchrnul(p, ':');
+                if ((size_t)(end - p) == n && memcmp(p, entry, n) == 0)
+                        return true;
+                p = *end ? end + 1 : end;
+        }
+        return false;
+}
+
 char *find_on_path(const char *prog, const char *path_env)
 {
         if (strchr(prog, '/')) {
@@ -52,7 +65,7 @@ char *find_on_path(const char *prog, const char *path_env)
         while (*p) {
                 const char *end = strchrnul(p, ':');
                 size_t n = (size_t)(end - p);
-                if (n > 0 && p[0] == '/') {
+                if (n > 0 && p[0] == '/' && !path_entry_seen(path_env, p, n)) {
                         char *cand = path_join_n(p, n, prog);
                         struct stat st;
                         if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
