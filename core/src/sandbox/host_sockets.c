@@ -270,7 +270,6 @@ int host_sockets_list(struct host_socket **out)
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
         _cleanup_close_ int fd = diag_socket();
-        TB_PHASE("diag_socket");
         int r = fd < 0 ? fd : list_by(fd, &v, &n, &cap);
         if (r < 0) {
                 host_sockets_free(v, n);
