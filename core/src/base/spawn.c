@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,58 +15,12 @@
 #include "base/io.h"
 #include "base/macro.h"
 
-/* The hexadecimal mask after `key` in the status text `buf` ("SigIgn:\t"),
- * into *out; false when it is not there whole. */
-static bool status_mask(const char *buf, const char *key, unsigned long long *out)
-{
-        const char *p = strstr(buf, key);
-        if (!p)
-                return false;
-        p += strlen(key);
-        unsigned long long v = 0;
-        int digits = 0;
-        for (; *p && *p != '\n'; p++, digits++) {
-                int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-                if (d < 0 || digits == 16)
-                        return false;
-                v = v << 4 | (unsigned)d;
-        }
-        *out = v;
-        return digits > 0 && *p == '\n';
-}
-
-/* The signals whose disposition is not the default: ignored or caught, as
- * the kernel says in this thread's status (SigIgn, SigCgt; bit n-1 is
- * signal n). Any other is SIG_DFL with no flags already: trialbox was
- * exec'd, which left every disposition but an ignore that way, and it sets
- * none but handlers. All of them when the status cannot be read. Only
- * stack buffers and system calls: for a child between fork and exec. */
-static unsigned long long not_default(void)
-{
-        char buf[4096];
-        int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-        if (fd >= 0)
-                close(fd);
-        unsigned long long ign, cgt;
-        if (n <= 0)
-                return ~0ULL;
-        buf[n] = '\0';
-        if (!status_mask(buf, "\nSigIgn:\t", &ign) || !status_mask(buf, "\nSigCgt:\t", &cgt))
-                return ~0ULL;
-        return ign | cgt;
-}
-
 void spawn_reset_signals(const sigset_t *mask)
 {
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigemptyset(&dfl.sa_mask);
-        /* One read of the status instead of 64 calls, most of them to set
-         * what is already so. */
-        unsigned long long set = not_default();
         for (int sig = 1; sig < NSIG; sig++)
-                if (sig > 64 || (set >> (sig - 1) & 1))
-                        (void)sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP and libc's own refuse: fine */
+                (void)sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP and libc's own refuse: fine */
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, mask ? mask : &empty, NULL);
