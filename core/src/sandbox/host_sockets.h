@@ -10,7 +10,9 @@
  * trialbox's network namespace, with the device and inode of each one's
  * file (NETLINK_SOCK_DIAG, UDIAG_SHOW_VFS), so no folder is walked; as
  * root, those of every other network namespace a process is in too (a
- * container's daemon), each asked through a diagnosis socket made there:
+ * container's daemon; the kernel's threads, kthreadd's children, are not
+ * asked: they are in the initial one), each asked through a diagnosis
+ * socket made there:
  * trialbox's thread joins the namespace for that one call and comes back
  * (it aborts rather than go on in another). A
  * socket whose file is at the path it was bound to is placed there. One
