@@ -557,6 +557,41 @@ START_TEST(new_links_and_fifos_are_listed_and_setuid_bits_cleared)
 }
 END_TEST
 
+/* The sweep of .git after the session does not enter a folder the session
+ * left as it was (most of objects/): a folder it changed is entered, under
+ * a parent it did not change. Here objects/XX/ of an existing object gets
+ * a new (well-named) object file, whose setuid bit is set from the host
+ * while the session waits, as in the test above: it is cleared. */
+START_TEST(a_setuid_bit_in_a_git_folder_the_session_changed_is_cleared_under_one_it_did_not)
+{
+        struct fixture f;
+        git_fixture(&f, true);
+        _cleanup_free_ char *objects = path_in(f.repo, ".git/objects");
+        char xx[3] = "";
+        DIR *d = opendir(objects);
+        for (struct dirent *e; d && (e = readdir(d)) && !xx[0];)
+                if (strlen(e->d_name) == 2 && strspn(e->d_name, "0123456789abcdef") == 2)
+                        memcpy(xx, e->d_name, 3);
+        if (d)
+                closedir(d);
+        ck_assert_msg(xx[0], "no loose object folder in '%s'", objects);
+        const char *name = "00000000000000000000000000000000000000"; /* 38 hex: a SHA-1 object's */
+        _cleanup_free_ char *script = xasprintf("cp /bin/true .git/objects/%s/%s && touch ready && "
+                                                "while [ ! -e go ]; do sleep 0.05; done && rm go ready && echo DONE",
+                                                xx, name);
+        pid_t pid = tb_shell_start(&f, EXTRA("--", "-c", script), "ready", false);
+        _cleanup_free_ char *rel = xasprintf(".git/objects/%s/%s", xx, name);
+        _cleanup_free_ char *obj = path_in(f.repo, rel);
+        ck_assert_int_eq(chmod(obj, 04755), 0);
+        _cleanup_free_ char *go = path_in(f.repo, "go");
+        write_text(go, "", 0644);
+        ck_assert_int_eq(wait_status(pid), 0);
+        assert_mode(obj, 0755);
+        assert_logged(&f, "setuid_cleared", rel);
+        fixture_free(&f);
+}
+END_TEST
+
 /* The host's own config names worktree paths: husky's hooks folder (there,
  * or not yet), a shared config included from the worktree. Whatever the
  * session makes of them is put back, and listed as the host's. */
@@ -888,6 +923,7 @@ TB_SUITE("repo_guard", 120)
         tcase_add_test(tc, other_tools_control_files_are_listed_and_put_back);
         tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);
         tcase_add_test(tc, new_links_and_fifos_are_listed_and_setuid_bits_cleared);
+        tcase_add_test(tc, a_setuid_bit_in_a_git_folder_the_session_changed_is_cleared_under_one_it_did_not);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
         tcase_add_test(tc, a_git_folder_past_the_snapshots_bounds_makes_the_trial_void_before_the_session);
         tcase_add_loop_test(tc, a_folder_above_a_hooks_folder_the_host_names_is_put_back, 0, 2);

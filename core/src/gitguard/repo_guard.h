@@ -91,6 +91,7 @@ struct guard_dir {
         dev_t dev;
         ino_t ino;
         struct timespec ctime;
+        bool leaf; /* it held no folder: unchanged, it still holds none */
 };
 
 struct guard_move {

@@ -44,9 +44,25 @@ static bool dir_unchanged(const struct repo_guard *g, const struct tree_dir *d)
 int guard_dirs_pre(struct tree_dir *d, void *ctx)
 {
         struct repo_guard *g = ctx;
+        bool leaf = true;
+        for (size_t i = 0; i < d->n && leaf; i++)
+                leaf = d->v[i].type != DT_DIR;
         GREEDY_REALLOC(g->dirs, g->cap_dirs, g->n_dirs + 1);
-        g->dirs[g->n_dirs++] = (struct guard_dir){ .dev = d->dev, .ino = d->ino, .ctime = d->ctime };
+        g->dirs[g->n_dirs++] = (struct guard_dir){ .dev = d->dev, .ino = d->ino, .ctime = d->ctime, .leaf = leaf };
         return 0;
+}
+
+/* Is the folder `name` in `d` one noted before the session that held no
+ * folder then and that the session did not change (its change time)? It
+ * holds no folder now either, and every entry it holds was there before. */
+static bool unchanged_leaf(const struct repo_guard *g, const struct tree_dir *d, const char *name)
+{
+        struct stat st;
+        if (!g->n_dirs || fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        struct guard_dir k = { .dev = st.st_dev, .ino = st.st_ino };
+        const struct guard_dir *was = bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir);
+        return was && was->leaf && was->ctime.tv_sec == st.st_ctim.tv_sec && was->ctime.tv_nsec == st.st_ctim.tv_nsec;
 }
 
 int guard_seen_pre(struct tree_dir *d, void *ctx)
@@ -224,8 +240,16 @@ struct sweep {
 static int sweep_pre(struct tree_dir *d, void *ctx)
 {
         struct sweep *s = ctx;
-        if (s->skip_unchanged && dir_unchanged(s->g, d))
-                return 0;
+        if (s->skip_unchanged) {
+                /* A folder unchanged that held no folder has nothing for the
+                 * sweep (below): not entered at all, one fstatat instead of
+                 * opening and listing it (most of a git folder: objects/xx/). */
+                for (size_t i = 0; i < d->n; i++)
+                        if (d->v[i].type == DT_DIR && unchanged_leaf(s->g, d, d->v[i].name))
+                                d->v[i].skip = true;
+                if (dir_unchanged(s->g, d))
+                        return 0;
+        }
         for (size_t i = 0; i < d->n; i++) {
                 if (d->v[i].type != DT_REG)
                         continue;
