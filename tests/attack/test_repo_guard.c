@@ -592,6 +592,56 @@ START_TEST(a_setuid_bit_in_a_git_folder_the_session_changed_is_cleared_under_one
 }
 END_TEST
 
+/* The rebuild does not list an objects/XX/ folder the session left as it
+ * was: one it changed is listed, under an objects/ it did not change. The
+ * session puts a file git would not read as an object into one existing
+ * objects/XX/ and a folder into another (no name at all is data there):
+ * both go to the quarantine, and every object the host had is still read.
+ * A folder the session left as it was is skipped only when it held loose
+ * objects' files alone before: the host's own junk goes, as it always did. */
+START_TEST(what_a_session_adds_to_an_existing_object_folder_is_moved_out)
+{
+        struct fixture f;
+        git_fixture(&f, true);
+        sh_ok("cd '%s' && for i in 1 2 3 4 5 6; do echo $i > f$i; done && git add . && "
+              "git -c user.name=h -c user.email=h@h commit -qm more",
+              f.repo);
+        _cleanup_free_ char *objects = path_in(f.repo, ".git/objects");
+        char xx[3][3] = { "", "", "" };
+        int found = 0;
+        DIR *d = opendir(objects);
+        for (struct dirent *e; d && (e = readdir(d)) && found < 3;)
+                if (strlen(e->d_name) == 2 && strspn(e->d_name, "0123456789abcdef") == 2)
+                        memcpy(xx[found++], e->d_name, 3);
+        if (d)
+                closedir(d);
+        ck_assert_msg(found == 3, "fewer than three loose object folders in '%s'", objects);
+        /* And one the host left there itself: the session leaves its folder
+         * as it was, and it goes all the same (as it always did). */
+        _cleanup_free_ char *host_junk = xasprintf(".git/objects/%s/host-junk", xx[2]);
+        _cleanup_free_ char *host_junk_path = path_in(f.repo, host_junk);
+        write_text(host_junk_path, "junk", 0644);
+        _cleanup_free_ char *script = xasprintf("echo junk > .git/objects/%s/not-an-object && "
+                                                "mkdir .git/objects/%s/sub && echo DONE",
+                                                xx[0], xx[1]);
+        struct proc_result r;
+        tb(&r, &f, NULL, EXTRA("--", "-c", script));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
+        proc_result_free(&r);
+        assert_guard_status(&f, "restored");
+        _cleanup_free_ char *junk = xasprintf(".git/objects/%s/not-an-object", xx[0]);
+        _cleanup_free_ char *sub = xasprintf(".git/objects/%s/sub", xx[1]);
+        assert_logged(&f, "moved", junk);
+        assert_logged(&f, "moved", sub);
+        assert_logged(&f, "moved", host_junk);
+        _cleanup_free_ char *junk_path = path_in(f.repo, junk), *sub_path = path_in(f.repo, sub);
+        ck_assert_int_ne(access(junk_path, F_OK), 0);
+        ck_assert_int_ne(access(sub_path, F_OK), 0);
+        sh_ok("cd '%s' && git fsck --no-dangling --no-progress && git log --format=%%s | grep -qx more", f.repo);
+        fixture_free(&f);
+}
+END_TEST
+
 /* The host's own config names worktree paths: husky's hooks folder (there,
  * or not yet), a shared config included from the worktree. Whatever the
  * session makes of them is put back, and listed as the host's. */
@@ -924,6 +974,7 @@ TB_SUITE("repo_guard", 120)
         tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);
         tcase_add_test(tc, new_links_and_fifos_are_listed_and_setuid_bits_cleared);
         tcase_add_test(tc, a_setuid_bit_in_a_git_folder_the_session_changed_is_cleared_under_one_it_did_not);
+        tcase_add_test(tc, what_a_session_adds_to_an_existing_object_folder_is_moved_out);
         tcase_add_test(tc, a_git_link_at_the_top_of_the_repository_makes_the_trial_void);
         tcase_add_test(tc, a_git_folder_past_the_snapshots_bounds_makes_the_trial_void_before_the_session);
         tcase_add_loop_test(tc, a_folder_above_a_hooks_folder_the_host_names_is_put_back, 0, 2);

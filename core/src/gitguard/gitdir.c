@@ -228,14 +228,24 @@ struct data_walk {
         int r;
 };
 
+static bool object_ok(struct data_walk *w, struct tree_dir *dir, struct tree_entry *e, const char *rel);
+
 static int data_pre(struct tree_dir *dir, void *ctx)
 {
         struct data_walk *w = ctx;
         for (size_t i = 0; i < dir->n; i++) {
                 struct tree_entry *e = &dir->v[i];
                 _cleanup_free_ char *rel = tree_dir_path(dir, e->name, 0);
-                if (w->ok(w, dir, e, rel))
+                if (w->ok(w, dir, e, rel)) {
+                        /* objects/XX/ as it was before the session, when it held
+                         * loose objects' files only: the same entries, each of
+                         * which this walk would keep. Not entered (one fstatat
+                         * instead of opening and listing it). */
+                        if (w->ok == object_ok && dir->depth == 0 && e->type == DT_DIR &&
+                            guard_unchanged_leaf(w->d->g, dir->fd, e->name, true))
+                                e->skip = true;
                         continue;
+                }
                 e->skip = true;
                 _cleanup_free_ char *path = xasprintf("%s%s/%s", w->d->shown, w->top, rel);
                 int r = guard_move_out(w->d->g, dir->fd, e->name, path, "data git would not read as such");

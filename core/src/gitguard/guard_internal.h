@@ -102,6 +102,14 @@ int guard_cmp_seen(const void *a, const void *b);
 int guard_seen_pre(struct tree_dir *d, void *ctx);
 /* A walk's `pre` that notes each folder's identity and change time only. */
 int guard_dirs_pre(struct tree_dir *d, void *ctx);
+/* The same for the git folder, which also notes the folders that hold
+ * nothing but loose objects' files. */
+int guard_gitdirs_pre(struct tree_dir *d, void *ctx);
+/* Is the folder `name` in `dirfd` one noted before the session that held no
+ * folder (and, with `objects`, only loose objects' files), and that the
+ * session did not change (its change time)? Then it holds the same entries
+ * as it did. */
+bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, bool objects);
 /* Sort g->dirs, once every folder is noted. */
 void guard_sort_dirs(struct repo_guard *g);
 /* After the session: the worktree walked (above). */

@@ -70,8 +70,8 @@ int repo_guard_snapshot(struct repo_guard *g, const struct repo_guard_host *host
                 r = tree_walk(g->repo_fd, &ops, g);
                 tb_qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
         }
-        if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its setuid sweep skips those unchanged */
-                const struct tree_ops ops = { .pre = guard_dirs_pre };
+        if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its rebuild and setuid sweep skip those unchanged */
+                const struct tree_ops ops = { .pre = guard_gitdirs_pre };
                 r = tree_walk(g->common_fd, &ops, g);
         }
         guard_sort_dirs(g);

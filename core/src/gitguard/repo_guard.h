@@ -91,7 +91,8 @@ struct guard_dir {
         dev_t dev;
         ino_t ino;
         struct timespec ctime;
-        bool leaf; /* it held no folder: unchanged, it still holds none */
+        bool leaf;    /* it held no folder: unchanged, it still holds none */
+        bool objects; /* a leaf named as objects/XX/ whose every entry was a loose object's file */
 };
 
 struct guard_move {

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/macro.h"
+#include "gitguard/gitdata.h"
 #include "gitguard/guard_internal.h"
 #include "gitguard/repo_guard.h"
 
@@ -52,17 +54,33 @@ int guard_dirs_pre(struct tree_dir *d, void *ctx)
         return 0;
 }
 
-/* Is the folder `name` in `d` one noted before the session that held no
- * folder then and that the session did not change (its change time)? It
- * holds no folder now either, and every entry it holds was there before. */
-static bool unchanged_leaf(const struct repo_guard *g, const struct tree_dir *d, const char *name)
+int guard_gitdirs_pre(struct tree_dir *d, void *ctx)
+{
+        struct repo_guard *g = ctx;
+        guard_dirs_pre(d, g);
+        struct guard_dir *noted = &g->dirs[g->n_dirs - 1];
+        if (!noted->leaf || d->depth == 0)
+                return 0;
+        _cleanup_free_ char *path = tree_dir_path(d, NULL, 0);
+        const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+        if (strlen(name) != 2 || strspn(name, "0123456789abcdef") != 2)
+                return 0;
+        bool objects = true;
+        for (size_t i = 0; i < d->n && objects; i++)
+                objects = d->v[i].type == DT_REG && gitdata_object_name_valid(name, d->v[i].name, false);
+        noted->objects = objects;
+        return 0;
+}
+
+bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, bool objects)
 {
         struct stat st;
-        if (!g->n_dirs || fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        if (!g->n_dirs || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                 return false;
         struct guard_dir k = { .dev = st.st_dev, .ino = st.st_ino };
         const struct guard_dir *was = bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir);
-        return was && was->leaf && was->ctime.tv_sec == st.st_ctim.tv_sec && was->ctime.tv_nsec == st.st_ctim.tv_nsec;
+        return was && was->leaf && (!objects || was->objects) && was->ctime.tv_sec == st.st_ctim.tv_sec &&
+               was->ctime.tv_nsec == st.st_ctim.tv_nsec;
 }
 
 int guard_seen_pre(struct tree_dir *d, void *ctx)
@@ -245,7 +263,7 @@ static int sweep_pre(struct tree_dir *d, void *ctx)
                  * sweep (below): not entered at all, one fstatat instead of
                  * opening and listing it (most of a git folder: objects/xx/). */
                 for (size_t i = 0; i < d->n; i++)
-                        if (d->v[i].type == DT_DIR && unchanged_leaf(s->g, d, d->v[i].name))
+                        if (d->v[i].type == DT_DIR && guard_unchanged_leaf(s->g, d->fd, d->v[i].name, false))
                                 d->v[i].skip = true;
                 if (dir_unchanged(s->g, d))
                         return 0;
