@@ -43,9 +43,32 @@ make_repo() {
         [ "$(find "$1" -path "$1/.git" -prune -o -type f -print | wc -l)" = "$2" ] || die "$1 does not hold $2 files"
 }
 
+# make_history DIR: a repository with history, as a working one has: 40
+# commits, each changing the same 100 files (10 folders of 10), so that its
+# .git holds thousands of loose objects in up to 256 objects/XX/ folders
+# (what the guard walks of a git folder, before and after the session).
+make_history() {
+        git init -q "$1" || die "git init $1 failed"
+        (cd "$1" && c=1 && while [ "$c" -le 40 ]; do
+                awk -v c="$c" 'BEGIN { for (i = 0; i < 100; i++) { d = sprintf("d%02d", i / 10); system("mkdir -p " d);
+                        printf "commit %d file %d\n", c, i > (d "/f" (i % 10)) } }' &&
+                        git add -A && git -c user.name=bench -c user.email=bench@localhost commit -q -m "c$c" || exit 1
+                c=$((c + 1))
+        done) || die "cannot make the history of $1"
+}
+
 sizes="0 100000"
 [ "$big" = 0 ] || sizes="$sizes $big"
-set --
+say "guard: making a repository with history (40 commits of 100 files)"
+make_history "$T/repo-history"
+history_entries=$(find "$T/repo-history/.git" | wc -l)
+history_objects=$(find "$T/repo-history/.git/objects" -type f | wc -l)
+trial="$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo-history --output-dir $T/out-history"
+$trial || die "a no-op Trial on the repository with history failed (see $T/out-history/outcome.json)"
+grep -q '"repo_guard":{"status":"restored"' "$T/out-history/outcome.json" ||
+        die "the guard did not restore the repository with history: $(cat "$T/out-history/outcome.json")"
+rm -rf "$T/out-history"
+set -- --prepare "rm -rf $T/out-history" -n "history" "$trial"
 for n in $sizes; do
         say "guard: making a repository of $n files"
         make_repo "$T/repo-$n" "$n"
@@ -63,6 +86,9 @@ hf_rounds "$T/runs" "$rounds" "$runs" "$@"
 fmt() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
 t0=$(pool_median "$T/runs" files-0)
 row "repository guard" "no-op Trial, empty repository (one empty commit), tmpfs, median" "$t0 ms" "" ""
+th=$(pool_median "$T/runs" history)
+row "repository guard" "no-op Trial, repository with history ($history_objects loose objects, $(fmt "$history_entries") entries in .git), median (more than the empty one)" \
+        "$th ms (+$(minus "$th" "$t0") ms)" "" ""
 for n in $sizes; do
         [ "$n" != 0 ] || continue
         t=$(pool_median "$T/runs" "files-$n")
@@ -76,4 +102,4 @@ for n in $sizes; do
                         "$t ms (+$d ms; $per µs)" "a figure: how the cost grows" "met (measured)"
         fi
 done
-method "repository guard: one hyperfine series without a shell (-N), in $rounds rounds ($(pool_count "$T/runs" files-0) runs of each Trial in all; medians), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` (a new O each run) where R is, on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}), a git repository with one empty commit, or one of $(for n in $sizes; do [ "$n" = 0 ] || fmt "$n"; done | paste -sd/ -) empty files, 100 per folder, added and committed; each Trial checked to end with the guard's status \`restored\`. The difference from the empty repository is what the guard does per file (its walks of the worktree before and after the session, the index kept as data)."
+method "repository guard: one hyperfine series without a shell (-N), in $rounds rounds ($(pool_count "$T/runs" files-0) runs of each Trial in all; medians), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` (a new O each run) where R is, on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}), a git repository with one empty commit, or one of $(for n in $sizes; do [ "$n" = 0 ] || fmt "$n"; done | paste -sd/ -) empty files, 100 per folder, added and committed, or one with history (40 commits, each changing the same 100 files in 10 folders: loose objects, as a working repository has between two \`git gc\`); each Trial checked to end with the guard's status \`restored\`. The difference from the empty repository is what the guard does per file (its walks of the worktree before and after the session, the index kept as data)."
