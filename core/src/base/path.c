@@ -2,8 +2,8 @@
 #include "base/path.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

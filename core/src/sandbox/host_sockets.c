@@ -225,9 +225,11 @@ size_t host_sockets_kernel_threads(pid_t **out)
 
 /* As root, every other network namespace a process is in: a container's
  * daemon may write its socket into a folder a Trial sees, and the kernel
- * lists each namespace's sockets to its own. The kernel's own threads are
- * not asked: they are kthreadd's children, with its namespaces (the
- * initial ones), and on a machine of many CPUs they are most of /proc. */
+ * lists each namespace's sockets to its own. kthreadd's children are not
+ * asked: the kernel's threads, with its namespaces (the initial ones), on
+ * a machine of many CPUs most of /proc; and the user-mode helpers the
+ * kernel starts with kthreadd as their parent (kernel/umh.c: a modprobe,
+ * a core dump's pipe), which start in those namespaces too. */
 static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
 {
         if (geteuid() != 0)
