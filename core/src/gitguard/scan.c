@@ -35,12 +35,21 @@ static int cmp_dir(const void *a, const void *b)
 
 void guard_sort_dirs(struct repo_guard *g) { tb_qsort(g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir); }
 
+/* The folder (dev, ino) as noted before the session, when its change time
+ * is still `ctime` (the session made, removed or renamed nothing directly
+ * in it, nor changed its mode); else NULL. */
+static const struct guard_dir *noted_unchanged(const struct repo_guard *g, dev_t dev, ino_t ino,
+                                               const struct timespec *ctime)
+{
+        struct guard_dir k = { .dev = dev, .ino = ino };
+        const struct guard_dir *was = g->n_dirs ? bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir) : NULL;
+        return was && was->ctime.tv_sec == ctime->tv_sec && was->ctime.tv_nsec == ctime->tv_nsec ? was : NULL;
+}
+
 /* Did the session make, remove or rename nothing directly in `d`? */
 static bool dir_unchanged(const struct repo_guard *g, const struct tree_dir *d)
 {
-        struct guard_dir k = { .dev = d->dev, .ino = d->ino };
-        const struct guard_dir *was = g->n_dirs ? bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir) : NULL;
-        return was && was->ctime.tv_sec == d->ctime.tv_sec && was->ctime.tv_nsec == d->ctime.tv_nsec;
+        return noted_unchanged(g, d->dev, d->ino, &d->ctime) != NULL;
 }
 
 int guard_dirs_pre(struct tree_dir *d, void *ctx)
@@ -77,10 +86,8 @@ bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *nam
         struct stat st;
         if (!g->n_dirs || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                 return false;
-        struct guard_dir k = { .dev = st.st_dev, .ino = st.st_ino };
-        const struct guard_dir *was = bsearch(&k, g->dirs, g->n_dirs, sizeof *g->dirs, cmp_dir);
-        return was && was->leaf && (!objects || was->objects) && was->ctime.tv_sec == st.st_ctim.tv_sec &&
-               was->ctime.tv_nsec == st.st_ctim.tv_nsec;
+        const struct guard_dir *was = noted_unchanged(g, st.st_dev, st.st_ino, &st.st_ctim);
+        return was && was->leaf && (!objects || was->objects);
 }
 
 int guard_seen_pre(struct tree_dir *d, void *ctx)
