@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,48 +285,40 @@ int host_sockets_list(struct host_socket **out)
         return (int)n;
 }
 
+/* Who lists: whichever comes first, the thread as it starts or the mask
+ * when it needs the list; the other does none of it. */
+enum early_by { EARLY_NOBODY, EARLY_THREAD, EARLY_MAIN };
+
 struct host_sockets_early {
         pthread_t thread;
         cpu_set_t cpus;  /* trialbox's CPUs; the thread started on the others */
         bool narrowed;   /* it was */
-        struct host_socket *v;
-        int n; /* how many, or -errno */
+        bool joined;
+        _Atomic int by;  /* enum early_by */
+        struct host_socket *v; /* the thread's list */
+        int n;                 /* how many, or -errno */
 };
 
 static void *list_early(void *arg)
 {
         struct host_sockets_early *e = arg;
+        int nobody = EARLY_NOBODY;
+        if (!atomic_compare_exchange_strong(&e->by, &nobody, EARLY_THREAD))
+                return NULL; /* the mask came first and listed them itself */
         TB_PHASE("thread_start");
         e->n = host_sockets_list(&e->v);
         return NULL;
 }
 
-/* How many tasks the kernel has running or ready to run this moment
- * (the fourth field of /proc/loadavg: "1/88"), or -1. */
-static int tasks_running(void)
-{
-        char buf[128];
-        _cleanup_close_ int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        const char *p = buf;
-        for (int field = 0; field < 3 && p; field++) {
-                p = strchr(p, ' ');
-                p = p ? p + 1 : NULL;
-        }
-        return p && *p >= '0' && *p <= '9' ? atoi(p) : -1;
-}
-
 struct host_sockets_early *host_sockets_start(void)
 {
-        /* Only when a CPU of trialbox's is idle: with all busy (a batch on
-         * every core), a new thread waits behind them, and the listing,
-         * which trialbox would then wait for, is done sooner in line. */
+        /* Only with a CPU besides this thread's: on one, the thread would
+         * wait its turn until the mask lists the sockets itself. With every
+         * CPU busy (a batch), the mask usually comes first and the thread
+         * costs only its start (a batch of no-op Trials was measured as
+         * fast as when the load decided whether to start it). */
         cpu_set_t allowed;
-        int running = tasks_running();
-        if (running < 0 || sched_getaffinity(0, sizeof allowed, &allowed) < 0 || running >= CPU_COUNT(&allowed))
+        if (sched_getaffinity(0, sizeof allowed, &allowed) < 0 || CPU_COUNT(&allowed) < 2)
                 return NULL;
         return host_sockets_start_thread();
 }
@@ -334,14 +327,16 @@ struct host_sockets_early *host_sockets_start_thread(void)
 {
         struct host_sockets_early *e = xmalloc(sizeof(*e));
         *e = (struct host_sockets_early){ .n = -EAGAIN };
+        atomic_init(&e->by, EARLY_NOBODY);
         /* Every signal blocked in the thread (it inherits the mask): each
          * one trialbox handles is read by its main thread. */
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        /* On a CPU other than this thread's, where it runs at once: left
-         * to the scheduler, a new thread waits on this CPU until this one
-         * blocks (seen here: the listing done only at the join). */
+        /* On a CPU other than this thread's, where it runs at once when
+         * that CPU is idle: left to the scheduler, a new thread waits on
+         * this CPU until this one blocks (seen here: the listing done only
+         * at the join). */
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         int here = sched_getcpu();
@@ -360,18 +355,34 @@ struct host_sockets_early *host_sockets_start_thread(void)
         return e;
 }
 
-/* Join the thread and free `e`: its list, or -errno. */
-static int early_join(struct host_sockets_early *e, struct host_socket **v)
+/* Wait for the thread's end (it has nothing left to do, or is listing). */
+static void early_join(struct host_sockets_early *e)
 {
+        if (e->joined)
+                return;
         /* Every CPU again, this one too: with the others busy (a batch), it
-         * finishes here while this thread waits. Fails harmlessly when it
-         * has ended. */
+         * finishes or returns here while this thread waits. Fails
+         * harmlessly when it has ended. */
         if (e->narrowed)
                 (void)pthread_setaffinity_np(e->thread, sizeof e->cpus, &e->cpus);
         pthread_join(e->thread, NULL);
+        e->joined = true;
+}
+
+/* The list, into *v: the thread's, once it has ended, when it began
+ * first; else made here and now, and the thread, whenever it runs, does
+ * nothing (it is joined later, by host_sockets_early_free: by then it has
+ * long returned). How many, or -errno; *in_line whether it was made here. */
+static int early_take(struct host_sockets_early *e, struct host_socket **v, bool *in_line)
+{
+        int nobody = EARLY_NOBODY;
+        *in_line = atomic_compare_exchange_strong(&e->by, &nobody, EARLY_MAIN);
+        if (*in_line)
+                return host_sockets_list(v);
+        early_join(e);
+        *v = TAKE_PTR(e->v);
         int n = e->n;
-        *v = e->v;
-        free(e);
+        e->n = 0;
         return n;
 }
 
@@ -379,9 +390,13 @@ void host_sockets_early_free(struct host_sockets_early *early)
 {
         if (!early)
                 return;
-        struct host_socket *v = NULL;
-        int n = early_join(early, &v);
-        host_sockets_free(v, n > 0 ? (size_t)n : 0);
+        /* Not listed yet (a Trial void before its spec was done): the
+         * thread need not begin. */
+        int nobody = EARLY_NOBODY;
+        (void)atomic_compare_exchange_strong(&early->by, &nobody, EARLY_MAIN);
+        early_join(early);
+        host_sockets_free(early->v, early->n > 0 ? (size_t)early->n : 0);
+        free(early);
 }
 
 /* ---- the spec ---- */
@@ -492,7 +507,9 @@ void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *ear
 {
         *rep = (struct host_sockets_report){ 0 };
         struct host_socket *v = NULL;
-        int n = early ? early_join(early, &v) : host_sockets_list(&v);
+        bool in_line = true;
+        int n = early ? early_take(early, &v, &in_line) : host_sockets_list(&v);
+        rep->in_line = in_line;
         if (n < 0) {
                 log_info("the kernel does not list its unix sockets (%s): walking the bound folders for them",
                          strerror(-n));

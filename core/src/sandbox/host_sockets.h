@@ -40,29 +40,33 @@ struct host_sockets_report {
         size_t masked;  /* masks added to the spec */
         bool walked;    /* bound folders were walked (a socket not at its path, or no list) */
         bool no_list;   /* the kernel could not list its sockets (no unix_diag) */
+        bool in_line;   /* listed by the mask itself, not by the early thread */
 };
 
 /* The kernel's list, asked for early: a thread of its own lists the
  * sockets while trialbox builds the spec (as root, the other namespaces'
- * take most of a millisecond), on a CPU other than the caller's. Every
- * signal is blocked in that thread, and it is joined before the list is
- * used or dropped: no thread runs once the spec is done. NULL when no CPU
- * is idle (fewer tasks running than trialbox may use: else the thread
- * would only wait its turn) or no thread could be started: the mask then
- * lists them itself. host_sockets_start_thread() starts it whatever the
- * load (for the tests). */
+ * take a few tenths of a millisecond), on a CPU other than the caller's.
+ * Whoever comes first lists them: the thread as it starts, or the mask
+ * when it needs the list (every other CPU was busy, and the thread has
+ * not run yet); the other does nothing, so the list is made once and a
+ * busy machine pays only the thread's start. Every signal is blocked in
+ * that thread. NULL when trialbox may use one CPU alone (the thread would
+ * only wait its turn) or no thread could be started: the mask then lists
+ * them itself. host_sockets_start_thread() starts it whatever the CPUs
+ * (for the tests). */
 struct host_sockets_early;
 struct host_sockets_early *host_sockets_start(void);
 struct host_sockets_early *host_sockets_start_thread(void);
-/* Wait for the thread and drop its list (a Trial that ends before its
- * sockets are masked). NULL is fine. */
+/* Join the thread and free `early` and what is left of its list (all of
+ * it, for a Trial that ends before its sockets are masked). NULL is
+ * fine. */
 void host_sockets_early_free(struct host_sockets_early *early);
 
 /* Mask every host socket a bind of `spec` shows (see above), from the
- * list `early` (taken and freed; the thread joined), or one made now when
- * it is NULL. Call it once the spec has all its binds, after
- * toolchain_mask_secrets(). Never fails: what it could not do is in
- * `rep`. */
+ * list `early` made (its list taken; `early` is still the caller's to
+ * free), or one made now when it is NULL. Call it once, when the spec has
+ * all its binds, after toolchain_mask_secrets(). Never fails: what it
+ * could not do is in `rep`. */
 void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, struct host_sockets_report *rep);
 
 /* The pathname unix sockets bound in this network namespace (the

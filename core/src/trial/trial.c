@@ -880,16 +880,15 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
                 path_memo_done(&memo);
         }
         TB_PHASE("masked_secrets");
-        /* Without the host's network, none of its unix sockets either. */
-        struct host_sockets_early *sockets = TAKE_PTR(t->sockets);
+        /* Without the host's network, none of its unix sockets either. The
+         * listing thread is joined in trial_done(). */
         if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
                 struct host_sockets_report hs;
-                host_sockets_mask(&t->spec, sockets, &hs);
+                host_sockets_mask(&t->spec, t->sockets, &hs);
                 TB_PHASE("masked_sockets");
-                log_info("host unix sockets: %zu listed, %zu masked%s", hs.listed, hs.masked,
+                log_info("host unix sockets: %zu listed%s, %zu masked%s", hs.listed,
+                         t->sockets && hs.in_line ? " (in line: the thread had not begun)" : "", hs.masked,
                          hs.walked ? " (the bound folders were walked)" : "");
-        } else {
-                host_sockets_early_free(sockets);
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
@@ -1061,8 +1060,9 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
-        /* Listed while the spec is built (when a CPU is idle); joined where the
-         * sockets are masked, before the keeper's fork, or in trial_done(). */
+        /* Listed while the spec is built, by a thread on another CPU, unless
+         * the masks need the list before it began (then they make it);
+         * joined in trial_done(). */
         if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
                 t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);
