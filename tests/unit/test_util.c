@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -140,6 +141,37 @@ START_TEST(paths_are_joined_and_strings_formatted_as_printf_would)
         _cleanup_free_ char *f = xasprintf("<%s>", big);
         ck_assert_uint_eq(strlen(f), 5002);
         ck_assert(f[0] == '<' && f[5001] == '>' && f[2500] == 'y');
+}
+END_TEST
+
+/* A --dry-run word: as it is when a shell would read it so, else in
+ * single quotes; either way /bin/sh reads back the very bytes. */
+START_TEST(a_word_is_quoted_for_the_shell_only_when_it_needs_it)
+{
+        const char *const plain[] = { "bwrap", "--ro-bind", "/usr/lib/x86_64-linux-gnu", "HOME=/home/u",
+                                      "a,b+c@d%e:f", "Z9_" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(plain); i++) {
+                struct strbuf sb = { 0 };
+                strbuf_add_quoted(&sb, plain[i]);
+                ck_assert_str_eq(sb.s, plain[i]);
+                free(sb.s);
+        }
+        const char *const quoted[] = { "", "a b", "it's", "$HOME", "a;b", "*", "~", "caf\xc3\xa9", "x\ty",
+                                       "'", "a\nb", "!x", "[a]", "{a,b}", "a\\b", "#c" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(quoted); i++) {
+                struct strbuf sb = { 0 };
+                strbuf_add_quoted(&sb, quoted[i]);
+                ck_assert_msg(sb.s[0] == '\'', "'%s' came out unquoted: %s", quoted[i], sb.s);
+                _cleanup_free_ char *script = xasprintf("printf %%s %s", sb.s);
+                free(sb.s);
+                FILE *f = popen(script, "r");
+                ck_assert_ptr_nonnull(f);
+                char back[64] = { 0 };
+                size_t n = fread(back, 1, sizeof back - 1, f);
+                ck_assert_int_eq(pclose(f), 0);
+                ck_assert_msg(n == strlen(quoted[i]) && memcmp(back, quoted[i], n) == 0, "'%s' read back as '%s'",
+                              quoted[i], back);
+        }
 }
 END_TEST
 
@@ -354,6 +386,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, an_arena_gives_zeroed_aligned_room_that_keeps_its_contents_until_done);
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
         tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
+        tcase_add_test(tc, a_word_is_quoted_for_the_shell_only_when_it_needs_it);
         tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);

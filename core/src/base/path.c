@@ -205,16 +205,31 @@ static char *memo_answer(const struct path_memo_entry *e)
 
 static char *resolve(struct path_memo *memo, const char *path, int *links);
 
-/* The real path of `real`/`name` (`real` resolved, `name` one component),
- * each such pair asked of the file system once per memo: readlink(2)
- * tells a link (followed) from a file or folder (EINVAL) from nothing. */
-static char *resolve_part(struct path_memo *memo, const char *real, const char *name, int *links)
+/* The real path of `real`/`name` (`real` resolved, `name` one component of
+ * `name_len` bytes), each such pair asked of the file system once per
+ * memo: readlink(2) tells a link (followed) from a file or folder (EINVAL)
+ * from nothing. The memo's own string (it lives as long as the memo), or
+ * NULL with errno. Nothing is allocated when the memo knows the pair. */
+static const char *resolve_part(struct path_memo *memo, const char *real, const char *name, size_t name_len,
+                                int *links)
 {
-        _cleanup_free_ char *key = path_join(strcmp(real, "/") == 0 ? "" : real, name);
+        char key[PATH_MAX];
+        size_t real_len = strcmp(real, "/") == 0 ? 0 : strlen(real);
+        if (real_len + 1 + name_len >= sizeof key) {
+                errno = ENAMETOOLONG;
+                return NULL;
+        }
+        memcpy(key, real, real_len);
+        key[real_len] = '/';
+        memcpy(key + real_len + 1, name, name_len);
+        key[real_len + 1 + name_len] = '\0';
         unsigned h = path_hash(key);
         const struct path_memo_entry *e = memo_find(memo->parts, memo->slots_parts, memo->n_slots_parts, key, h);
-        if (e)
-                return memo_answer(e);
+        if (e) {
+                if (!e->real)
+                        errno = e->err;
+                return e->real;
+        }
         char target[PATH_MAX];
         char *out = NULL;
         int err = 0;
@@ -232,7 +247,7 @@ static char *resolve_part(struct path_memo *memo, const char *real, const char *
                 err = errno;
         }
         memo_add(&memo->parts, &memo->n_parts, &memo->cap_parts, &memo->slots_parts, &memo->n_slots_parts,
-                 (struct path_memo_entry){ TAKE_PTR(key), out ? xstrdup(out) : NULL, h, err });
+                 (struct path_memo_entry){ xstrdup(key), out, h, err });
         errno = err;
         return out;
 }
@@ -252,10 +267,11 @@ static int is_folder(const char *real)
 
 /* The absolute `path` resolved component by component, as realpath(3)
  * does: "." and ".." (and a trailing '/') need a folder before them, ".."
- * goes up from what the links before it resolved to. */
+ * goes up from what the links before it resolved to. malloc'd, or NULL
+ * with errno. */
 static char *resolve(struct path_memo *memo, const char *path, int *links)
 {
-        _cleanup_free_ char *real = xstrdup("/");
+        char real[PATH_MAX] = "/"; /* a link costs a level of 12 KiB of stack, 40 at most */
         bool folder = true; /* `real` is known to be a folder */
         for (const char *p = path;;) {
                 while (*p == '/')
@@ -274,17 +290,20 @@ static char *resolve(struct path_memo *memo, const char *path, int *links)
                         char *slash = strrchr(real, '/');
                         slash[slash == real ? 1 : 0] = '\0';
                 } else if (!dot) {
-                        _cleanup_free_ char *name = xstrndup(p, l);
-                        char *next = resolve_part(memo, real, name, links);
+                        const char *next = resolve_part(memo, real, p, l, links);
                         if (!next)
                                 return NULL;
-                        free(real);
-                        real = next;
+                        size_t n = strlen(next);
+                        if (n >= sizeof real) {
+                                errno = ENAMETOOLONG;
+                                return NULL;
+                        }
+                        memcpy(real, next, n + 1);
                         folder = false;
                 }
                 p += l;
         }
-        return TAKE_PTR(real);
+        return xstrdup(real);
 }
 
 char *path_memo_realpath(struct path_memo *memo, const char *path)

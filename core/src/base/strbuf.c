@@ -28,10 +28,20 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
         strbuf_add(sb, p);
 }
 
+/* A character a shell word needs no quotes for. (Not strspn: glibc's
+ * builds a table of the set on each call, which a --dry-run line's ~80
+ * words made a tenth of its rendering.) */
+static bool shell_plain(unsigned char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c != '\0' && strchr("-_./=:,+@%", c));
+}
+
 void strbuf_add_quoted(struct strbuf *sb, const char *s)
 {
-        bool plain = *s != '\0' && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789-_./=:,+@%") == strlen(s);
+        bool plain = *s != '\0';
+        for (const char *p = s; plain && *p; p++)
+                plain = shell_plain((unsigned char)*p);
         if (plain) {
                 strbuf_add(sb, s);
                 return;
