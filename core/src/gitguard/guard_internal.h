@@ -103,8 +103,13 @@ int guard_seen_pre(struct tree_dir *d, void *ctx);
 /* A walk's `pre` that notes each folder's identity and change time only. */
 int guard_dirs_pre(struct tree_dir *d, void *ctx);
 /* The same for the git folder, which also notes the folders that hold
- * nothing but loose objects' files. */
+ * nothing but loose objects' files, and notes the objects/XX/ folders
+ * without a folder in them by their identity alone (not entered). */
 int guard_gitdirs_pre(struct tree_dir *d, void *ctx);
+/* Does the file system of the folder open at `fd` count a folder's
+ * subfolders in its link count (2 + subfolders), so that 2 says "none"?
+ * tmpfs, ext2/3/4 and XFS do; others (btrfs: 1 always) are not trusted. */
+bool guard_nlink_exact(int fd);
 /* Is the folder `name` in `dirfd` one noted before the session that held no
  * folder (and, with `objects`, only loose objects' files), and that the
  * session did not change (its change time)? Then it holds the same entries

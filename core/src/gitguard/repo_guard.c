@@ -71,6 +71,7 @@ int repo_guard_snapshot(struct repo_guard *g, const struct repo_guard_host *host
                 tb_qsort(g->seen, g->n_seen, sizeof *g->seen, guard_cmp_seen);
         }
         if (r == 0 && g->dotgit == 'd') { /* the git folder's folders too: its rebuild and setuid sweep skip those unchanged */
+                g->git_nlink_exact = guard_nlink_exact(g->common_fd);
                 const struct tree_ops ops = { .pre = guard_gitdirs_pre };
                 r = tree_walk(g->common_fd, &ops, g);
         }

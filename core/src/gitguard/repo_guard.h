@@ -92,7 +92,8 @@ struct guard_dir {
         ino_t ino;
         struct timespec ctime;
         bool leaf;    /* it held no folder: unchanged, it still holds none */
-        bool objects; /* a leaf named as objects/XX/ whose every entry was a loose object's file */
+        bool objects; /* a leaf objects/XX/ the rebuild need not look into when unchanged: one whose every
+                         entry was a loose object's file, or one noted by its identity alone (scan.c) */
 };
 
 struct guard_move {
@@ -120,6 +121,7 @@ struct repo_guard {
         char *worktree;         /* a linked worktree: its name under common/worktrees/, else NULL */
         dev_t git_dev;          /* the common git directory's identity */
         ino_t git_ino;
+        bool git_nlink_exact;   /* its file system counts a folder's subfolders in its link count */
         char *refused;          /* why a worktree's common directory was not bound, or NULL */
         bool keep_control_files;
         bool snapped;           /* the snapshot was taken whole (repo_guard_snapshot) */

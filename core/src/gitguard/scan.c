@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -63,17 +65,70 @@ int guard_dirs_pre(struct tree_dir *d, void *ctx)
         return 0;
 }
 
+bool guard_nlink_exact(int fd)
+{
+        struct statfs fs;
+        if (fstatfs(fd, &fs) < 0)
+                return false;
+        switch ((unsigned long)fs.f_type) {
+        case TMPFS_MAGIC:
+        case EXT4_SUPER_MAGIC: /* ext2 and ext3 too */
+        case XFS_SUPER_MAGIC:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* A loose objects' folder's name: two lowercase hex digits. */
+static bool xx_name(const char *name)
+{
+        return strlen(name) == 2 && strspn(name, "0123456789abcdef") == 2;
+}
+
+/* The objects/XX/ folders of `d` (an objects/ folder) that hold no folder
+ * (their link count says so: 2), noted by their identity alone and not
+ * entered: most of a git folder with history (256 of them on a clone of
+ * trialbox's own repository), whose listing, before the session, was most
+ * of the walk the session waited for. Unchanged after the session (the
+ * same change time), such a folder holds the same entries and no folder,
+ * as it did when trialbox saw it: the rebuild and the sweep leave it as
+ * the host left it, without looking into it. One the session changed is
+ * checked entry by entry. */
+static void note_objects_folders(struct repo_guard *g, struct tree_dir *d)
+{
+        for (size_t i = 0; i < d->n; i++) {
+                struct tree_entry *e = &d->v[i];
+                struct stat st;
+                if (e->type != DT_DIR || !xx_name(e->name) || fstatat(d->fd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISDIR(st.st_mode) || st.st_nlink != 2)
+                        continue; /* walked as any other folder */
+                GREEDY_REALLOC(g->dirs, g->cap_dirs, g->n_dirs + 1);
+                g->dirs[g->n_dirs++] = (struct guard_dir){
+                        .dev = st.st_dev, .ino = st.st_ino, .ctime = st.st_ctim, .leaf = true, .objects = true
+                };
+                e->skip = true;
+        }
+}
+
 int guard_gitdirs_pre(struct tree_dir *d, void *ctx)
 {
         struct repo_guard *g = ctx;
         guard_dirs_pre(d, g);
         struct guard_dir *noted = &g->dirs[g->n_dirs - 1];
-        if (!noted->leaf || d->depth == 0)
+        if (d->depth == 0)
                 return 0;
         _cleanup_free_ char *path = tree_dir_path(d, NULL, 0);
         const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-        if (strlen(name) != 2 || strspn(name, "0123456789abcdef") != 2)
+        if (g->git_nlink_exact && strcmp(name, "objects") == 0) {
+                note_objects_folders(g, d);
                 return 0;
+        }
+        if (!noted->leaf || !xx_name(name))
+                return 0;
+        /* Entered (its file system's link counts say nothing, or it held a
+         * folder once): skipped after the session only when it held
+         * nothing but loose objects' files. */
         bool objects = true;
         for (size_t i = 0; i < d->n && objects; i++)
                 objects = d->v[i].type == DT_REG && gitdata_object_name_valid(name, d->v[i].name, false);
