@@ -424,6 +424,43 @@ START_TEST(git_files_pointing_anywhere_are_moved_out)
 }
 END_TEST
 
+/* The walk after the session does not enter a worktree leaf the session
+ * left as it was, unless git could read something there: a `.git` file
+ * (its bytes change without its folder's change time: written in place)
+ * or a git directory's shape (HEAD with commondir). Here the host has
+ * three such leaves; the session rewrites the `.git` file in place and a
+ * plain file beside the shape. The `.git` file goes (its bytes are not the
+ * host's), the shape goes (as it always did), the plain leaf's files stay
+ * the session's (data). Fails when every unchanged leaf is skipped. */
+START_TEST(an_unchanged_leaf_is_still_looked_into_where_git_would_read)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        sh_ok("set -e; cd '%s'; mkdir plain gitfile shape; echo a > plain/a; echo b > plain/b; "
+              "echo 'gitdir: ../.git/modules/m' > gitfile/.git; echo 'ref: refs/heads/main' > shape/HEAD; "
+              "echo ../.git > shape/commondir",
+              f.repo);
+        tb(&r, &f, NULL,
+           EXTRA("--", "-c",
+                 "echo changed > plain/a && echo 'gitdir: /etc' > gitfile/.git && echo x > shape/commondir && "
+                 "echo DONE"));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
+        proc_result_free(&r);
+        assert_guard_status(&f, "restored");
+        assert_logged(&f, "moved", "gitfile/.git");
+        assert_logged(&f, "moved", "shape");
+        ck_assert_msg(!guard_logged(&f, "moved", "plain/a") && !guard_logged(&f, "moved", "plain"),
+                      "the plain leaf was moved");
+        _cleanup_free_ char *a = path_in(f.repo, "plain/a"), *gitfile = path_in(f.repo, "gitfile/.git");
+        _cleanup_free_ char *text = read_text(a);
+        ck_assert_str_eq(text, "changed\n");
+        ck_assert_int_ne(access(gitfile, F_OK), 0);
+        assert_host_runs_nothing(&f);
+        fixture_free(&f);
+}
+END_TEST
+
 /* Fail closed: a control file trialbox kept only by its identity (larger
  * than the snapshot keeps whole) that the session changed cannot be put
  * back. The whole .git goes to the quarantine, the repository is left
@@ -994,6 +1031,7 @@ TB_SUITE("repo_guard", 120)
         tcase_add_test(tc, an_embedded_repository_at_any_depth_is_moved_out);
         tcase_add_test(tc, permissions_the_session_changed_do_not_stop_the_guard);
         tcase_add_test(tc, git_files_pointing_anywhere_are_moved_out);
+        tcase_add_test(tc, an_unchanged_leaf_is_still_looked_into_where_git_would_read);
         tcase_add_test(tc, a_change_the_guard_cannot_undo_quarantines_the_whole_git_folder);
         tcase_add_test(tc, other_tools_control_files_are_listed_and_put_back);
         tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);

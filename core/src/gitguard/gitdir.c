@@ -242,7 +242,7 @@ static int data_pre(struct tree_dir *dir, void *ctx)
                          * which this walk would keep. Not entered (one fstatat
                          * instead of opening and listing it). */
                         if (w->ok == object_ok && dir->depth == 0 && e->type == DT_DIR &&
-                            guard_unchanged_leaf(w->d->g, dir->fd, e->name, true))
+                            guard_unchanged_leaf(w->d->g, dir->fd, e->name, GUARD_LEAF_OBJECTS))
                                 e->skip = true;
                         continue;
                 }

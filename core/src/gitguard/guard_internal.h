@@ -111,10 +111,12 @@ int guard_gitdirs_pre(struct tree_dir *d, void *ctx);
  * tmpfs, ext2/3/4 and XFS do; others (btrfs: 1 always) are not trusted. */
 bool guard_nlink_exact(int fd);
 /* Is the folder `name` in `dirfd` one noted before the session that held no
- * folder (and, with `objects`, only loose objects' files), and that the
- * session did not change (its change time)? Then it holds the same entries
- * as it did. */
-bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, bool objects);
+ * folder (and, with GUARD_LEAF_OBJECTS, was an objects/XX/ the rebuild
+ * need not look into; with GUARD_LEAF_PLAIN, had no .git or HEAD), and
+ * that the session did not change (its change time)? Then it holds the
+ * same entries as it did. */
+enum guard_leaf { GUARD_LEAF_ANY, GUARD_LEAF_OBJECTS, GUARD_LEAF_PLAIN };
+bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, enum guard_leaf kind);
 /* Sort g->dirs, once every folder is noted. */
 void guard_sort_dirs(struct repo_guard *g);
 /* After the session: the worktree walked (above). */

@@ -94,6 +94,8 @@ struct guard_dir {
         bool leaf;    /* it held no folder: unchanged, it still holds none */
         bool objects; /* a leaf objects/XX/ the rebuild need not look into when unchanged: one whose every
                          entry was a loose object's file, or one noted by its identity alone (scan.c) */
+        bool plain;   /* a leaf of the worktree with no entry named .git or HEAD: unchanged, the walk after
+                         the session has nothing to look at in it */
 };
 
 struct guard_move {

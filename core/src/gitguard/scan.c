@@ -136,19 +136,28 @@ int guard_gitdirs_pre(struct tree_dir *d, void *ctx)
         return 0;
 }
 
-bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, bool objects)
+bool guard_unchanged_leaf(const struct repo_guard *g, int dirfd, const char *name, enum guard_leaf kind)
 {
         struct stat st;
         if (!g->n_dirs || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                 return false;
         const struct guard_dir *was = noted_unchanged(g, st.st_dev, st.st_ino, &st.st_ctim);
-        return was && was->leaf && (!objects || was->objects);
+        return was && was->leaf && (kind != GUARD_LEAF_OBJECTS || was->objects) &&
+               (kind != GUARD_LEAF_PLAIN || was->plain);
 }
 
 int guard_seen_pre(struct tree_dir *d, void *ctx)
 {
         struct repo_guard *g = ctx;
         guard_dirs_pre(d, g);
+        /* The walk after the session looks, in a folder whose entries the
+         * session left as they were, only at a .git in it and at a git
+         * directory's shape (HEAD with commondir, or with objects and
+         * refs): a leaf with neither name gives it nothing. */
+        struct guard_dir *noted = &g->dirs[g->n_dirs - 1];
+        noted->plain = noted->leaf;
+        for (size_t i = 0; i < d->n && noted->plain; i++)
+                noted->plain = strcmp(d->v[i].name, ".git") != 0 && strcmp(d->v[i].name, "HEAD") != 0;
         for (size_t i = 0; i < d->n; i++) {
                 struct tree_entry *e = &d->v[i];
                 bool dotgit = strcmp(e->name, ".git") == 0;
@@ -273,6 +282,14 @@ static int guard_scan_pre(struct tree_dir *d, void *ctx)
         for (size_t i = 0; i < d->n; i++) {
                 struct tree_entry *e = &d->v[i];
                 int r = 0;
+                /* A leaf the session did not change that held nothing for
+                 * this walk: not entered (one fstatat instead of opening
+                 * and listing it; most of a big worktree). */
+                if (e->type == DT_DIR && strcmp(e->name, ".git") != 0 &&
+                    guard_unchanged_leaf(g, d->fd, e->name, GUARD_LEAF_PLAIN)) {
+                        e->skip = true;
+                        continue;
+                }
                 if (same && strcmp(e->name, ".git") != 0 && !bare)
                         continue;
                 if (d->depth == 0 && strcmp(e->name, ".git") == 0) {
@@ -325,7 +342,7 @@ static int sweep_pre(struct tree_dir *d, void *ctx)
                  * sweep (below): not entered at all, one fstatat instead of
                  * opening and listing it (most of a git folder: objects/xx/). */
                 for (size_t i = 0; i < d->n; i++)
-                        if (d->v[i].type == DT_DIR && guard_unchanged_leaf(s->g, d->fd, d->v[i].name, false))
+                        if (d->v[i].type == DT_DIR && guard_unchanged_leaf(s->g, d->fd, d->v[i].name, GUARD_LEAF_ANY))
                                 d->v[i].skip = true;
                 if (dir_unchanged(s->g, d))
                         return 0;
