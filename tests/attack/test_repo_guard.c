@@ -461,6 +461,35 @@ START_TEST(an_unchanged_leaf_is_still_looked_into_where_git_would_read)
 }
 END_TEST
 
+/* The index is data: kept when git would read it as an index (its "DIRC"
+ * header; only the header is read, whatever the index's size), else moved
+ * out. The session stages a file (kept: the host's git sees it staged),
+ * writes garbage over the index, or leaves only part of a header. */
+START_TEST(the_index_is_kept_when_it_reads_as_one)
+{
+        struct fixture f;
+        struct proc_result r;
+        git_fixture(&f, true);
+        const char *scripts[] = {
+                "echo new > staged && " GIT " add staged && echo DONE",
+                "printf 'not an index at all' > .git/index && echo DONE",
+                "printf 'DIRC' > .git/index && echo DONE",
+        };
+        tb(&r, &f, NULL, EXTRA("--", "-c", scripts[_i]));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "DONE"), "%s%s", r.out, r.err);
+        proc_result_free(&r);
+        assert_guard_status(&f, "restored");
+        if (_i == 0) {
+                ck_assert_msg(!guard_logged(&f, "moved", ".git/index"), "a valid index was moved");
+                sh_ok("cd '%s' && git diff --cached --name-only | grep -qx staged", f.repo);
+        } else {
+                assert_logged(&f, "moved", ".git/index");
+                sh_ok("cd '%s' && git status --porcelain >/dev/null", f.repo);
+        }
+        fixture_free(&f);
+}
+END_TEST
+
 /* Fail closed: a control file trialbox kept only by its identity (larger
  * than the snapshot keeps whole) that the session changed cannot be put
  * back. The whole .git goes to the quarantine, the repository is left
@@ -1032,6 +1061,7 @@ TB_SUITE("repo_guard", 120)
         tcase_add_test(tc, permissions_the_session_changed_do_not_stop_the_guard);
         tcase_add_test(tc, git_files_pointing_anywhere_are_moved_out);
         tcase_add_test(tc, an_unchanged_leaf_is_still_looked_into_where_git_would_read);
+        tcase_add_loop_test(tc, the_index_is_kept_when_it_reads_as_one, 0, 3);
         tcase_add_test(tc, a_change_the_guard_cannot_undo_quarantines_the_whole_git_folder);
         tcase_add_test(tc, other_tools_control_files_are_listed_and_put_back);
         tcase_add_test(tc, keep_control_files_lists_the_changes_and_keeps_them);

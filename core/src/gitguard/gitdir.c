@@ -178,11 +178,41 @@ static int fix_control(struct repo_guard *g, int dirfd, const char *name, const 
         return 0;
 }
 
+/* The first `need` bytes (fewer when the file is shorter) of the regular
+ * file `name` in `dirfd`, opened as guard_read_at does: malloc'd
+ * (NUL-terminated), or NULL when it cannot be read. With `need` 0, only
+ * that it opens for reading. */
+static char *read_prefix_at(int dirfd, const char *name, size_t need, size_t *len)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return NULL;
+        _cleanup_free_ char *buf = xmalloc(need + 1);
+        size_t n = 0;
+        while (n < need) {
+                ssize_t k = read(fd, buf + n, need - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return NULL;
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        buf[n] = '\0';
+        *len = n;
+        return TAKE_PTR(buf);
+}
+
+#define WHOLE SIZE_MAX /* fix_data_file's `need`: every byte, up to `max` */
+
 /* A data file: kept when a regular file of at most `max` bytes whose
- * content `valid` accepts (NULL: any); else moved out, and put back from
- * the snapshot when `key` was kept. */
-static int fix_data_file(const struct gd *d, const char *name, size_t max, bool (*valid)(const char *, size_t),
-                         const char *key)
+ * content `valid` accepts (NULL: any), reading only its first `need` bytes
+ * when `valid` looks at no more (0: none, but it must open for reading);
+ * else moved out, and put back from the snapshot when `key` was kept. */
+static int fix_data_file(const struct gd *d, const char *name, size_t max, size_t need,
+                         bool (*valid)(const char *, size_t), const char *key)
 {
         struct stat st;
         if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -194,7 +224,8 @@ static int fix_data_file(const struct gd *d, const char *name, size_t max, bool 
                 why = "data larger than git writes";
         } else if (valid) {
                 size_t len = 0;
-                _cleanup_free_ char *text = guard_read_at(d->fd, name, max, &len, NULL);
+                _cleanup_free_ char *text = need == WHOLE ? guard_read_at(d->fd, name, max, &len, NULL)
+                                                          : read_prefix_at(d->fd, name, need, &len);
                 if (!text || !valid(text, len))
                         why = "data git would not read as such";
         }
@@ -211,7 +242,8 @@ static int fix_data_file(const struct gd *d, const char *name, size_t max, bool 
         return r;
 }
 
-static bool index_valid(const char *s, size_t len) { return len >= 12 && memcmp(s, "DIRC", 4) == 0; }
+#define INDEX_HEAD 12 /* "DIRC", version, entries: all index_valid reads */
+static bool index_valid(const char *s, size_t len) { return len >= INDEX_HEAD && memcmp(s, "DIRC", 4) == 0; }
 
 static bool any_bytes(const char *s, size_t len)
 {
@@ -370,16 +402,16 @@ static int fix_private(const struct gd *d)
                 _cleanup_free_ char *path = gd_path(d, n);
                 switch (gitdata_kind(n, true)) {
                 case GITDATA_HEAD:
-                        r = fix_data_file(d, n, REF_MAX, gitdata_ref_value_valid, key);
+                        r = fix_data_file(d, n, REF_MAX, WHOLE, gitdata_ref_value_valid, key);
                         break;
                 case GITDATA_INDEX:
-                        r = fix_data_file(d, n, SIZE_MAX, index_valid, NULL);
+                        r = fix_data_file(d, n, SIZE_MAX, INDEX_HEAD, index_valid, NULL);
                         break;
                 case GITDATA_PSEUDO_REF:
-                        r = fix_data_file(d, n, TEXT_MAX, gitdata_pseudo_ref_valid, NULL);
+                        r = fix_data_file(d, n, TEXT_MAX, WHOLE, gitdata_pseudo_ref_valid, NULL);
                         break;
                 case GITDATA_TEXT:
-                        r = fix_data_file(d, n, TEXT_MAX, any_bytes, NULL);
+                        r = fix_data_file(d, n, TEXT_MAX, 0, any_bytes, NULL);
                         break;
                 case GITDATA_LOGS:
                         r = fix_data_dir(d, n, log_ok);
@@ -471,19 +503,20 @@ static int fix_gitdir(const struct gd *d)
                 _cleanup_free_ char *path = gd_path(d, n);
                 switch (gitdata_kind(n, false)) {
                 case GITDATA_HEAD:
-                        r = fix_data_file(d, n, REF_MAX, gitdata_ref_value_valid, key);
+                        r = fix_data_file(d, n, REF_MAX, WHOLE, gitdata_ref_value_valid, key);
                         break;
                 case GITDATA_PACKED_REFS:
-                        r = fix_data_file(d, n, PACKED_REFS_MAX, gitdata_packed_refs_valid, key);
+                        r = fix_data_file(d, n, PACKED_REFS_MAX, WHOLE, gitdata_packed_refs_valid, key);
                         break;
                 case GITDATA_INDEX:
-                        r = fix_data_file(d, n, SIZE_MAX, strcmp(n, "index") == 0 ? index_valid : any_bytes, NULL);
+                        r = strcmp(n, "index") == 0 ? fix_data_file(d, n, SIZE_MAX, INDEX_HEAD, index_valid, NULL)
+                                               : fix_data_file(d, n, SIZE_MAX, 0, any_bytes, NULL);
                         break;
                 case GITDATA_PSEUDO_REF:
-                        r = fix_data_file(d, n, TEXT_MAX, gitdata_pseudo_ref_valid, NULL);
+                        r = fix_data_file(d, n, TEXT_MAX, WHOLE, gitdata_pseudo_ref_valid, NULL);
                         break;
                 case GITDATA_TEXT:
-                        r = fix_data_file(d, n, TEXT_MAX, any_bytes, NULL);
+                        r = fix_data_file(d, n, TEXT_MAX, 0, any_bytes, NULL);
                         break;
                 case GITDATA_REFS:
                         r = fix_data_dir(d, n, ref_ok);
