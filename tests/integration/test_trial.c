@@ -3,6 +3,7 @@
  * look for what they must not see, leave children behind, ignore signals). */
 #define _GNU_SOURCE
 #include <check.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,32 @@ START_TEST(a_completed_session_writes_its_outcome_and_passes_its_status)
         tb_shell(&r, &f, NULL, EXTRA("--", "-c", "exit 7"));
         assert_failed(&f, &r, 7);
         assert_outcome(&f, "signal", "null");
+        proc_result_free(&r);
+        fixture_free(&f);
+}
+END_TEST
+
+/* trialbox starts its keeper on another CPU than its own (supervisor.c),
+ * but bwrap and the session get every CPU trialbox may use: the session's
+ * Cpus_allowed_list is trialbox's (this test's, which it inherits). */
+START_TEST(the_session_may_use_every_cpu_trialbox_may)
+{
+        cpu_set_t cpus;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+        if (CPU_COUNT(&cpus) < 2) {
+                skip_note(__func__, "one CPU: trialbox narrows nothing");
+                return;
+        }
+        _cleanup_free_ char *status = read_text("/proc/self/status");
+        const char *line = strstr(status, "Cpus_allowed_list:");
+        ck_assert_ptr_nonnull(line);
+        _cleanup_free_ char *ours = xstrndup(line, strcspn(line, "\n"));
+        struct fixture f;
+        struct proc_result r;
+        fixture_new(&f);
+        tb_shell(&r, &f, NULL, EXTRA("--", "-c", "grep '^Cpus_allowed_list:' /proc/self/status"));
+        ck_assert_int_eq(r.status, 0);
+        assert_contains(r.out, ours);
         proc_result_free(&r);
         fixture_free(&f);
 }
@@ -573,6 +600,7 @@ END_TEST
 TB_SUITE("trial", 60)
 {
         tcase_add_test(tc, a_completed_session_writes_its_outcome_and_passes_its_status);
+        tcase_add_test(tc, the_session_may_use_every_cpu_trialbox_may);
         tcase_add_test(tc, the_repository_is_writable_and_the_toolchains_are_not);
         tcase_add_test(tc, a_bound_toolchain_is_on_the_session_path);
         tcase_add_test(tc, a_host_secret_variable_does_not_reach_the_session);

@@ -109,6 +109,7 @@ struct bwrap_start {
         int exec_err_w;
         const struct session_user *user;
         const struct sandbox_cow *cow;
+        const cpu_set_t *cpus;
 };
 
 /* bwrap's process, from its clone (start_bwrap) to its exec: exec bwrap, or
@@ -147,6 +148,10 @@ __attribute__((no_sanitize("address"))) static int exec_bwrap(void *arg)
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);
         close(KEEPER_BLOCK_HOLD_FD); /* the keeper's alone (close-on-exec too) */
+        /* Every CPU of trialbox's for bwrap and the session, whatever the
+         * keeper was narrowed to (a system call, no allocation). */
+        if (s->cpus)
+                (void)sched_setaffinity(0, sizeof *s->cpus, s->cpus);
         TB_PHASE("bwrap_signals");
         int e = 0;
         /* The layer first: as root, before the switch below gives root up. */
@@ -272,14 +277,16 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
 }
 
 void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                const struct sandbox_cow *cow)
+                const struct sandbox_cow *cow, const cpu_set_t *cpus)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         TB_PHASE("keeper_start");
         int sfd = keeper_signals(trialbox);
-        struct bwrap_start start = { argv, envp, exec_err_w, user, cow };
+        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, cpus };
         pid_t bwrap = start_bwrap(&start);
         TB_PHASE("keeper_forked");
+        if (cpus) /* its own too, once its start is done */
+                (void)sched_setaffinity(0, sizeof *cpus, cpus);
         /* The keeper holds none of bwrap's pipes but stderr, and the block
          * pipe's write end until bwrap and all under it are gone (it ends
          * with the keeper): trialbox's end closing never lets bwrap go on. */

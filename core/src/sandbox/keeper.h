@@ -17,6 +17,7 @@
 #define TB_KEEPER_H
 
 #include <signal.h>
+#include <sched.h>
 #include <sys/types.h>
 
 /* The fds the keeper finds in place (KEEPER_BLOCK_FD, KEEPER_EXEC_ERR_FD,
@@ -43,8 +44,10 @@ struct session_user;
  * bwrap's process to it right before the exec (session_user.h). `cow`,
  * when its path is set, is a copy-on-write overlay mounted in bwrap's
  * process before that (sandbox/cow.h): bwrap starts in its mount namespace,
- * which dies with the sandbox. */
+ * which dies with the sandbox. `cpus`, when not NULL, are the CPUs bwrap
+ * and the keeper may use: trialbox's, which it may have narrowed the
+ * keeper's to just after the fork (supervisor.c says why). */
 void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                const struct sandbox_cow *cow) __attribute__((noreturn));
+                const struct sandbox_cow *cow, const cpu_set_t *cpus) __attribute__((noreturn));
 
 #endif
