@@ -957,13 +957,13 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                       CPU_ISSET(here, &cpus);
         sv->cpus = narrow ? &cpus : NULL;
         sv->pid = fork();
+        if (sv->pid == 0)
+                exec_child(sv, self, exec_p[1]);
+        sv->cpus = NULL; /* the child's alone: this frame's */
         if (sv->pid < 0) {
                 tb_closep(&exec_p[1]);
                 return tb_fail(err, -errno, "fork: %s", strerror(errno));
         }
-        if (sv->pid == 0)
-                exec_child(sv, self, exec_p[1]);
-        sv->cpus = NULL;
         if (narrow) {
                 cpu_set_t others = cpus;
                 CPU_CLR(here, &others);
