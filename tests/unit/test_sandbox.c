@@ -976,17 +976,25 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
 }
 END_TEST
 
-/* On one CPU (here: trialbox may use one), no thread is started: it
- * would only wait its turn; the mask lists the sockets itself. */
-START_TEST(no_listing_thread_is_started_on_one_cpu)
+/* Pin this thread to the CPU it is on (trialbox may then use one); its
+ * CPUs before, into *all. */
+static void pin_here(cpu_set_t *all)
 {
-        cpu_set_t all, one;
-        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+        cpu_set_t one;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof *all, all), 0);
         CPU_ZERO(&one);
         int here = sched_getcpu();
         ck_assert_int_ge(here, 0);
         CPU_SET(here, &one);
         ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+}
+
+/* On one CPU (here: trialbox may use one), no thread is started: it
+ * would only wait its turn; the mask lists the sockets itself. */
+START_TEST(no_listing_thread_is_started_on_one_cpu)
+{
+        cpu_set_t all;
+        pin_here(&all);
         struct host_sockets_early *listing = host_sockets_start();
         ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
         ck_assert_ptr_null(listing);
@@ -1006,13 +1014,8 @@ START_TEST(a_listing_thread_that_has_not_begun_is_not_waited_for)
         _cleanup_tmpdir_ char *dir = tmpdir_new();
         _cleanup_free_ char *path = path_in(dir, "d.sock");
         int fd = listening_at(path);
-        cpu_set_t all, one;
-        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
-        CPU_ZERO(&one);
-        int here = sched_getcpu();
-        ck_assert_int_ge(here, 0);
-        CPU_SET(here, &one);
-        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        cpu_set_t all;
+        pin_here(&all);
         int in_line = 0;
         for (int i = 0; i < 20; i++) {
                 struct host_sockets_early *listing = host_sockets_start_thread();
