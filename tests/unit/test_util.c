@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/arena.h"
+#include "base/cpus.h"
 #include "base/env.h"
 #include "tb_test.h"
 #include "base/sha256.h"
@@ -172,6 +176,57 @@ START_TEST(a_word_is_quoted_for_the_shell_only_when_it_needs_it)
                 ck_assert_msg(n == strlen(quoted[i]) && memcmp(back, quoted[i], n) == 0, "'%s' read back as '%s'",
                               quoted[i], back);
         }
+}
+END_TEST
+
+/* Another CPU looks idle only when fewer tasks run than the CPUs this
+ * process may use: never with one CPU, never with every CPU busy (as many
+ * spinning children as CPUs); when it says one is, `others` is every CPU
+ * but this thread's. */
+START_TEST(another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus)
+{
+        cpu_set_t all, one;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+        int n = CPU_COUNT(&all);
+        cpu_set_t got_all, got_others;
+        if (cpus_other_idle(&got_all, &got_others)) {
+                ck_assert(CPU_EQUAL(&got_all, &all));
+                ck_assert_int_eq(CPU_COUNT(&got_others), n - 1);
+                ck_assert(CPU_ISSET(sched_getcpu(), &got_all));
+        }
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        ck_assert(!cpus_other_idle(&got_all, &got_others));
+        ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+        if (n < 2)
+                return;
+        pid_t spin[CPU_SETSIZE];
+        for (int i = 0; i < n; i++) {
+                spin[i] = fork();
+                ck_assert_int_ge(spin[i], 0);
+                if (spin[i] == 0)
+                        for (;;) {
+                        }
+        }
+        /* Until the kernel counts them all running (this process too). */
+        int running = 0;
+        for (int tries = 0; tries < 500 && running <= n; tries++) {
+                _cleanup_free_ char *load = read_text("/proc/loadavg");
+                const char *p = load;
+                for (int field = 0; field < 3 && p; field++)
+                        p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+                running = p ? atoi(p) : 0;
+                if (running <= n)
+                        usleep(2000);
+        }
+        bool idle = running > n ? cpus_other_idle(&got_all, &got_others) : true;
+        for (int i = 0; i < n; i++) {
+                kill(spin[i], SIGKILL);
+                waitpid(spin[i], NULL, 0);
+        }
+        ck_assert_msg(running > n, "the kernel never counted %d spinning children running", n);
+        ck_assert(!idle);
 }
 END_TEST
 
@@ -387,6 +442,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, path_dirname_gives_the_folder_of_absolute_relative_and_bare_names);
         tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
         tcase_add_test(tc, a_word_is_quoted_for_the_shell_only_when_it_needs_it);
+        tcase_add_test(tc, another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus);
         tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);

@@ -1060,9 +1060,9 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
-        /* Listed while the spec is built, by a thread on another CPU, unless
-         * the masks need the list before it began (then they make it);
-         * joined in trial_done(). */
+        /* Listed while the spec is built, by a thread on another CPU when one
+         * looks idle, unless the masks need the list before it began (then
+         * they make it); joined in trial_done(). */
         if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
                 t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);

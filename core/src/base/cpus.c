@@ -1,0 +1,40 @@
+#define _GNU_SOURCE
+#include "base/cpus.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How many tasks the kernel has running or ready to run this moment (the
+ * fourth field of /proc/loadavg: "1/88"), or -1. */
+static int tasks_running(void)
+{
+        char buf[128];
+        int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        const char *p = buf;
+        for (int field = 0; field < 3 && p; field++) {
+                p = strchr(p, ' ');
+                p = p ? p + 1 : NULL;
+        }
+        return p && *p >= '0' && *p <= '9' ? atoi(p) : -1;
+}
+
+bool cpus_other_idle(cpu_set_t *all, cpu_set_t *others)
+{
+        int here = sched_getcpu();
+        if (here < 0 || sched_getaffinity(0, sizeof *all, all) < 0 || CPU_COUNT(all) < 2 || !CPU_ISSET(here, all))
+                return false;
+        int running = tasks_running();
+        if (running < 0 || running >= CPU_COUNT(all))
+                return false;
+        *others = *all;
+        CPU_CLR(here, others);
+        return true;
+}
