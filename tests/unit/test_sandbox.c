@@ -1007,8 +1007,9 @@ END_TEST
  * it runs, does nothing. Both ways the socket is masked, once; the thread
  * is joined when the listing is freed. The thread cannot begin before the
  * mask unless the kernel preempts this thread for it at once, so most of
- * the tries must be in line (one suffices here); with the claim removed,
- * the mask always waits for the thread, and none is. */
+ * the tries must be in line (one suffices here; not under valgrind, whose
+ * scheduler runs a new thread first); with the claim removed, the mask
+ * always waits for the thread, and none is. */
 START_TEST(a_listing_thread_that_has_not_begun_is_not_waited_for)
 {
         _cleanup_tmpdir_ char *dir = tmpdir_new();
@@ -1034,8 +1035,15 @@ START_TEST(a_listing_thread_that_has_not_begun_is_not_waited_for)
                 sandbox_spec_done(&s);
         }
         ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
-        ck_assert_int_gt(in_line, 0);
         close(fd);
+        /* Valgrind runs one thread at a time and gives a new one its turn
+         * at once: there the thread always begins first. */
+        const char *preload = getenv("LD_PRELOAD");
+        if (preload && strstr(preload, "vgpreload")) {
+                skip_note(__func__, "under valgrind the thread always begins first: in line never happens");
+                return;
+        }
+        ck_assert_int_gt(in_line, 0);
 }
 END_TEST
 
