@@ -2,6 +2,7 @@
  * the EINTR loops under them (base/io.h). */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -44,13 +45,21 @@ START_TEST(read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder)
 }
 END_TEST
 
-START_TEST(read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it)
+/* In `dir`: "f" holding "0123456789", and "p" a FIFO. The folder, open. */
+static int file_and_fifo(const char *dir)
 {
-        _cleanup_tmpdir_ char *dir = tmpdir_new();
         write_in(dir, "f", "0123456789", 0600);
         _cleanup_free_ char *fifo = xasprintf("%s/p", dir);
         ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+        return dfd;
+}
+
+START_TEST(read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it)
+{
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
+        _cleanup_close_ int dfd = file_and_fifo(dir);
         char *out = NULL;
         struct stat st;
         ck_assert_int_eq(read_full_file_at(dfd, ".", 100, READ_REGULAR, &out, NULL, NULL), -EISDIR);
@@ -62,6 +71,43 @@ START_TEST(read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_
         ck_assert_str_eq(out, "0123456789");
         ck_assert_int_eq(st.st_size, 10);
         erase_and_free(out);
+}
+END_TEST
+
+/* READ_PREFIX: the first `max` bytes of a longer file, all of a shorter
+ * one, none with `max` 0 (but the file must still open, as a regular file
+ * with READ_REGULAR); from a pipe too, past any one read. */
+START_TEST(read_prefix_reads_the_first_bytes_and_refuses_no_longer_file)
+{
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
+        _cleanup_close_ int dfd = file_and_fifo(dir);
+        const int flags = READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK | READ_PREFIX;
+        const struct {
+                size_t max;
+                const char *want;
+        } cases[] = { { 4, "0123" }, { 10, "0123456789" }, { 100, "0123456789" }, { 0, "" } };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                _cleanup_free_ char *out = NULL;
+                size_t len = 99;
+                ck_assert_int_eq(read_full_file_at(dfd, "f", cases[i].max, flags, &out, &len, NULL), 0);
+                ck_assert_str_eq(out, cases[i].want);
+                ck_assert_uint_eq(len, strlen(cases[i].want));
+        }
+        char *none = NULL;
+        ck_assert_int_eq(read_full_file_at(dfd, "p", 0, flags, &none, NULL, NULL), -EINVAL);
+        ck_assert_int_eq(read_full_file_at(dfd, "missing", 0, flags, &none, NULL, NULL), -ENOENT);
+        ck_assert_ptr_null(none);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], "ab", 2), 2);
+        ck_assert_int_eq(write(p[1], "cdef", 4), 4);
+        close(p[1]);
+        _cleanup_free_ char *head = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_full_fd(p[0], 3, READ_PREFIX, &head, &len, NULL), 0);
+        close(p[0]);
+        ck_assert_str_eq(head, "abc");
+        ck_assert_uint_eq(len, 3);
 }
 END_TEST
 
@@ -159,6 +205,7 @@ TB_SUITE("fileio", 0)
 {
         tcase_add_test(tc, read_beneath_follows_no_link_on_the_way_and_never_leaves_the_folder);
         tcase_add_test(tc, read_regular_refuses_folders_and_fifos_and_a_big_file_before_reading_it);
+        tcase_add_test(tc, read_prefix_reads_the_first_bytes_and_refuses_no_longer_file);
         tcase_add_test(tc, read_full_fd_reads_a_pipe_to_its_end_past_any_one_read);
         tcase_add_test(tc, the_atomic_writer_keeps_the_mode_when_asked_and_replaces_a_link_without_following_it);
         tcase_add_test(tc, the_atomic_writer_gives_the_file_to_the_folders_owner_when_asked);

@@ -26,15 +26,20 @@ static int tasks_running(void)
         return p && *p >= '0' && *p <= '9' ? atoi(p) : -1;
 }
 
-bool cpus_other_idle(cpu_set_t *all, cpu_set_t *others)
+bool cpus_others(cpu_set_t *all, cpu_set_t *others)
 {
         int here = sched_getcpu();
         if (here < 0 || sched_getaffinity(0, sizeof *all, all) < 0 || CPU_COUNT(all) < 2 || !CPU_ISSET(here, all))
                 return false;
-        int running = tasks_running();
-        if (running < 0 || running >= CPU_COUNT(all))
-                return false;
         *others = *all;
         CPU_CLR(here, others);
         return true;
+}
+
+bool cpus_other_idle(cpu_set_t *all, cpu_set_t *others)
+{
+        if (!cpus_others(all, others))
+                return false;
+        int running = tasks_running();
+        return running >= 0 && running < CPU_COUNT(all);
 }

@@ -7,6 +7,11 @@
 #include <stdbool.h>
 
 /* The CPUs this process may use (*all) and those of them but the one this
+ * thread runs on (*others): false when it may use one CPU (or the kernel
+ * does not say), whatever the load. */
+bool cpus_others(cpu_set_t *all, cpu_set_t *others);
+
+/* The CPUs this process may use (*all) and those of them but the one this
  * thread runs on (*others), when one of the others looks idle this moment:
  * fewer tasks running or ready to run (/proc/loadavg's fourth field, this
  * one included) than the CPUs it may use. False when none looks idle (a

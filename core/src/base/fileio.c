@@ -74,6 +74,8 @@ static int read_to_end(int fd, size_t max, size_t hint, int flags, char **out, s
         char *buf = xmalloc(cap);
 
         for (;;) {
+                if ((flags & READ_PREFIX) && n >= max)
+                        break;
                 if (n + 1 >= cap) {
                         if (n > max) {
                                 give_up(buf, flags);
@@ -90,7 +92,10 @@ static int read_to_end(int fd, size_t max, size_t hint, int flags, char **out, s
                         }
                         cap = want;
                 }
-                ssize_t got = read_retry(fd, buf + n, cap - n - 1);
+                size_t room = cap - n - 1;
+                if ((flags & READ_PREFIX) && room > max - n)
+                        room = max - n;
+                ssize_t got = read_retry(fd, buf + n, room);
                 if (got < 0) {
                         give_up(buf, flags);
                         return (int)got;
@@ -123,9 +128,9 @@ int read_full_fd(int fd, size_t max, int flags, char **out, size_t *len, struct 
                         return -EISDIR;
                 if (!S_ISREG(st->st_mode))
                         return -EINVAL;
-                if ((uintmax_t)st->st_size > max)
+                if ((uintmax_t)st->st_size > max && !(flags & READ_PREFIX))
                         return -EFBIG;
-                hint = (size_t)st->st_size;
+                hint = (uintmax_t)st->st_size > max ? max : (size_t)st->st_size;
         }
         return read_to_end(fd, max, hint, flags, out, len);
 }

@@ -18,6 +18,9 @@ enum {
         READ_NONBLOCK = 1 << 3, /* opened O_NONBLOCK: a FIFO planted there is never waited on */
         READ_SECURE = 1 << 4,   /* for secrets: a buffer given up (grown, or on an error) is
                                    erased first; release *out with erase_and_free() */
+        READ_PREFIX = 1 << 5,   /* its first `max` bytes (all of a shorter one): a longer file is
+                                   not refused; with `max` 0, only that it opens (and, with
+                                   READ_REGULAR, is a regular file) */
 };
 
 /* Read the file at `path` (relative to `dirfd`, or AT_FDCWD) whole, opened

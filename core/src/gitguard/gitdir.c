@@ -178,33 +178,6 @@ static int fix_control(struct repo_guard *g, int dirfd, const char *name, const 
         return 0;
 }
 
-/* The first `need` bytes (fewer when the file is shorter) of the regular
- * file `name` in `dirfd`, opened as guard_read_at does: malloc'd
- * (NUL-terminated), or NULL when it cannot be read. With `need` 0, only
- * that it opens for reading. */
-static char *read_prefix_at(int dirfd, const char *name, size_t need, size_t *len)
-{
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return NULL;
-        _cleanup_free_ char *buf = xmalloc(need + 1);
-        size_t n = 0;
-        while (n < need) {
-                ssize_t k = read(fd, buf + n, need - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return NULL;
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        buf[n] = '\0';
-        *len = n;
-        return TAKE_PTR(buf);
-}
-
 #define WHOLE SIZE_MAX /* fix_data_file's `need`: every byte, up to `max` */
 
 /* A data file: kept when a regular file of at most `max` bytes whose
@@ -224,8 +197,13 @@ static int fix_data_file(const struct gd *d, const char *name, size_t max, size_
                 why = "data larger than git writes";
         } else if (valid) {
                 size_t len = 0;
-                _cleanup_free_ char *text = need == WHOLE ? guard_read_at(d->fd, name, max, &len, NULL)
-                                                          : read_prefix_at(d->fd, name, need, &len);
+                _cleanup_free_ char *text = NULL;
+                if (need == WHOLE)
+                        text = guard_read_at(d->fd, name, max, &len, NULL);
+                else /* on an error `text` stays NULL */
+                        (void)read_full_file_at(d->fd, name, need,
+                                                READ_NOFOLLOW | READ_REGULAR | READ_NONBLOCK | READ_PREFIX, &text, &len,
+                                                NULL);
                 if (!text || !valid(text, len))
                         why = "data git would not read as such";
         }

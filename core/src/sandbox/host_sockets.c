@@ -319,9 +319,7 @@ struct host_sockets_early *host_sockets_start(void)
          * batch more than the listing in line (bench/batch.sh). Should the
          * other CPU be taken meanwhile, the mask lists them itself. */
         cpu_set_t all, others;
-        if (!cpus_other_idle(&all, &others))
-                return NULL;
-        return host_sockets_start_thread();
+        return cpus_other_idle(&all, &others) ? host_sockets_start_thread() : NULL;
 }
 
 struct host_sockets_early *host_sockets_start_thread(void)
@@ -340,12 +338,9 @@ struct host_sockets_early *host_sockets_start_thread(void)
          * at the join). */
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        int here = sched_getcpu();
-        if (here >= 0 && sched_getaffinity(0, sizeof e->cpus, &e->cpus) == 0 && CPU_COUNT(&e->cpus) > 1) {
-                cpu_set_t others = e->cpus;
-                CPU_CLR(here, &others);
+        cpu_set_t others;
+        if (cpus_others(&e->cpus, &others))
                 e->narrowed = pthread_attr_setaffinity_np(&attr, sizeof others, &others) == 0;
-        }
         int r = pthread_create(&e->thread, &attr, list_early, e);
         pthread_attr_destroy(&attr);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
