@@ -143,6 +143,42 @@ START_TEST(the_exported_filter_denies_when_loaded_and_lets_the_rest_through)
 }
 END_TEST
 
+#if defined(__x86_64__)
+/* A call through the 32-bit ABI (int $0x80), as a 32-bit program in the
+ * session makes it: its own syscall numbers, which the filter meets in a
+ * part of its own. -1 with errno, as a libc wrapper. */
+static long ia32_call(long nr, long a, long b)
+{
+        long r;
+        __asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b) : "memory", "r8", "r9", "r10", "r11");
+        if (r < 0 && r > -4096) {
+                errno = (int)-r;
+                return -1;
+        }
+        return r;
+}
+/* The i386 numbers (arch/x86/entry/syscalls/syscall_32.tbl). */
+static long call_keyctl_ia32(void) { return ia32_call(288, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING); }
+static long call_unshare_user_ia32(void) { return ia32_call(310, CLONE_NEWUSER, 0); }
+static long call_getppid_ia32(void) { return ia32_call(64, 0, 0) > 0 ? 0 : -1; }
+
+START_TEST(a_32_bit_call_meets_the_same_rules)
+{
+        if (!can_load_filters("a_32_bit_call_meets_the_same_rules"))
+                return;
+        if (call_getppid_ia32() < 0) {
+                fprintf(stderr, "a_32_bit_call_meets_the_same_rules: skipped: this kernel runs no 32-bit calls\n");
+                return;
+        }
+        ck_assert_int_eq(under_filter(false, call_keyctl_ia32), ENOSYS);
+        ck_assert_int_eq(under_filter(false, call_unshare_user_ia32), EPERM);
+        ck_assert_int_eq(under_filter(false, call_getppid_ia32), 0);
+        ck_assert_int_eq(under_filter(true, call_keyctl_ia32), ENOSYS);
+        ck_assert_int_ne(under_filter(true, call_unshare_user_ia32), EPERM);
+}
+END_TEST
+#endif
+
 static long close_if_made(long fd)
 {
         if (fd >= 0)
@@ -317,6 +353,9 @@ TB_SUITE("confine", 0)
         tcase_add_test(tc, the_filter_comes_first_and_nested_user_namespaces_are_disabled_where_bwrap_makes_one);
         tcase_add_test(tc, the_tmpdir_is_a_private_tmpfs_and_never_a_prefix_of_the_home);
         tcase_add_test(tc, the_exported_filter_denies_when_loaded_and_lets_the_rest_through);
+#if defined(__x86_64__)
+        tcase_add_test(tc, a_32_bit_call_meets_the_same_rules);
+#endif
         tcase_add_test(tc, the_filter_allows_only_the_socket_families_a_session_needs);
         tcase_add_test(tc, the_filter_refuses_setuid_and_setgid_modes_and_nothing_else);
         tcase_add_test(tc, the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first);

@@ -42,7 +42,7 @@ static int write_filter(bool nested_userns, bool compile, int mfd, const char **
 {
         const struct confine_bpf *b = compile ? NULL : built_filter();
         if (!b)
-                return confine_rules_export(nested_userns, mfd, step);
+                return confine_rules_export(nested_userns, CONFINE_TREE, mfd, step);
         *step = "writing the filter";
         return loop_write(mfd, b->prog[nested_userns], b->len[nested_userns]);
 }

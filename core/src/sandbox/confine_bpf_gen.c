@@ -23,7 +23,7 @@ static int compile(bool nested, unsigned char **prog, size_t *len)
 {
         int fd = memfd_create("confine-bpf-gen", MFD_CLOEXEC);
         const char *step = "creating a memfd";
-        int r = fd < 0 ? -errno : confine_rules_export(nested, fd, &step);
+        int r = fd < 0 ? -errno : confine_rules_export(nested, CONFINE_TREE, fd, &step);
         struct stat st;
         if (r == 0 && fstat(fd, &st) < 0)
                 r = -errno;

@@ -265,12 +265,21 @@ static int build_filter(scmp_filter_ctx ctx, bool nested_userns, const char **st
 }
 
 
-int confine_rules_export(bool nested_userns, int fd, const char **step)
+int confine_rules_export(bool nested_userns, enum confine_layout layout, int fd, const char **step)
 {
         __attribute__((cleanup(seccomp_releasep))) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         *step = "creating the filter";
         if (!ctx)
                 return -ENOMEM;
+        /* The syscall numbers as a binary tree, not a chain of compares.
+         * When bwrap loads the filter, the kernel runs it once for every
+         * syscall number of each architecture (its cache of the calls
+         * always allowed, seccomp_cache_prepare): along the chain, loading
+         * took about 0.32 ms of every Trial's start here, down the tree
+         * 0.14 ms (bench/filter.sh). The rules are the same either way:
+         * where libseccomp refuses the attribute, it makes the chain. */
+        if (layout == CONFINE_TREE)
+                (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         int r = build_filter(ctx, nested_userns, step);
         if (r < 0)
                 return r;

@@ -9,10 +9,15 @@
 
 #include "sandbox/confine_bpf.h"
 
-/* Build the filter for `nested_userns` with libseccomp and write its BPF
- * program to `fd` (seccomp_export_bpf). 0, or a negative errno with *step
- * naming what failed. */
-int confine_rules_export(bool nested_userns, int fd, const char **step);
+/* How the program finds a call's rule: down a binary tree of the syscall
+ * numbers (trialbox's filter), or along a chain of compares (libseccomp's
+ * default; bench/filter.sh measures the two side by side). */
+enum confine_layout { CONFINE_TREE, CONFINE_CHAIN };
+
+/* Build the filter for `nested_userns` with libseccomp, laid out as
+ * `layout` says, and write its BPF program to `fd` (seccomp_export_bpf).
+ * 0, or a negative errno with *step naming what failed. */
+int confine_rules_export(bool nested_userns, enum confine_layout layout, int fd, const char **step);
 
 /* What the program libseccomp makes of the rules depends on, here and now:
  * the native architecture and libseccomp's version (confine_bpf.h says why
