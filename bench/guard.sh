@@ -88,7 +88,7 @@ t0=$(pool_median "$T/runs" files-0)
 row "repository guard" "no-op Trial, empty repository (one empty commit), tmpfs, median" "$t0 ms" "" ""
 th=$(pool_median "$T/runs" history)
 row "repository guard" "no-op Trial, repository with history ($history_objects loose objects, $(fmt "$history_entries") entries in .git), median (more than the empty one)" \
-        "$th ms (+$(minus "$th" "$t0") ms)" "" ""
+        "$th ms ($(signed_minus "$th" "$t0") ms)" "" ""
 for n in $sizes; do
         [ "$n" != 0 ] || continue
         t=$(pool_median "$T/runs" "files-$n")

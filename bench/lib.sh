@@ -151,6 +151,8 @@ pool_count() { # FILE NAME
 
 # a - b with 3 decimals.
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+# The same with its sign always written: +0.250, -0.125.
+signed_minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
 
 # floor_line FILE DRY-RUN-LINE-FILE: the --dry-run line (without --seccomp,
 # see bare_line) as the floor driver's arguments: its `env -i` and its

@@ -149,7 +149,7 @@ v=$(verdict_le "$r" 1.10)
 rmin=$(ratio "$(pool_min "$T/runs" trialbox)" "$(pool_min "$T/runs" bare-bwrap)")
 row start-up "no-op Trial / bare bwrap, medians (and of the fastest runs)" "$r× ($rmin×)" "≤ 1.10× (ideally 1.05×)" "$v"
 row start-up "no-op Trial on disk ($(fs_type "$D")), median (ratio to the floor; to the tmpfs Trial)" \
-        "$td ms ($(ratio "$td" "$fl")×; +$(minus "$td" "$t") ms)" "" ""
+        "$td ms ($(ratio "$td" "$fl")×; $(signed_minus "$td" "$t") ms)" "" ""
 tu=$(pool_median "$T/runs" true-unsandboxed)
 row start-up "/bin/true unsandboxed, median (ratio to bare bwrap)" "$tu ms ($(ratio "$tu" "$bare")×)" "" ""
 if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
