@@ -51,7 +51,12 @@ if ldd "$BUILD/core/trialbox" 2>/dev/null | grep -q 'libjson-c'; then
 else
         linking="json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS)"
 fi
-commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "?")
+# The commit measured; "-dirty" when anything but this report itself (which
+# each run rewrites) differs from it.
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
+if [ "$commit" != "?" ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no -- . ':!docs/performance.md' 2>/dev/null)" ]; then
+        commit="$commit-dirty"
+fi
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "?")
 bwrap_v=$(bwrap --version 2>/dev/null | head -n 1 || echo "no bwrap")
 kernel=$(uname -r)
