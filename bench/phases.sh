@@ -80,10 +80,12 @@ what = {
 }
 T, n = sys.argv[1], int(sys.argv[2])
 at = collections.defaultdict(list)
+runs = 0
 for f in glob.glob(T + "/p*"):
     rows = [l.split() for l in open(f) if l.startswith("PHASE ")]
     if not rows:
         continue
+    runs += 1
     t0 = int(rows[0][3])
     seen = collections.Counter()
     for r in rows:
@@ -97,7 +99,9 @@ order = sorted(at, key=lambda k: statistics.median(at[k]))
 prev = 0
 for k in order:
     m = statistics.median(at[k])
-    print("| start-up phases | %s: %s | %.3f ms (+%.3f) |  |  |" % (k, what.get(k, k), m / 1000, (m - prev) / 1000))
+    # A mark not every Trial passes (the listing thread's) says in how many it was.
+    some = "" if len(at[k]) >= runs else " (in %d of %d Trials)" % (len(at[k]), runs)
+    print("| start-up phases | %s: %s%s | %.3f ms (+%.3f) |  |  |" % (k, what.get(k, k), some, m / 1000, (m - prev) / 1000))
     prev = m
 PY
-method "start-up phases: the marks of a build with -DTRIALBOX_PHASES=ON (core/src/base/phase.h; configured by bench/phases.sh in BUILD-phases), one write(2) of a CLOCK_MONOTONIC timestamp each, in the trialbox process and in the keeper and bwrap's process before its exec; $n no-op Trials (\`run --harness shell --harness-bin /bin/true\`, $ROOT_SESSION) on tmpfs, each mark's median time from main() and, in brackets, the step from the mark before it (medians of different runs: the steps need not add up). What comes before main() (the loader) and after its return is not in it: see own work."
+method "start-up phases: the marks of a build with -DTRIALBOX_PHASES=ON (core/src/base/phase.h; configured by bench/phases.sh in BUILD-phases), one write(2) of a CLOCK_MONOTONIC timestamp each, in the trialbox process and in the keeper and bwrap's process before its exec; $n no-op Trials (\`run --harness shell --harness-bin /bin/true\`, $ROOT_SESSION) on tmpfs, each mark's median time from main() and, in brackets, the step from the mark before it (medians of different runs: the steps need not add up). What comes before main() (the loader) and after its return is not in it: see own work. The listing thread starts only when /proc/loadavg shows fewer tasks running than CPUs (base/cpus.h), and the shell that starts each Trial here is often still counted then (under \`hyperfine -N\` it mostly is not): a mark some Trials did not pass says in how many it was."
