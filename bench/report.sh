@@ -51,10 +51,11 @@ if ldd "$BUILD/core/trialbox" 2>/dev/null | grep -q 'libjson-c'; then
 else
         linking="json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS)"
 fi
+doc="$root/docs/performance.md"
 # The commit measured; "-dirty" when anything but this report itself (which
 # each run rewrites) differs from it.
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
-if [ "$commit" != "?" ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no -- . ':!docs/performance.md' 2>/dev/null)" ]; then
+if [ "$commit" != "?" ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no -- . ":!${doc#"$root"/}" 2>/dev/null)" ]; then
         commit="$commit-dirty"
 fi
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo "?")
@@ -63,7 +64,6 @@ kernel=$(uname -r)
 fs_tmp=$(df -T /tmp 2>/dev/null | awk 'NR == 2 { print $2 }')
 load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
-doc="$root/docs/performance.md"
 mkdir -p "$root/docs"
 [ ! -e "$doc" ] || cp "$doc" "$out/previous.md"
 {
