@@ -5,7 +5,7 @@
  * status. No output folder, no record, no seccomp filter, no plugin, no
  * repository guard: what trialbox does beyond this is its own work.
  *
- *   floor [--exec] [NAME=VALUE...] PROGRAM [ARGS...]
+ *   floor [--exec | --marks] [NAME=VALUE...] PROGRAM [ARGS...]
  *
  * The environment is exactly the NAME=VALUE words (as `env -i` takes
  * them), so the `--dry-run` line runs unchanged once its `env -i` is
@@ -13,7 +13,12 @@
  * not open. With --exec, PROGRAM is executed in place, with no keeper:
  * the bare bwrap line, started by as small a program as can be (the same
  * one exec before bwrap's as the floor pays, without coreutils' env(1)).
- * libc only. */
+ * With --marks (bench/phases.sh), the floor prints on stderr the marks a
+ * build of trialbox with -DTRIALBOX_PHASES=ON prints at the same steps, in
+ * the same form (core/src/base/phase.c): "main", "forked", a
+ * "status_line" for each line bwrap writes on fd 3 (then a pipe the floor
+ * reads, as trialbox reads its status pipe) and "loop_end" once the keeper
+ * is reaped. libc only. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +29,24 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+static bool marks;
+
+/* A mark, as core/src/base/phase.c writes it: "PHASE pid name µs". */
+static void mark(const char *name)
+{
+        if (!marks)
+                return;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        char buf[128];
+        int n = snprintf(buf, sizeof buf, "PHASE %d %s %lld\n", (int)getpid(), name,
+                         (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+        if (n > 0 && write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+        }
+}
 
 /* End as `status` says: the same signal, or the same exit code. */
 static void __attribute__((noreturn)) end_like(int status)
@@ -60,8 +82,10 @@ int main(int argc, char **argv)
 {
         int i = 1;
         bool exec_only = i < argc && strcmp(argv[i], "--exec") == 0;
-        if (exec_only)
+        marks = i < argc && strcmp(argv[i], "--marks") == 0;
+        if (exec_only || marks)
                 i++;
+        mark("main");
         char **envp = argv + i;
         while (i < argc && strchr(argv[i], '=') && argv[i][0] != '/')
                 i++;
@@ -75,7 +99,17 @@ int main(int argc, char **argv)
         if (!env)
                 return 127;
         memcpy(env, envp, (size_t)(prog - envp) * sizeof *env);
-        if (fcntl(3, F_GETFD) < 0) {
+        /* With marks, fd 3 is a pipe whose lines are read below. */
+        int status_r = -1;
+        if (marks) {
+                /* The read end above fd 3 (pipe() may give it fd 3 itself). */
+                int p[2];
+                if (pipe(p) < 0 || (status_r = fcntl(p[0], F_DUPFD_CLOEXEC, 4)) < 0)
+                        return 127;
+                close(p[0]);
+                if (p[1] != 3 && (dup2(p[1], 3) < 0 || close(p[1]) < 0))
+                        return 127;
+        } else if (fcntl(3, F_GETFD) < 0) {
                 int fd = open("/dev/null", O_WRONLY);
                 if (fd >= 0 && fd != 3) {
                         dup2(fd, 3);
@@ -92,9 +126,20 @@ int main(int argc, char **argv)
                 return 127;
         if (k == 0)
                 keeper(prog, env);
+        mark("forked");
+        if (status_r >= 0) {
+                close(3); /* bwrap's (and the keeper's) alone: EOF once they are gone */
+                char buf[4096];
+                ssize_t n;
+                while ((n = read(status_r, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+                        for (ssize_t j = 0; j < n; j++)
+                                if (buf[j] == '\n')
+                                        mark("status_line");
+        }
         int st;
         while (waitpid(k, &st, 0) < 0)
                 if (errno != EINTR)
                         return 127;
+        mark("loop_end");
         end_like(st);
 }

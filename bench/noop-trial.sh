@@ -7,6 +7,9 @@
 #     which starts the same bwrap line and reaps everything: the least a
 #     launcher that keeps a sandbox can do;
 #   - the same Trial with its repository and output folder on a disk;
+#   - the same Trial from a build that links json-c, libffi and libseccomp
+#     statically (-DTRIALBOX_STATIC_DEPS=ON, built here in STATIC_BUILD,
+#     default BUILD-static; STATIC=0: not), a diagnostic row;
 #   - /bin/true unsandboxed, and the peers a user would pick instead when they
 #     are installed: firejail and Anthropic's sandbox-runtime (srt).
 # Repository, output folders and the bare line's home on tmpfs (TMPFS_DIR,
@@ -14,7 +17,8 @@
 # All in one hyperfine series without a shell, run in ROUNDS rounds so that
 # the commands alternate (lib.sh: hf_rounds); medians over every run.
 #
-#   bench/noop-trial.sh            (BUILD=folder, RUNS=60 per command, ROUNDS=6)
+#   bench/noop-trial.sh            (BUILD=folder, RUNS=60 per command, ROUNDS=6,
+#                                   STATIC_BUILD=folder or STATIC=0)
 #
 # Needs hyperfine and jq (apt-get install -y hyperfine jq); builds the floor
 # driver ($BUILD/bench/floor, -DTRIALBOX_BENCH=ON). Optional peers:
@@ -60,6 +64,27 @@ set -- \
         --prepare "rm -rf $T/out" -n trialbox "$trial" \
         --prepare "rm -rf $D/out" -n trialbox-disk "$disk_trial" \
         --prepare true -n true-unsandboxed /bin/true
+
+# The same Trial from a build that links json-c, libffi and libseccomp
+# statically (-DTRIALBOX_STATIC_DEPS=ON; STATIC_BUILD, default BUILD-static,
+# configured and built here with BUILD's build type; its trialbox loads
+# BUILD's plugins, as the Trial above does): a diagnostic row, what the
+# option saves at each start (docs/hacking.md). STATIC=0: not. Skipped when
+# BUILD links them statically itself.
+static_trial=""
+if [ "${STATIC:-1}" = 1 ] && ldd "$TB" 2>/dev/null | grep -q 'libjson-c'; then
+        SB=${STATIC_BUILD:-$BUILD-static}
+        type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+        say "configuring and building $SB (-DTRIALBOX_STATIC_DEPS=ON)"
+        if cmake -S "$bench_root" -B "$SB" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" -DTRIALBOX_STATIC_DEPS=ON \
+                -DTRIALBOX_TESTS=OFF >"$T/static.err" 2>&1 &&
+                cmake --build "$SB" --target trialbox -j"$(nproc)" >>"$T/static.err" 2>&1; then
+                static_trial="$SB/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/out-static"
+                set -- "$@" --prepare "rm -rf $T/out-static" -n trialbox-static "$static_trial"
+        else
+                static_fail=$(grep -m1 -e 'Error' -e 'error' "$T/static.err" | head -c 300 | tr '|' ' ')
+        fi
+fi
 
 # As root: the same Trial as a session user (--user nobody, the default way a
 # root Trial runs), a diagnostic row: the user switch and the user namespace
@@ -159,6 +184,13 @@ if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
 elif [ -n "$user_trial" ]; then
         row start-up "diagnostic: no-op Trial as --user nobody" "could not run: ${user_fail}" "" ""
 fi
+if [ -n "$static_trial" ]; then
+        tst=$(pool_median "$T/runs" trialbox-static)
+        row start-up "diagnostic: no-op Trial, json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS=ON), median (minus the shared build's; ratio to the floor)" \
+                "$tst ms ($(signed_minus "$tst" "$t") ms; $(ratio "$tst" "$fl")×)" "" ""
+elif [ -n "${static_fail:-}" ]; then
+        row start-up "diagnostic: no-op Trial, TRIALBOX_STATIC_DEPS=ON" "could not build: ${static_fail}" "" ""
+fi
 if [ -n "$eatmydata" ]; then
         te=$(pool_median "$T/runs" trialbox-disk-env)
         nf=$(pool_median "$T/runs" trialbox-disk-no-fsync)
@@ -182,4 +214,4 @@ elif [ -n "$srt_cmd" ]; then
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
+method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$static_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=ON\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."

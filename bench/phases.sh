@@ -13,6 +13,13 @@
 # on tmpfs (TMPFS_DIR, default /dev/shm): the median time of each mark from
 # main(), and the median step from the mark before it. Each mark is one
 # write(2): the whole is a few microseconds slower than a build without them.
+# Then the gap to the floor: each Trial follows a run of bench/floor.c
+# --marks on the same bwrap line (bench/noop-trial.sh's floor), which marks
+# the same steps (main(), the keeper forked, bwrap's status lines, the keeper
+# reaped); both are started by bench/stamp.c, which marks the spawn and the
+# reaping, so the exec, the loader and the exit are in: per step, the
+# medians from the spawn, and how much it adds to trialbox's time beyond
+# the floor's.
 #
 #   bench/phases.sh        (PHASES_RUNS=60, PHASES_BUILD=folder)
 # shellcheck source=lib.sh
@@ -25,14 +32,26 @@ say "phases: configuring and building $PB (-DTRIALBOX_PHASES=ON)"
 cmake -S "$bench_root" -B "$PB" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" -DTRIALBOX_PHASES=ON \
         -DTRIALBOX_TESTS=OFF >/dev/null || die "cannot configure $PB"
 cmake --build "$PB" --target trialbox shell -j"$(nproc)" >/dev/null || die "cannot build $PB"
+need_trialbox
+bench_driver floor
+bench_driver stamp
+FLOOR="$BUILD/bench/floor"
+STAMP="$BUILD/bench/stamp"
 scratch_tmpfs
 mkdir "$T/repo"
+# The floor (bench/floor.c, as bench/noop-trial.sh runs it) on the same
+# bwrap line, with the same marks (--marks), side by side.
+bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
+mkdir -p "$T/bare/home"
+floor_line "$T/floor.args" "$T/bare.sh"
 n=${PHASES_RUNS:-60}
-say "phases: $n no-op Trials"
+say "phases: $n no-op Trials and $n runs of the floor, alternating"
 i=0
 while [ "$i" -lt "$n" ]; do
-        TRIALBOX_PLUGIN_PATH="$PB/plugins" "$PB/core/trialbox" run $ROOT_SESSION -q --harness shell \
-                --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/o$i" 2>"$T/p$i" >/dev/null ||
+        # shellcheck disable=SC2046 # the line's words
+        "$STAMP" "$T/f$i" "$FLOOR" --marks $(cat "$T/floor.args") || die "the floor failed: $(head -c 300 "$T/f$i")"
+        TRIALBOX_PLUGIN_PATH="$PB/plugins" "$STAMP" "$T/p$i" "$PB/core/trialbox" run $ROOT_SESSION -q --harness shell \
+                --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/o$i" ||
                 die "no-op Trial $i failed: $(head -c 300 "$T/p$i")"
         rm -rf "$T/o$i"
         i=$((i + 1))
@@ -82,7 +101,7 @@ T, n = sys.argv[1], int(sys.argv[2])
 at = collections.defaultdict(list)
 runs = 0
 for f in glob.glob(T + "/p*"):
-    rows = [l.split() for l in open(f) if l.startswith("PHASE ")]
+    rows = [l.split() for l in open(f) if l.startswith("PHASE ") and not l.startswith("PHASE 0 ")]
     if not rows:
         continue
     runs += 1
@@ -103,5 +122,40 @@ for k in order:
     some = "" if len(at[k]) >= runs else " (in %d of %d Trials)" % (len(at[k]), runs)
     print("| start-up phases | %s: %s%s | %.3f ms (+%.3f) |  |  |" % (k, what.get(k, k), some, m / 1000, (m - prev) / 1000))
     prev = m
+
+# Side by side with the floor: each mark both pass, from the spawn (stamp's
+# marks, pid 0), so that the exec, the loader and the exit are in.
+def from_spawn(prefix):
+    at = collections.defaultdict(list)
+    for f in glob.glob(T + "/" + prefix + "*"):
+        rows = [l.split() for l in open(f) if l.startswith("PHASE ")]
+        t0 = [int(r[3]) for r in rows if r[1] == "0" and r[2] == "spawn"]
+        if not t0:
+            continue
+        seen = collections.Counter()
+        for r in rows:
+            seen[r[2]] += 1
+            key = r[2] + ("#%d" % seen[r[2]] if seen[r[2]] > 1 else "")
+            at[key].append(int(r[3]) - t0[0])
+    return {k: statistics.median(v) / 1000 for k, v in at.items()}
+fl, tb = from_spawn("f"), from_spawn("p")
+steps = [
+    ("main", "main() reached: the exec and the loader"),
+    ("forked", "the keeper forked: the launcher's work before it (trialbox's: the checks, the plugin, the spec, the masks)"),
+    ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, the sandbox's namespaces"),
+    ("status_line#2", "bwrap's exit-code line: the mounts, the session (trialbox's under its seccomp filter), its end"),
+    ("loop_end", "the keeper reaped: bwrap's exit, the keeper's"),
+    ("reaped", "the launcher reaped: (trialbox's) the guard's check, the logins, the final record, its exit"),
+]
+if all(k in fl and k in tb for k, _ in steps):
+    pf = pt = 0.0
+    for k, text in steps:
+        print("| start-up gap | %s (floor / trialbox, from the spawn) | %.3f / %.3f ms (steps +%.3f / +%.3f; gap %+.3f ms) |  |  |"
+              % (text, fl[k], tb[k], fl[k] - pf, tb[k] - pt, (tb[k] - pt) - (fl[k] - pf)))
+        pf, pt = fl[k], tb[k]
+    print("| start-up gap | spawn to reaped, trialbox / floor, medians | %.2f× (%+.3f ms) |  |  |" % (tb["reaped"] / fl["reaped"], tb["reaped"] - fl["reaped"]))
+else:
+    print("| start-up gap | the floor's or trialbox's marks are missing: is bench/floor.c built with --marks? | | | |")
 PY
 method "start-up phases: the marks of a build with -DTRIALBOX_PHASES=ON (core/src/base/phase.h; configured by bench/phases.sh in BUILD-phases), one write(2) of a CLOCK_MONOTONIC timestamp each, in the trialbox process and in the keeper and bwrap's process before its exec; $n no-op Trials (\`run --harness shell --harness-bin /bin/true\`, $ROOT_SESSION) on tmpfs, each mark's median time from main() and, in brackets, the step from the mark before it (medians of different runs: the steps need not add up). What comes before main() (the loader) and after its return is not in it: see own work. The listing thread starts only when /proc/loadavg shows fewer tasks running than CPUs (base/cpus.h), which a task the launcher or the kernel still runs can prevent: a mark some Trials did not pass says in how many it was."
+method "start-up gap: the same $n no-op Trials, each after a run of the floor (bench/floor.c --marks: the bwrap line of bench/noop-trial.sh's floor, \`--dry-run\`'s without the seccomp filter, $ROOT_SESSION; its marks in the same form at the same steps: main(), the keeper forked, each line bwrap writes on its status fd, which the floor then reads through a pipe, and the keeper reaped), both started by bench/stamp.c, which marks the spawn (before its fork) and the reaping (after its wait); each mark's median time from the spawn, floor / trialbox, the step from the mark before, and how much the step adds to the gap (medians of different runs: the steps need not add up). trialbox's build has its ~30 marks (a write(2) each), the floor its 6. The gap's steps say where trialbox's time beyond the floor's goes; the targets are judged on start-up's rows, without marks."
