@@ -2,20 +2,22 @@
 # The batch runner (`trialbox batch`):
 #  - throughput: 200 no-op Trials (`shell`, session `true`) with --jobs 2,
 #    against GNU parallel -j2 running the same 200 bare bwrap command lines
-#    (the --dry-run line of such a Trial), side by side in one hyperfine run;
+#    (the --dry-run line of such a Trial), side by side in one hyperfine
+#    series run in rounds, so that the two alternate (lib.sh: hf_rounds);
 #  - the batch's own memory: its peak RSS over plans of 1,000 and 10,000
 #    Trials that are all final already (each folder holds a completed
 #    outcome.json), so only the batch itself is measured: plan, resume scan,
 #    plan.results.jsonl and the summary. The growth per plan line is the figure
 #    that must stay at the size of a Trial's record.
 #
-#   bench/batch.sh     (BATCH_RUNS=5 BATCH_MEM_RUNS=3 BATCH_PARTS="throughput memory")
+#   bench/batch.sh     (BATCH_RUNS=8 BATCH_ROUNDS=4 BATCH_MEM_RUNS=3 BATCH_PARTS="throughput memory")
 #
 # BATCH_PARTS names the parts to run (default both): BATCH_PARTS=memory
-# measures the memory alone. BATCH_MEM_RUNS: how many times each plan's peak
+# measures the memory alone. BATCH_RUNS: runs of each command in all, over
+# BATCH_ROUNDS rounds. BATCH_MEM_RUNS: how many times each plan's peak
 # RSS is measured (its median is the figure).
 #
-# Needs hyperfine and GNU parallel (throughput), and GNU time (memory).
+# Needs hyperfine, jq and GNU parallel (throughput), and GNU time (memory).
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 parts=${BATCH_PARTS:-throughput memory}
@@ -23,6 +25,7 @@ part() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac }
 part throughput || part memory || die "BATCH_PARTS='$parts' names no part: use throughput, memory or both"
 if part throughput; then
         need hyperfine hyperfine
+        need jq jq
         need parallel parallel
 fi
 if part memory; then
@@ -30,7 +33,8 @@ if part memory; then
 fi
 need_trialbox
 scratch
-runs=${BATCH_RUNS:-5}
+runs=${BATCH_RUNS:-8}
+rounds=${BATCH_ROUNDS:-4}
 mem_runs=${BATCH_MEM_RUNS:-3}
 n=200
 
@@ -52,19 +56,20 @@ throughput() {
                 i=$((i + 1))
         done >"$W/bare-lines"
 
-        say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each"
-        hyperfine --warmup 1 --runs "$runs" --export-csv "$W/h.csv" \
-                --prepare "rm -rf '$W/out' '$W/plan.results.jsonl'" -n "batch" "'$TB' batch '$W/plan.jsonl' --jobs 2 -q" \
-                --prepare true -n "parallel" "parallel -j2 <'$W/bare-lines' >/dev/null" >&2
+        say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each in $rounds rounds"
+        hf_rounds "$W/runs" "$rounds" "$runs" \
+                --prepare "rm -rf $W/out $W/plan.results.jsonl" -n batch "$TB batch $W/plan.jsonl --jobs 2 -q" \
+                --prepare true -n parallel "parallel -j2 -a $W/bare-lines"
         completed=$(grep -c '"outcome":"completed"' "$W/plan.results.jsonl" || true)
-        mb=$(hf_median "$W/h.csv" batch)
-        mp=$(hf_median "$W/h.csv" parallel)
+        mb=$(pool_median "$W/runs" batch)
+        mp=$(pool_median "$W/runs" parallel)
+        all=$(pool_count "$W/runs" batch)
         r=$(ratio "$mb" "$mp")
         row batch "$n no-op Trials, --jobs 2: batch wall time, median (ratio to parallel -j2 over the bare bwrap lines)" \
                 "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
         per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
         row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
-        method "batch: one hyperfine run (--warmup 1 --runs $runs): \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
+        method "batch: one hyperfine series without a shell (-N) in $rounds rounds (one warm-up run of each command per round), so that the two commands alternate, $all runs of each in all, medians over all of them: \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2 -a LINES\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
 }
 
 # The memory of the batch alone: plans whose Trials are all final, each
