@@ -18,7 +18,7 @@
  * the same form (core/src/base/phase.c): "main", "forked", a
  * "status_line" for each line bwrap writes on fd 3 (then a pipe the floor
  * reads, as trialbox reads its status pipe) and "loop_end" once the keeper
- * is reaped. libc only. */
+ * is reaped. libc only (and core/src/base/phase.c, which is). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,23 +29,17 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "base/phase.h" /* built with TRIALBOX_PHASES (bench/CMakeLists.txt) */
 
 static bool marks;
 
-/* A mark, as core/src/base/phase.c writes it: "PHASE pid name µs". */
+/* A mark with --marks, written as trialbox's own are (base/phase.c). */
 static void mark(const char *name)
 {
-        if (!marks)
-                return;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        char buf[128];
-        int n = snprintf(buf, sizeof buf, "PHASE %d %s %lld\n", (int)getpid(), name,
-                         (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-        if (n > 0 && write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-        }
+        if (marks)
+                TB_PHASE(name);
 }
 
 /* End as `status` says: the same signal, or the same exit code. */
