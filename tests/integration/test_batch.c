@@ -775,7 +775,7 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
                 mkdir_p(own, 0755);
                 chmod(own, 0777);
                 strbuf_addf(&plan, "{\"id\":\"g%d\",\"harness\":\"grok\",\"repo\":\"repos/g%d\",\"output_dir\":\"out/g%d\","
-                                   "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"0.6\"]}\n",
+                                   "\"harness_bin\":\"%s\",\"args\":[\"times-g%d\",\"2\"]}\n",
                             i, i, i, FAKE("fake-grok"), i);
         }
         add_trial_own(&plan, &e, "s1", "date +%s%N > times-s1; sleep 0.3");
@@ -786,7 +786,10 @@ START_TEST(grok_trials_run_one_at_a_time_without_holding_a_slot)
         batch_env(&r, &e, env, EXTRA("--jobs", "2"));
         ck_assert_msg(r.status == 0, "status %d; stderr:\n%s", r.status, r.err);
         /* The second grok Trial did not take the other slot to wait on the
-         * lock: s1 ran beside the first one. */
+         * lock: s1 ran beside the first one. Each grok session lasts 2 s:
+         * s1 starts in the same pass as the first, but after its launcher
+         * record is written and under ASan on a loaded CI machine; with
+         * 0.6 s, s1 was seen to start after the first session ended once. */
         _cleanup_free_ char *g1 = path_in(e.dir, "repos/g1"), *g2 = path_in(e.dir, "repos/g2");
         _cleanup_free_ char *s1 = path_in(e.dir, "repos/s1");
         long long a0 = number_in(g1, "times-g1", 0), a1 = number_in(g1, "times-g1", 1);
