@@ -73,6 +73,21 @@ bench_driver() {
         [ -x "$BUILD/bench/$1" ] || die "no $BUILD/bench/$1 after building it"
 }
 
+# sibling_build DIR LOG "TARGET..." OPTION...: configure DIR from this
+# checkout as a build beside BUILD (BUILD's build type, no tests, and the
+# -DNAME=VALUE OPTIONs) and build TARGETs in it; cmake's output into LOG.
+# Fails as cmake does: the caller says what then.
+sibling_build() {
+        sb_dir=$1 sb_log=$2 sb_targets=$3
+        shift 3
+        need cmake cmake
+        sb_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+        cmake -S "$bench_root" -B "$sb_dir" -DCMAKE_BUILD_TYPE="${sb_type:-RelWithDebInfo}" -DTRIALBOX_TESTS=OFF "$@" \
+                >"$sb_log" 2>&1 || return
+        # shellcheck disable=SC2086 # the targets' words
+        cmake --build "$sb_dir" --target $sb_targets -j"$(nproc)" >>"$sb_log" 2>&1
+}
+
 # A scratch folder under /tmp (not in the repository: the output folder of a
 # Trial must not be inside the repository it runs on), removed at exit.
 scratch() {

@@ -74,11 +74,8 @@ set -- \
 static_trial=""
 if [ "${STATIC:-1}" = 1 ] && ldd "$TB" 2>/dev/null | grep -q 'libjson-c'; then
         SB=${STATIC_BUILD:-$BUILD-static}
-        type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
         say "configuring and building $SB (-DTRIALBOX_STATIC_DEPS=ON)"
-        if cmake -S "$bench_root" -B "$SB" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" -DTRIALBOX_STATIC_DEPS=ON \
-                -DTRIALBOX_TESTS=OFF >"$T/static.err" 2>&1 &&
-                cmake --build "$SB" --target trialbox -j"$(nproc)" >>"$T/static.err" 2>&1; then
+        if sibling_build "$SB" "$T/static.err" trialbox -DTRIALBOX_STATIC_DEPS=ON; then
                 static_trial="$SB/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/out-static"
                 set -- "$@" --prepare "rm -rf $T/out-static" -n trialbox-static "$static_trial"
         else

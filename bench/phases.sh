@@ -24,14 +24,11 @@
 #   bench/phases.sh        (PHASES_RUNS=60, PHASES_BUILD=folder)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-need cmake cmake
 need python3 python3
 PB=${PHASES_BUILD:-$BUILD-phases}
-type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 say "phases: configuring and building $PB (-DTRIALBOX_PHASES=ON)"
-cmake -S "$bench_root" -B "$PB" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" -DTRIALBOX_PHASES=ON \
-        -DTRIALBOX_TESTS=OFF >/dev/null || die "cannot configure $PB"
-cmake --build "$PB" --target trialbox shell -j"$(nproc)" >/dev/null || die "cannot build $PB"
+sibling_build "$PB" /dev/null "trialbox shell" -DTRIALBOX_PHASES=ON ||
+        die "cannot configure or build $PB: cmake -S . -B $PB -DTRIALBOX_PHASES=ON"
 need_trialbox
 bench_driver floor
 bench_driver stamp
@@ -98,6 +95,14 @@ what = {
     "exit": "main() returns",
 }
 T, n = sys.argv[1], int(sys.argv[2])
+
+def keyed(rows):
+    """Each mark's name, numbered from its second time on (status_line#2), and its time."""
+    seen = collections.Counter()
+    for r in rows:
+        seen[r[2]] += 1
+        yield r[2] + ("#%d" % seen[r[2]] if seen[r[2]] > 1 else ""), int(r[3])
+
 at = collections.defaultdict(list)
 runs = 0
 for f in glob.glob(T + "/p*"):
@@ -106,11 +111,8 @@ for f in glob.glob(T + "/p*"):
         continue
     runs += 1
     t0 = int(rows[0][3])
-    seen = collections.Counter()
-    for r in rows:
-        seen[r[2]] += 1
-        key = r[2] + ("#%d" % seen[r[2]] if seen[r[2]] > 1 else "")
-        at[key].append(int(r[3]) - t0)
+    for key, t in keyed(rows):
+        at[key].append(t - t0)
 if "exit" not in at:
     print("| start-up phases | no marks: is %s built with -DTRIALBOX_PHASES=ON? | | | |" % T)
     sys.exit(0)
@@ -132,11 +134,8 @@ def from_spawn(prefix):
         t0 = [int(r[3]) for r in rows if r[1] == "0" and r[2] == "spawn"]
         if not t0:
             continue
-        seen = collections.Counter()
-        for r in rows:
-            seen[r[2]] += 1
-            key = r[2] + ("#%d" % seen[r[2]] if seen[r[2]] > 1 else "")
-            at[key].append(int(r[3]) - t0[0])
+        for key, t in keyed(rows):
+            at[key].append(t - t0[0])
     return {k: statistics.median(v) / 1000 for k, v in at.items()}
 fl, tb = from_spawn("f"), from_spawn("p")
 steps = [
