@@ -5,7 +5,7 @@
  * status. No output folder, no record, no seccomp filter, no plugin, no
  * repository guard: what trialbox does beyond this is its own work.
  *
- *   floor [--exec | --marks] [NAME=VALUE...] PROGRAM [ARGS...]
+ *   floor [--exec | --marks] [--work US] [--early] [NAME=VALUE...] PROGRAM [ARGS...]
  *
  * The environment is exactly the NAME=VALUE words (as `env -i` takes
  * them), so the `--dry-run` line runs unchanged once its `env -i` is

@@ -20,7 +20,7 @@ case ${BUILD:-} in
 esac
 export BUILD
 # bench/slurm.sh starts a Slurm cluster: only as root (its row says so otherwise).
-default="noop-trial startup-breakdown phases filter own-work guard memory wipe writeback concurrent batch limits proxy"
+default="noop-trial startup-breakdown phases early-start filter own-work guard memory wipe writeback concurrent batch limits proxy"
 [ "$(id -u)" != 0 ] || default="$default slurm"
 scripts=${*:-$default}
 out="$root/bench/.cache/last"
