@@ -17,16 +17,7 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need python3 python3
-need_trialbox
-bench_driver floor
-bench_driver stamp
-FLOOR="$BUILD/bench/floor"
-STAMP="$BUILD/bench/stamp"
-scratch_tmpfs
-mkdir "$T/repo"
-bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
-mkdir -p "$T/bare/home"
-floor_line "$T/floor.args" "$T/bare.sh"
+floor_beside_trial
 grep -q -- ' -- ' "$T/floor.args" || die "the --dry-run line has no -- before its command: --early needs one"
 works=${EARLY_WORK:-0 700 1400 2100}
 n=${EARLY_RUNS:-60}

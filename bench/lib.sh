@@ -178,6 +178,32 @@ floor_line() {
         ! grep -q -e '3>' -e '^env ' "$1" || die "could not make the --dry-run line the floor's arguments"
 }
 
+# noop_floor_args: in the scratch folder $T (scratch_tmpfs), the repository
+# $T/repo and the floor's arguments $T/floor.args for a no-op Trial
+# (--harness shell --harness-bin /bin/true): bare_line's line ($T/bare.sh)
+# as floor_line makes it, against the home $T/bare/home, made here. The
+# floor's line of bench/noop-trial.sh, bench/phases.sh, bench/early-start.sh.
+noop_floor_args() {
+        mkdir -p "$T/repo"
+        bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
+        mkdir -p "$T/bare/home"
+        floor_line "$T/floor.args" "$T/bare.sh"
+}
+
+# floor_beside_trial: for the scripts that time the floor beside (or in
+# place of) a no-op Trial, each run from its spawn (bench/phases.sh,
+# bench/early-start.sh): trialbox checked, the floor and stamp drivers built
+# ($FLOOR, $STAMP), a tmpfs scratch folder $T with noop_floor_args's files.
+floor_beside_trial() {
+        need_trialbox
+        bench_driver floor
+        bench_driver stamp
+        FLOOR="$BUILD/bench/floor"
+        STAMP="$BUILD/bench/stamp"
+        scratch_tmpfs
+        noop_floor_args
+}
+
 # bare_line FILE RUN-ARGS...: the bwrap line that `trialbox run RUN-ARGS
 # --dry-run` prints (with $ROOT_SESSION), made runnable alone, into FILE: its
 # `--seccomp N` names the fd of the seccomp filter, which only a running

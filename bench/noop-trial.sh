@@ -48,9 +48,7 @@ mkdir "$T/repo" "$T/peer-home" "$D/repo"
 # The bare command: what --dry-run prints, without --seccomp N (see
 # bare_line), run against a home made beforehand, by the floor's --exec; the
 # floor runs the same line.
-bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
-mkdir -p "$T/bare/home"
-floor_line "$T/floor.args" "$T/bare.sh"
+noop_floor_args
 # shellcheck disable=SC2046 # the line's words
 "$FLOOR" --exec $(cat "$T/floor.args") || die "the bare line failed: $FLOOR --exec $(cat "$T/floor.args")"
 # shellcheck disable=SC2046 # the line's words

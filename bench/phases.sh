@@ -29,18 +29,9 @@ PB=${PHASES_BUILD:-$BUILD-phases}
 say "phases: configuring and building $PB (-DTRIALBOX_PHASES=ON)"
 sibling_build "$PB" /dev/null "trialbox shell" -DTRIALBOX_PHASES=ON ||
         die "cannot configure or build $PB: cmake -S . -B $PB -DTRIALBOX_PHASES=ON"
-need_trialbox
-bench_driver floor
-bench_driver stamp
-FLOOR="$BUILD/bench/floor"
-STAMP="$BUILD/bench/stamp"
-scratch_tmpfs
-mkdir "$T/repo"
 # The floor (bench/floor.c, as bench/noop-trial.sh runs it) on the same
 # bwrap line, with the same marks (--marks), side by side.
-bare_line "$T/bare.sh" --harness shell --harness-bin /bin/true --repo "$T/repo" --output-dir "$T/bare"
-mkdir -p "$T/bare/home"
-floor_line "$T/floor.args" "$T/bare.sh"
+floor_beside_trial
 n=${PHASES_RUNS:-60}
 say "phases: $n no-op Trials and $n runs of the floor, alternating"
 i=0
