@@ -10,17 +10,17 @@
 # today), or with --early after the fork, before the options are sent. Per
 # amount of work (EARLY_WORK, default "0 700 1400 2100" µs; trialbox's
 # own work before its fork is about 1.4 ms, bench/phases.sh), EARLY_RUNS
-# (default 60) runs of each, late and early alternating, each timed from
+# (default 100) runs of each, late and early alternating, each timed from
 # its spawn to its reaping by bench/stamp.c; medians.
 #
-#   bench/early-start.sh       (EARLY_RUNS=60, EARLY_WORK="0 700 1400 2100")
+#   bench/early-start.sh       (EARLY_RUNS=100, EARLY_WORK="0 700 1400 2100")
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need python3 python3
 floor_beside_trial
 grep -q -- ' -- ' "$T/floor.args" || die "the --dry-run line has no -- before its command: --early needs one"
 works=${EARLY_WORK:-0 700 1400 2100}
-n=${EARLY_RUNS:-60}
+n=${EARLY_RUNS:-100} # with 60, one run's differences read up to 0.4 ms from the next's
 say "early start: $n runs of the floor, late and early, for each of $works µs of work"
 i=0
 while [ "$i" -lt "$n" ]; do
