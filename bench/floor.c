@@ -27,8 +27,8 @@
  * FD -- COMMAND...` at once, and sends bwrap's options through the pipe FD
  * only once the work is done: bwrap's start (the fork, its exec, its
  * loader) overlaps the launcher's work, as bwrap reads its --args before
- * it makes anything of the sandbox. libc only (and core/src/base/phase.c,
- * which is). */
+ * it makes anything of the sandbox. libc only (and core/src/base/phase.c
+ * and clock.c, which are). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -39,9 +39,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h" /* now_us */
 #include "base/phase.h" /* built with TRIALBOX_PHASES (bench/CMakeLists.txt) */
 
 static bool marks;
@@ -66,12 +66,9 @@ static void __attribute__((noreturn)) end_like(int status)
 /* --work: spin for `us` microseconds. */
 static void work(long us)
 {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long long end = (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000 + us;
-        do
-                clock_gettime(CLOCK_MONOTONIC, &t);
-        while ((long long)t.tv_sec * 1000000 + t.tv_nsec / 1000 < end);
+        long long end = now_us() + us;
+        while (now_us() < end) {
+        }
 }
 
 /* --early: bwrap's options prog[1..] up to `--` into one buffer, each
@@ -208,9 +205,13 @@ int main(int argc, char **argv)
         size_t len;
         char **cmd;
         char *options = early_options(prog, &len, &cmd);
-        int p[2];
-        if (!options || pipe(p) < 0) {
+        if (!options) {
                 fprintf(stderr, "floor: --early needs a line whose options end at --\n");
+                return 127;
+        }
+        int p[2];
+        if (pipe(p) < 0) {
+                perror("floor: pipe");
                 return 127;
         }
         int args_r = fcntl(p[0], F_DUPFD, 4), args_w = fcntl(p[1], F_DUPFD_CLOEXEC, 4);

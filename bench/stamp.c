@@ -9,21 +9,16 @@
  * it is reaped, appends to FILE the marks "spawn" (taken just before the
  * fork) and "reaped" (just after the wait) in the form
  * core/src/base/phase.c writes, with pid 0: "PHASE 0 spawn µs". Exits with
- * PROGRAM's status (128 + the signal when it was killed). libc only. */
+ * PROGRAM's status (128 + the signal when it was killed). libc only (and
+ * core/src/base/clock.c, which is). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static long long now_us(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+#include "base/clock.h" /* now_us (bench/CMakeLists.txt compiles it in) */
 
 int main(int argc, char **argv)
 {
