@@ -4,7 +4,7 @@
 # built by this script, the same build type as BUILD), whose TB_PHASE()
 # marks (core/src/base/phase.h) print a CLOCK_MONOTONIC timestamp to stderr
 # at each step: trialbox's main(), its checks, the toolchains, the
-# repository guard opened, the masks, the fork of the keeper (the guard's
+# repository guard opened, the masks, the keeper's start (the guard's
 # snapshot and the records while bwrap starts), the keeper's start of
 # bwrap's process, bwrap's exec, bwrap's two status lines (the sandbox
 # made; the session ended), the keeper's end, the guard's check and the
@@ -70,7 +70,8 @@ what = {
     "records": "(while bwrap starts) the final record reserved, the running record written",
     "sv_fds": "the supervisor's pipes and fds",
     "sv_sources": "its signal and timer sources",
-    "forked": "the keeper forked (trialbox's side)",
+    "forked": "the keeper started (trialbox's side: the thread that clones it made)",
+    "cloned": "(after the guard's snapshot and the records) the keeper seen cloned",
     "keeper_start": "the keeper runs (its fds closed)",
     "keeper_forked": "bwrap's process started (the keeper resumes once it has exec'd)",
     "bwrap_signals": "bwrap's process: signals reset",
@@ -131,7 +132,7 @@ def from_spawn(prefix):
 fl, tb = from_spawn("f"), from_spawn("p")
 steps = [
     ("main", "main() reached: the exec and the loader"),
-    ("forked", "the keeper forked: the launcher's work before it (trialbox's: the checks, the plugin, the spec, the masks)"),
+    ("forked", "the keeper started (the floor: forked): the launcher's work before it (trialbox's: the checks, the plugin, the spec, the masks)"),
     ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, the sandbox's namespaces"),
     ("status_line#2", "bwrap's exit-code line: the mounts, the session (trialbox's under its seccomp filter), its end"),
     ("loop_end", "the keeper reaped: bwrap's exit, the keeper's"),

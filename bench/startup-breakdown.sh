@@ -6,7 +6,8 @@
 #     of the final one, each before its rename (the folder is not synced), and
 #     how many syncs of any kind a Trial makes (the records need two);
 #   - making the output folder and the fresh home (mkdir);
-#   - fork (clone) of trialbox before it execs bwrap;
+#   - the forks and clones of trialbox's main thread (the keeper's holder
+#     thread, the listing thread, any helper's);
 # and how many syscalls the trialbox process makes in all (strace -c).
 # strace -T adds a little to each call it times; these calls cost far more
 # than that, so their durations stand. Compare with the start-up rows of
@@ -66,7 +67,7 @@ row "start-up breakdown" "syncs a no-op Trial makes on disk ($(fs_type "$W")), m
 row "start-up breakdown" "fdatasync of the \`running\` record / of the final record, median per Trial" \
         "$fs_run / $fs_final ms" "" ""
 row "start-up breakdown" "mkdir of the output folder and the fresh home ($nmk calls), median per Trial" "$mk ms" "" ""
-row "start-up breakdown" "forks by the trialbox process ($ncl: the keeper's, and any helper's), median per Trial" "$cl ms" "" ""
+row "start-up breakdown" "forks and clones of trialbox's main thread ($ncl: the threads that list the host's sockets and hold the keeper, any helper's), median per Trial" "$cl ms" "" ""
 row "start-up breakdown" "syscalls of the trialbox process in a no-op Trial (of which stat/readlink/access: path lookups)" \
         "$total ($statlike)" "" ""
 method "start-up breakdown: $n no-op Trials (\`trialbox run -q --harness shell --harness-bin /bin/true\`), with repository and output folder on $(fs_type "$W") (${DISK_DIR:-bench/.cache}), each under \`strace -T -e trace=fsync,fdatasync,sync_file_range,…,mkdir,clone,…\` (the trialbox process only); per Trial the syncs (the first is the \`running\` record's, the last the final record's), the sum of each other kind's durations, then the median over the Trials. One more under \`strace -c\` for the count of syscalls."

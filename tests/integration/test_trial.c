@@ -279,9 +279,12 @@ START_TEST(a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_s
         struct fixture f;
         fixture_new(&f);
         pid_t pid = start_trial_that_would_make_ran(&f, ENV("TRIALBOX_BWRAP=" FAKE("fault-slow-bwrap")), 0);
+        /* This Trial's slow bwrap (its line names the fixture's folders),
+         * not another test's (test_faults runs one too, maybe meanwhile:
+         * then the signal came before this Trial had blocked it). */
         bool slow = false;
         for (int i = 0; i < 400 && !slow; i++) {
-                slow = host_process_with(FAKE("fault-slow-bwrap"));
+                slow = host_process_with_both(FAKE("fault-slow-bwrap"), f.dir);
                 if (!slow)
                         usleep(5000);
         }

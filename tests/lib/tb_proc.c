@@ -208,6 +208,19 @@ size_t host_pids(const char *needle, const char *comm, const char *const unless[
 
 bool host_process_with(const char *needle) { return host_pids(needle, NULL, NULL, NULL, 0) > 0; }
 
+bool host_process_with_both(const char *needle, const char *also)
+{
+        pid_t pids[64];
+        size_t n = host_pids(needle, NULL, NULL, pids, 64);
+        for (size_t i = 0; i < n && i < 64; i++) {
+                char pid[16];
+                snprintf(pid, sizeof pid, "%d", (int)pids[i]);
+                if (process_matches(pid, also, NULL, NULL))
+                        return true;
+        }
+        return false;
+}
+
 bool host_processes_gone(const char *needle, const char *comm, int ms)
 {
         for (int waited = 0; waited < ms; waited += 10) {

@@ -204,6 +204,8 @@ void git_repo_new(const char *dir);
 size_t host_pids(const char *needle, const char *comm, const char *const unless[], pid_t *pids, size_t cap);
 /* Is there any process on the host whose command line contains `needle`? */
 bool host_process_with(const char *needle);
+/* ... and `also` too (a fake's path and a fixture's folder: this test's, not another's)? */
+bool host_process_with_both(const char *needle, const char *also);
 /* Wait up to `ms` for no process named `comm` (NULL: any) whose command line
  * holds `needle` to be left on the host. */
 bool host_processes_gone(const char *needle, const char *comm, int ms);

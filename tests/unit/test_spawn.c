@@ -1,15 +1,27 @@
 /* The one way to start a child (base/spawn.h): captures, statuses, fds,
- * signals, process groups, exec by fd, a function in the child. */
+ * signals, process groups, exec by fd, a function in the child. And the
+ * child that shares this memory (base/shared_child.h): the keeper's way. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/shared_child.h"
 #include "base/spawn.h"
 #include "tb_test.h"
 
@@ -166,6 +178,106 @@ START_TEST(a_program_can_be_run_by_its_fd)
 }
 END_TEST
 
+/* What a shared child did, in the memory it shares with the test. */
+struct shared_seen {
+        int go;         /* set by the test once its errno is set */
+        pid_t ppid;     /* the child's getppid() */
+        int child_errno; /* its errno after a call that failed */
+        int done;
+};
+
+static int in_shared_memory(void *arg)
+{
+        struct shared_seen *s = arg;
+        while (!__atomic_load_n(&s->go, __ATOMIC_ACQUIRE))
+                sched_yield();
+        s->ppid = getppid();
+        errno = 0;
+        (void)close(-1);
+        s->child_errno = errno;
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+        return 5;
+}
+
+START_TEST(a_shared_child_writes_this_memory_but_not_this_threads_errno)
+{
+        if (RUNNING_ON_VALGRIND) /* it runs a CLONE_VFORK clone as a fork: nothing is shared */
+                return;
+        struct shared_seen s = { 0 };
+        struct shared_child c;
+        ck_assert_int_eq(shared_child_start(&c, in_shared_memory, &s, NULL), 0);
+        pid_t pid = shared_child_pid(&c);
+        ck_assert_int_gt(pid, 0);
+        errno = ENOTRECOVERABLE; /* the child's close(-1) comes after: EBADF in its own errno */
+        __atomic_store_n(&s.go, 1, __ATOMIC_RELEASE);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_int_eq(errno, ENOTRECOVERABLE);
+        ck_assert(WIFEXITED(st));
+        ck_assert_int_eq(WEXITSTATUS(st), 5);
+        ck_assert_int_eq(__atomic_load_n(&s.done, __ATOMIC_ACQUIRE), 1);
+        ck_assert_int_eq(s.child_errno, EBADF);
+        ck_assert_int_eq(s.ppid, getpid());
+        shared_child_done(&c);
+}
+END_TEST
+
+/* Ends with 0 if its parent-death signal (SIGKILL) never came while it
+ * slept, and it was this test's process's child. */
+static int outlives_nothing(void *arg)
+{
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != *(pid_t *)arg)
+                return 2;
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        return 0;
+}
+
+START_TEST(a_shared_childs_holder_lives_as_long_as_it)
+{
+        pid_t self = getpid();
+        struct shared_child c;
+        ck_assert_int_eq(shared_child_start(&c, outlives_nothing, &self, NULL), 0);
+        pid_t pid = shared_child_pid(&c);
+        ck_assert_int_gt(pid, 0);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status %#x", st);
+        shared_child_done(&c);
+        shared_child_done(&c); /* again: nothing */
+}
+END_TEST
+
+static int on_the_cpus_given(void *arg)
+{
+        cpu_set_t got;
+        return sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&got, (cpu_set_t *)arg) ? 0 : 1;
+}
+
+START_TEST(a_shared_child_starts_on_the_cpus_given)
+{
+        cpu_set_t all, one;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+        CPU_ZERO(&one);
+        for (int i = CPU_SETSIZE - 1; i >= 0; i--)
+                if (CPU_ISSET(i, &all)) { /* the last this process may use */
+                        CPU_SET(i, &one);
+                        break;
+                }
+        struct shared_child c;
+        ck_assert_int_eq(shared_child_start(&c, on_the_cpus_given, &one, &one), 0);
+        pid_t pid = shared_child_pid(&c);
+        ck_assert_int_gt(pid, 0);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ran on other CPUs (status %#x)", st);
+        shared_child_done(&c);
+        cpu_set_t after;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof after, &after), 0);
+        ck_assert(CPU_EQUAL(&after, &all)); /* this thread's own are not changed */
+}
+END_TEST
+
 TB_SUITE("spawn", 0)
 {
         tcase_add_test(tc, stdout_and_stderr_are_captured_apart_with_the_exit_status);
@@ -177,4 +289,7 @@ TB_SUITE("spawn", 0)
         tcase_add_test(tc, extra_fds_and_stdin_are_placed_and_the_cwd_set);
         tcase_add_test(tc, a_function_runs_in_the_child_and_its_return_is_the_status);
         tcase_add_test(tc, a_program_can_be_run_by_its_fd);
+        tcase_add_test(tc, a_shared_child_writes_this_memory_but_not_this_threads_errno);
+        tcase_add_test(tc, a_shared_childs_holder_lives_as_long_as_it);
+        tcase_add_test(tc, a_shared_child_starts_on_the_cpus_given);
 }

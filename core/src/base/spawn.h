@@ -16,9 +16,10 @@
  *
  * Children that do not go through here, and why:
  *  - the supervisor's session child (sandbox/supervisor.c) joins the
- *    Trial's cgroup, places six fds and, for bwrap, becomes the keeper in
- *    the same process before anything is exec'd; its exec error comes back
- *    on a pipe the supervisor's event loop owns;
+ *    Trial's cgroup, places six fds and, for bwrap, is the keeper, which
+ *    shares trialbox's memory (base/shared_child.h: no fork) and never
+ *    execs; its exec error comes back on a pipe the supervisor's event
+ *    loop owns;
  *  - the keeper's bwrap child (sandbox/keeper.c) switches to the session's
  *    user and sets a parent-death signal between its start and its exec,
  *    started by clone(CLONE_VM | CLONE_VFORK) in the keeper's memory, where

@@ -21,6 +21,7 @@
 #include "sandbox/session_user.h"
 #include "base/io.h"
 #include "base/phase.h"
+#include "base/shared_child.h"
 
 /* SIGKILL every direct child; returns how many were found. */
 static int kill_children(void)
@@ -70,7 +71,7 @@ static int kill_children(void)
  * the exec-error pipe (moved to the fd after them) and the keeper's hold
  * on the block pipe: not the Grok lock, not the login watch, not
  * trialbox's signalfd. The exec-error fd. */
-static int keep_only_bwraps_fds(int exec_err_w, char **argv)
+static TB_NO_ASAN int keep_only_bwraps_fds(int exec_err_w, char **argv)
 {
         _Static_assert(KEEPER_BLOCK_FD == SANDBOX_STATUS_FD + 1 && KEEPER_EXEC_ERR_FD == KEEPER_BLOCK_FD + 1 &&
                                KEEPER_BLOCK_HOLD_FD == KEEPER_EXEC_ERR_FD + 1,
@@ -85,7 +86,7 @@ static int keep_only_bwraps_fds(int exec_err_w, char **argv)
 
 /* The signals the keeper reads from a signalfd (returned), blocked; its
  * parent-death signal and its subreaper role set. */
-static int keeper_signals(pid_t trialbox)
+static TB_NO_ASAN int keeper_signals(pid_t trialbox)
 {
         sigset_t mask;
         sigemptyset(&mask);
@@ -115,12 +116,12 @@ struct bwrap_start {
 /* bwrap's process, from its clone (start_bwrap) to its exec: exec bwrap, or
  * send the errno to `exec_err_w`.
  *
- * It runs on the keeper's memory and TLS (errno included) while the keeper
- * is suspended (CLONE_VM | CLONE_VFORK), as posix_spawn's child does. So it
- * allocates nothing (no malloc, no stdio stream), writes nothing of the
- * keeper's but errno (which the keeper reads only right after a call that
- * failed), and ends in execve or _exit (exit_group of itself alone: it is a
- * process of its own). Its fd table, signal dispositions, working folder,
+ * It runs on the keeper's memory (which is trialbox's: base/shared_child.h)
+ * and TLS (errno included) while the keeper is suspended (CLONE_VM |
+ * CLONE_VFORK), as posix_spawn's child does. So it allocates nothing (no
+ * malloc, no stdio stream), writes nothing of the keeper's but errno (which
+ * the keeper reads only right after a call that failed), and ends in execve
+ * or _exit (exit_group of itself alone: it is a process of its own). Its fd table, signal dispositions, working folder,
  * mount namespace and credentials are its own copies (no CLONE_FILES,
  * CLONE_SIGHAND, CLONE_FS): what it changes of them, the keeper never sees.
  * Each call below is a system call's wrapper, a string function that only
@@ -129,12 +130,13 @@ struct bwrap_start {
  * session_user_switch makes the system calls, not glibc's set*id()
  * broadcast (session_user.c says why).
  *
- * Not instrumented by ASan: ASan knows the stack of the TLS it shares with
- * the keeper as the keeper's, so before the noreturn _exit it would look
+ * Not instrumented by ASan (TB_NO_ASAN), as the keeper's own functions that
+ * call a noreturn one: ASan knows the stack of the TLS it shares with the
+ * keeper as the holder thread's, so before the noreturn _exit it would look
  * for this one there, not find it, and warn ("ignoring requested
  * __asan_handle_no_return"). What it calls is instrumented and returns,
  * leaving its frames' shadow as it found it. */
-__attribute__((no_sanitize("address"))) static int exec_bwrap(void *arg)
+static TB_NO_ASAN int exec_bwrap(void *arg)
 {
         const struct bwrap_start *s = arg;
         /* An empty mask, whatever trialbox's starter left it (the keeper
@@ -208,8 +210,10 @@ static pid_t start_bwrap(struct bwrap_start *s)
         if (stack == MAP_FAILED)
                 return -1;
         /* A switch of user in bwrap's process makes the memory it shares
-         * with the keeper not dumpable (the kernel's rule for a changed
-         * effective uid): the keeper's is put back as it was, as with a fork. */
+         * with the keeper (and trialbox) not dumpable (the kernel's rule for
+         * a changed effective uid): it is put back as it was once bwrap's
+         * process has exec'd, as with a fork. Meanwhile it is only the
+         * stricter. */
         const int dumpable = s->user && s->user->drop ? prctl(PR_GET_DUMPABLE) : -1;
         pid_t pid = -1;
         if (mprotect(stack, guard, PROT_NONE) == 0) /* stacks grow down */
@@ -221,7 +225,7 @@ static pid_t start_bwrap(struct bwrap_start *s)
 }
 
 /* End as bwrap ended: killed by the same signal, or with its exit code. */
-static void __attribute__((noreturn)) end_like(int status)
+static TB_NO_ASAN void __attribute__((noreturn)) end_like(int status)
 {
         if (WIFSIGNALED(status)) {
                 signal(WTERMSIG(status), SIG_DFL);
@@ -235,7 +239,7 @@ static void __attribute__((noreturn)) end_like(int status)
 
 /* Reap what ended (bwrap's status into *status); once bwrap and everything
  * under the keeper are gone, end like bwrap. */
-static void reap_all(pid_t bwrap, int *status, bool *bwrap_done)
+static TB_NO_ASAN void reap_all(pid_t bwrap, int *status, bool *bwrap_done)
 {
         for (;;) {
                 int st;
@@ -276,7 +280,7 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
         }
 }
 
-void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
+TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
                 const struct sandbox_cow *cow, const cpu_set_t *cpus)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);

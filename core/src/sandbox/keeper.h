@@ -28,7 +28,9 @@
 /* Ask a keeper to kill everything under it. */
 #define KEEPER_KILL_ALL SIGUSR1
 
-/* Run in the forked child of `trialbox`, in a process group of its own,
+/* Run in the keeper: a child of `trialbox` that shares its memory
+ * (base/shared_child.h: its own TLS, stack, fd table and signal
+ * dispositions), in a process group of its own,
  * with stdin, stdout, stderr, SANDBOX_STATUS_FD and KEEPER_BLOCK_FD set up
  * for bwrap, and every signal's disposition back to default (as
  * spawn_reset_signals leaves them): start argv with envp (those dispositions

@@ -31,6 +31,7 @@
 #include "base/io.h"
 #include "base/macro.h"
 #include "base/phase.h"
+#include "base/shared_child.h"
 #include "base/sink.h"
 #include "base/spawn.h"
 #include "base/str.h"
@@ -124,6 +125,20 @@ struct relay {
  * take nothing before what it has not taken is dropped (and counted). */
 #define SUPERVISOR_OUTPUT_STALL_MS 1000
 
+/* What the session's child starts from, taken from the supervisor before
+ * it starts: with bwrap the child is the keeper, which runs beside
+ * trialbox in its memory (base/shared_child.h) while trialbox closes its
+ * own ends of these fds, so it reads nothing the supervisor changes. */
+struct child_start {
+        const struct supervisor_run *run;
+        char **argv;
+        pid_t trialbox;
+        int fds[7]; /* stdin, stdout, stderr, the exec's error, bwrap's status, block and block-hold */
+        sigset_t blocked; /* trialbox's mask: the child's until the exec */
+        cpu_set_t cpus;   /* trialbox's CPUs, when the keeper starts on others */
+        bool narrowed;
+};
+
 struct supervisor {
         const struct supervisor_run *run;
         char **argv; /* run->argv, with bwrap's --block-fd */
@@ -139,7 +154,8 @@ struct supervisor {
         struct rusage rusage; /* the direct child's, once reaped */
         struct supervisor_watch hold_watch;
         pid_t pid; /* the direct child: the session, or bwrap's keeper */
-        const cpu_set_t *cpus; /* in the child, between the fork and keeper_run: trialbox's CPUs, or NULL */
+        struct child_start child; /* what it started from: read by the keeper until bwrap's exec */
+        struct shared_child keeper; /* with bwrap: the keeper, in trialbox's memory */
         int sfd, timer, exec_r;
         int status_p[2], err_p[2];
         /* bwrap blocks on this pipe's one byte until the sandbox is set up:
@@ -242,24 +258,34 @@ static int place_fds(int *fds, const int *targets, size_t n)
         return 0;
 }
 
-/* In the child: put the fds where the program expects them and exec it
- * (bwrap: through its keeper, in a process group of its own). */
-static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pid_t trialbox, int exec_err_w)
+static void child_start_init(struct child_start *cs, const struct supervisor *sv, int exec_err_w)
 {
-        const struct supervisor_run *run = sv->run;
         bool pty = sv->pty_slave >= 0;
-        int fds[] = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1], sv->err_p[1],
-                      exec_err_w, sv->status_p[1], sv->block_p[0], sv->block_p[1] };
+        *cs = (struct child_start){ .run = sv->run, .argv = sv->argv, .trialbox = getpid(),
+                                    .fds = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1],
+                                             sv->err_p[1], exec_err_w, sv->status_p[1], sv->block_p[0],
+                                             sv->block_p[1] } };
+        sigprocmask(SIG_SETMASK, NULL, &cs->blocked);
+}
+
+/* In the child: put the fds where the program expects them and exec it
+ * (bwrap: through its keeper, in a process group of its own). With bwrap
+ * this runs in the keeper, on trialbox's memory (base/shared_child.h):
+ * its locals and system calls only. */
+static void TB_NO_ASAN __attribute__((noreturn)) exec_child(const struct child_start *cs)
+{
+        const struct supervisor_run *run = cs->run;
+        int fds[TB_ARRAY_SIZE(cs->fds)];
+        memcpy(fds, cs->fds, sizeof fds);
         const int targets[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, KEEPER_EXEC_ERR_FD, SANDBOX_STATUS_FD,
                                 KEEPER_BLOCK_FD, KEEPER_BLOCK_HOLD_FD };
-        int e;
+        _Static_assert(TB_ARRAY_SIZE(targets) == TB_ARRAY_SIZE(fds), "a target for each fd");
+        int exec_err_w = fds[3], e;
         /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
          * a background shell is not passed on); the mask stays as the
          * supervisor blocked it until the session's exec, which gets an
          * empty one (bwrap's, through the keeper). */
-        sigset_t blocked;
-        sigprocmask(SIG_SETMASK, NULL, &blocked);
-        spawn_reset_signals(&blocked);
+        spawn_reset_signals(&cs->blocked);
         /* Its own process group: a signal for trialbox's group (Ctrl-C,
          * timeout(1), a runner's killpg) reaches trialbox alone, which
          * forwards it. */
@@ -278,20 +304,24 @@ static void __attribute__((noreturn)) exec_child(const struct supervisor *sv, pi
         if (run->bwrap)
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
-                keeper_run(sv->argv, run->envp, trialbox, exec_err_w, run->user, run->cow, sv->cpus);
+                keeper_run(cs->argv, run->envp, cs->trialbox, exec_err_w, run->user, run->cow,
+                           cs->narrowed ? &cs->cpus : NULL);
         /* Not trialbox's own mask, whatever its starter blocked: a session
          * must get the signals trialbox forwards. */
         spawn_reset_signals(NULL);
         if (run->cwd && chdir(run->cwd) < 0)
                 goto fail;
         close_inherited_fds(STDERR_FILENO + 1, exec_err_w);
-        execve(sv->argv[0], sv->argv, run->envp);
+        execve(cs->argv[0], cs->argv, run->envp);
 fail:
         e = errno;
         if (write(exec_err_w, &e, sizeof e) < 0) {
         }
         _exit(127);
 }
+
+/* The keeper's start (shared_child_start's function). */
+static int TB_NO_ASAN keeper_child(void *arg) { exec_child(arg); }
 
 /* The signal trialbox knows ended the session, or 0; `code` is what was
  * reported (bwrap's exit-code, or the keeper's own status), -1 for none. */
@@ -882,11 +912,10 @@ static int supervisor_fds(struct supervisor *sv, int exec_p[2], struct tb_error 
         sv->exec_r = exec_p[0];
         if (run->bwrap) {
                 sv->argv = argv_with_block_fd(run->argv);
-                /* With hold: the byte is written by release_session(); with
-                 * before_start: once that is done (supervisor_fork). */
+                /* With hold: the byte is written by release_session(); else
+                 * once the keeper holds the pipe too, after before_start
+                 * (supervisor_fork). */
                 sv->held = run->hold != NULL;
-                if (!run->hold && !run->before_start)
-                        return let_session_start(sv, err);
         }
         return 0;
 }
@@ -926,9 +955,10 @@ static int take_pending_operator_signal(struct supervisor *sv)
         return sig;
 }
 
-/* Fork the session's process; keep none of the child's ends; wait for the
+/* Start the session's process (with bwrap: the keeper, in trialbox's
+ * memory; unsandboxed: a fork); keep none of the child's ends; wait for the
  * exec's outcome (its errno in seen.exec_errno, 0 when it ran). With the
- * operator's signal pending, nothing is forked (seen.before_start). */
+ * operator's signal pending, nothing is started (seen.before_start). */
 static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
 {
         int sig = take_pending_operator_signal(sv);
@@ -945,49 +975,66 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
                 tb_closep(&exec_p[1]);
                 return r;
         }
-        pid_t self = getpid();
         /* The keeper is started on another CPU than trialbox's own when one
-         * looks idle: left to the scheduler, a forked child waits on its
-         * parent's CPU until the parent blocks, and trialbox has the
-         * guard's snapshot and the records to do first (seen here: the
-         * keeper began 0.3 ms after the fork, 0.14 ms once moved). With
-         * every CPU busy (a batch), it is left where it is. bwrap's process
-         * gets every CPU back (keeper.c); an unsandboxed session is never
-         * narrowed. */
-        cpu_set_t cpus, others;
-        bool narrow = run->bwrap && cpus_other_idle(&cpus, &others);
-        sv->cpus = narrow ? &cpus : NULL;
-        sv->pid = fork();
-        if (sv->pid == 0)
-                exec_child(sv, self, exec_p[1]);
-        sv->cpus = NULL; /* the child's alone: this frame's */
-        if (sv->pid < 0) {
-                tb_closep(&exec_p[1]);
-                return tb_fail(err, -errno, "fork: %s", strerror(errno));
+         * looks idle: left to the scheduler, a new thread or child waits on
+         * its parent's CPU until the parent blocks, and trialbox has the
+         * guard's snapshot and the records to do first (seen here: a forked
+         * keeper began 0.3 ms after the fork, 0.14 ms once moved; the
+         * keeper's holder thread, left where it was, after the guard's
+         * snapshot). With every CPU busy (a batch), it is left where it is.
+         * bwrap's process gets every CPU back (keeper.c); an unsandboxed
+         * session is never narrowed. */
+        struct child_start *cs = &sv->child;
+        child_start_init(cs, sv, exec_p[1]);
+        if (run->bwrap) {
+                /* The keeper shares trialbox's memory: no copy of it to make,
+                 * nor to unmap at its end (base/shared_child.h). Its holder
+                 * clones it while trialbox does its own work. */
+                cpu_set_t others;
+                cs->narrowed = cpus_other_idle(&cs->cpus, &others);
+                r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL);
+                if (r < 0) {
+                        tb_closep(&exec_p[1]);
+                        return tb_fail(err, r, "starting the keeper: %s", strerror(-r));
+                }
+                TB_PHASE("forked");
+                /* While bwrap sets the sandbox up: the session waits on its byte. */
+                if (run->before_start)
+                        r = run->before_start(run->before_start_ctx, err);
+                /* Nothing of the child's ends is closed before it is cloned
+                 * with them (the byte's pipe's write end included). */
+                sv->pid = shared_child_pid(&sv->keeper);
+                TB_PHASE("cloned");
+                if (sv->pid < 0 && r == 0)
+                        r = tb_fail(err, sv->pid, "starting the keeper: %s", strerror(-sv->pid));
+                if (r == 0 && !sv->held)
+                        r = let_session_start(sv, err);
+        } else {
+                r = 0;
+                sv->pid = fork();
+                if (sv->pid == 0)
+                        exec_child(cs);
+                if (sv->pid < 0)
+                        r = tb_fail(err, -errno, "fork: %s", strerror(errno));
+                TB_PHASE("forked");
         }
-        if (narrow)
-                (void)sched_setaffinity(sv->pid, sizeof others, &others);
-        TB_PHASE("forked");
-        setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
+        if (sv->pid > 0)
+                setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
         tb_closep(&sv->status_p[1]);
         tb_closep(&sv->err_p[1]);
         tb_closep(&sv->in_p[0]);
         tb_closep(&sv->out_p[1]);
         tb_closep(&sv->pty_slave);
         tb_closep(&exec_p[1]);
-        /* While bwrap sets the sandbox up: the session waits on its byte. */
-        if (run->before_start && run->bwrap) {
-                r = run->before_start(run->before_start_ctx, err);
-                if (r == 0 && !sv->held)
-                        r = let_session_start(sv, err);
-                if (r < 0) {
+        if (r < 0) {
+                if (sv->pid > 0) {
                         /* The keeper kills bwrap and all under it before the
                          * byte's pipe is closed: at EOF, bwrap would go on. */
                         signal_session(sv, SIGKILL);
                         if (wait4(sv->pid, &sv->seen.wait_status, 0, &sv->rusage) == sv->pid)
                                 sv->reaped = true;
-                        return r;
                 }
+                return r;
         }
         /* The session's time starts once trialbox's own work before it is
          * done: after before_start (the guard's snapshot, the records) and,
@@ -1076,6 +1123,7 @@ static void supervisor_done(struct supervisor *sv)
                        &sv->pty_master, &sv->pty_slave, &sv->exec_r, &sv->timer, &sv->sfd, &sv->deadline };
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(fds[i]);
+        shared_child_done(&sv->keeper); /* reaped by now: its holder ends */
         if (sv->argv != sv->run->argv)
                 free(sv->argv);
         sink_done(&sv->out_sink);

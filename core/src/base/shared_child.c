@@ -1,0 +1,116 @@
+#define _GNU_SOURCE
+#include "base/shared_child.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/phase.h"
+
+/* The holder runs a few calls. */
+#define HOLDER_STACK (64u << 10)
+
+static int load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+static void store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+/* Sleep while *p is 0. */
+static void wait_nonzero(int *p)
+{
+        while (load(p) == 0)
+                (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+}
+
+static void wake(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+/* The child's first lines: the kernel wrote its pid into c->tid before it
+ * ran (CLONE_PARENT_SETTID); the caller sleeps until told. */
+static int child_entry(void *arg)
+{
+        struct shared_child *c = arg;
+        wake(&c->tid);
+        return c->fn(c->arg);
+}
+
+/* The holder: clones the child and, with CLONE_VFORK, sleeps in clone()
+ * until it has ended. The kernel clears c->alive when the child's memory is
+ * released, before it ends the holder's wait (CLONE_CHILD_CLEARTID); still
+ * set, the child outlived the clone (valgrind runs a CLONE_VFORK clone as a
+ * fork): then the holder waits to be released, so that it never ends (and
+ * sends the child its parent-death signal) before the caller is done with
+ * the child. */
+static void *hold(void *arg)
+{
+        struct shared_child *c = arg;
+        int pid = clone(child_entry, c->stack + c->stack_len - HOLDER_STACK,
+                        CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
+                        c, &c->tid, NULL, &c->alive);
+        store(&c->tid, pid < 0 ? -errno : pid);
+        wake(&c->tid);
+        if (pid > 0 && load(&c->alive))
+                wait_nonzero(&c->released);
+        return NULL;
+}
+
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus)
+{
+        *c = (struct shared_child){ .fn = fn, .arg = arg, .alive = 1 };
+        /* One mapping: a guard page, the child's stack, the holder's. */
+        const size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+        c->stack_len = guard + SHARED_CHILD_STACK + HOLDER_STACK;
+        c->stack = mmap(NULL, c->stack_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (c->stack == MAP_FAILED) {
+                c->stack = NULL;
+                return -errno;
+        }
+        int e = mprotect(c->stack, guard, PROT_NONE) < 0 ? errno : 0; /* stacks grow down */
+        pthread_attr_t attr;
+        if (e == 0)
+                e = pthread_attr_init(&attr);
+        if (e == 0) {
+                e = pthread_attr_setstack(&attr, c->stack + guard + SHARED_CHILD_STACK, HOLDER_STACK);
+                /* Left to the scheduler, a new thread waits on this CPU
+                 * until this thread blocks. */
+                if (e == 0 && cpus)
+                        e = pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
+                if (e == 0)
+                        e = pthread_create(&c->holder, &attr, hold, c);
+                pthread_attr_destroy(&attr);
+        }
+        if (e) {
+                munmap(c->stack, c->stack_len);
+                c->stack = NULL;
+                return -e;
+        }
+        c->holding = true;
+        return 0;
+}
+
+pid_t shared_child_pid(struct shared_child *c)
+{
+        if (!c->holding && c->tid == 0)
+                return -ECHILD;
+        wait_nonzero(&c->tid);
+        int tid = load(&c->tid);
+        if (tid < 0)
+                shared_child_done(c);
+        return tid;
+}
+
+void shared_child_done(struct shared_child *c)
+{
+        if (c->holding) {
+                store(&c->released, 1);
+                wake(&c->released);
+                pthread_join(c->holder, NULL); /* the child has ended: the holder's clone() returned */
+                c->holding = false;
+        }
+        if (c->stack) {
+                munmap(c->stack, c->stack_len);
+                c->stack = NULL;
+        }
+}

@@ -1,0 +1,80 @@
+/* A child process that runs in this process's memory, beside it: a fork
+ * without the fork's cost, for a child that runs a function of ours for a
+ * long time and never execs (the keeper, sandbox/keeper.h).
+ *
+ * fork() copies the page tables of the whole process, then every page
+ * either side writes is copied on its first write, and the child's end
+ * unmaps its whole copy: for trialbox (53 mappings, 3 MB resident) about
+ * 0.5 ms in all, measured in a program of its shape. A child made with
+ * clone(CLONE_VM) shares the memory instead. What it still has of its own:
+ * its pid, process group, credentials, fd table, signal dispositions and
+ * mask (no CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD): it can be a subreaper,
+ * join a cgroup and be waited for as any child.
+ *
+ * What it must not share is the calling thread's TLS (errno, malloc's
+ * cache, the sanitizers' state): both would run on it at once. So the child
+ * is cloned by a thread made for it (the holder), whose TLS it takes, with
+ * CLONE_VFORK: the holder is suspended in clone() for as long as the child
+ * lives and touches nothing of its own meanwhile. Its TLS is the child's
+ * alone: the child may set errno, and call what a thread may call.
+ *
+ * The rules for the child's function: it runs on a stack of its own
+ * (SHARED_CHILD_STACK, a guard page below); it must not return into memory
+ * the caller may free while it runs (what it reads must stay until it is
+ * reaped); it may write only its own stack and what the caller gave it to
+ * write; it ends with _exit (or returns its exit status). Under ASan, a
+ * function of it that calls a noreturn function (_exit, or one that never
+ * returns) is marked TB_NO_ASAN: ASan would look for this stack among the
+ * holder's and warn on the child's stderr.
+ *
+ * The child's parent is the holder thread: its parent-death signal
+ * (PR_SET_PDEATHSIG) comes when that thread ends, which is never before the
+ * child has ended and shared_child_done() has been called, or when this
+ * whole process dies. getppid() in it is this process's pid. */
+#ifndef TB_BASE_SHARED_CHILD_H
+#define TB_BASE_SHARED_CHILD_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* For a function that runs on the shared child's stack and calls a
+ * noreturn function (see above). */
+#define TB_NO_ASAN __attribute__((no_sanitize("address")))
+
+/* The child's stack. The keeper's deepest path (the children it kills: a
+ * 4 KiB buffer and snprintf) takes under 8 KiB; this is far more and costs
+ * only address space (a page is made when touched). */
+#define SHARED_CHILD_STACK (256u << 10)
+
+struct shared_child {
+        int (*fn)(void *);
+        void *arg;
+        pthread_t holder;
+        bool holding; /* the holder runs: shared_child_done() joins it */
+        char *stack;  /* the mapping: a guard page, the child's stack, the holder's */
+        size_t stack_len;
+        int tid;      /* the child's pid once cloned (the kernel writes it), or -errno */
+        int alive;    /* the child's pid while it runs, 0 once its memory is released (the kernel writes both) */
+        int released; /* set by shared_child_done(): a holder whose child outlived the clone may end */
+};
+
+/* Start fn(arg) in a child that shares this memory; `cpus`, when not NULL,
+ * are the CPUs it starts on (its holder's, which it inherits). Returns 0
+ * once its holder runs (the child is cloned meanwhile), or -errno. `c` must
+ * stay in place until shared_child_done(). */
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus);
+
+/* The child's pid, once it is cloned: every fd this process had at that
+ * moment is in its table, so none of those may be closed before this
+ * returns. -errno when it could not be cloned (its holder is done then).
+ * Wait for it with waitpid/wait4 as for any child. */
+pid_t shared_child_pid(struct shared_child *c);
+
+/* Once the child has ended: end its holder and unmap its stack. Waits for
+ * the child's end if it has not come yet. Nothing when it never started. */
+void shared_child_done(struct shared_child *c);
+
+#endif
