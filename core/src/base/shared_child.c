@@ -9,7 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "base/phase.h"
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 /* The holder runs a few calls. */
 #define HOLDER_STACK (64u << 10)
@@ -39,16 +43,22 @@ static int child_entry(void *arg)
 /* The holder: clones the child and, with CLONE_VFORK, sleeps in clone()
  * until it has ended. The kernel clears c->alive when the child's memory is
  * released, before it ends the holder's wait (CLONE_CHILD_CLEARTID); still
- * set, the child outlived the clone (valgrind runs a CLONE_VFORK clone as a
- * fork): then the holder waits to be released, so that it never ends (and
- * sends the child its parent-death signal) before the caller is done with
- * the child. */
+ * set, the child outlived the clone (under valgrind, below): then the
+ * holder waits to be released, so that it never ends (and sends the child
+ * its parent-death signal) before the caller is done with the child.
+ *
+ * valgrind runs a CLONE_VM clone only as a thread's or a vfork's, and it
+ * would hold its one lock for as long as this holder sleeps in a vfork's
+ * clone (every other thread stopped: the caller never gets the child's
+ * pid). Under it the child is a fork: a copy of the memory, which the
+ * keeper reads and never needs to share. */
 static void *hold(void *arg)
 {
         struct shared_child *c = arg;
+        const int share = RUNNING_ON_VALGRIND ? 0 : CLONE_VM | CLONE_VFORK;
         int pid = clone(child_entry, c->stack + c->stack_len - HOLDER_STACK,
-                        CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
-                        c, &c->tid, NULL, &c->alive);
+                        share | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, c, &c->tid,
+                        NULL, &c->alive);
         store(&c->tid, pid < 0 ? -errno : pid);
         wake(&c->tid);
         if (pid > 0 && load(&c->alive))

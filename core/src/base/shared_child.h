@@ -30,7 +30,10 @@
  * The child's parent is the holder thread: its parent-death signal
  * (PR_SET_PDEATHSIG) comes when that thread ends, which is never before the
  * child has ended and shared_child_done() has been called, or when this
- * whole process dies. getppid() in it is this process's pid. */
+ * whole process dies. getppid() in it is this process's pid.
+ *
+ * Under valgrind (when built with its header, valgrind/valgrind.h), which
+ * runs no such clone, the child is a fork: a copy of this memory. */
 #ifndef TB_BASE_SHARED_CHILD_H
 #define TB_BASE_SHARED_CHILD_H
 
