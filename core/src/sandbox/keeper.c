@@ -131,11 +131,11 @@ struct bwrap_start {
  * broadcast (session_user.c says why).
  *
  * Not instrumented by ASan (TB_NO_ASAN), as the keeper's own functions that
- * call a noreturn one: ASan knows the stack of the TLS it shares with the
- * keeper as the holder thread's, so before the noreturn _exit it would look
- * for this one there, not find it, and warn ("ignoring requested
- * __asan_handle_no_return"). What it calls is instrumented and returns,
- * leaving its frames' shadow as it found it. */
+ * call a noreturn one (base/shared_child.h): ASan knows the stack of the TLS
+ * it shares with the keeper as the holder thread's, so before the noreturn
+ * _exit it would look for this one there, not find it, and warn ("ignoring
+ * requested __asan_handle_no_return"). What it calls is instrumented and
+ * returns, leaving its frames' shadow as it found it. */
 static TB_NO_ASAN int exec_bwrap(void *arg)
 {
         const struct bwrap_start *s = arg;
