@@ -233,18 +233,25 @@ static int outlives_nothing(void *arg)
         return 0;
 }
 
-START_TEST(a_shared_childs_holder_lives_as_long_as_it)
+/* Run fn(arg) in a shared child to its end: its wait status. */
+static int shared_child_status(int (*fn)(void *), void *arg, const cpu_set_t *cpus)
 {
-        pid_t self = getpid();
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, outlives_nothing, &self, NULL), 0);
+        ck_assert_int_eq(shared_child_start(&c, fn, arg, cpus), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         int st;
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status %#x", st);
         shared_child_done(&c);
         shared_child_done(&c); /* again: nothing */
+        return st;
+}
+
+START_TEST(a_shared_childs_holder_lives_as_long_as_it)
+{
+        pid_t self = getpid();
+        int st = shared_child_status(outlives_nothing, &self, NULL);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status %#x", st);
 }
 END_TEST
 
@@ -264,14 +271,8 @@ START_TEST(a_shared_child_starts_on_the_cpus_given)
                         CPU_SET(i, &one);
                         break;
                 }
-        struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, on_the_cpus_given, &one, &one), 0);
-        pid_t pid = shared_child_pid(&c);
-        ck_assert_int_gt(pid, 0);
-        int st;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        int st = shared_child_status(on_the_cpus_given, &one, &one);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ran on other CPUs (status %#x)", st);
-        shared_child_done(&c);
         cpu_set_t after;
         ck_assert_int_eq(sched_getaffinity(0, sizeof after, &after), 0);
         ck_assert(CPU_EQUAL(&after, &all)); /* this thread's own are not changed */
