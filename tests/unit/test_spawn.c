@@ -255,6 +255,40 @@ START_TEST(a_shared_childs_holder_lives_as_long_as_it)
 }
 END_TEST
 
+static int sleeps_a_moment(void *arg)
+{
+        (void)arg;
+        struct timespec ts = { 0, 300 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        return 0;
+}
+
+/* The OOM killer never picks a child in a vfork (the kernel's in_vfork()):
+ * were it picked, every process that shares its memory would be killed
+ * with it, this one too. */
+START_TEST(a_shared_child_is_never_the_oom_killers_victim)
+{
+        _cleanup_free_ char *own_score = read_text("/proc/self/oom_score");
+        ck_assert_ptr_nonnull(own_score);
+        /* valgrind: a fork there, a victim like any process; a score of 0
+         * here (oom_score_adj -1000, never a victim) is its child's too. */
+        if (RUNNING_ON_VALGRIND || strcmp(own_score, "0\n") == 0)
+                return;
+        struct shared_child c;
+        ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL), 0);
+        pid_t pid = shared_child_pid(&c);
+        ck_assert_int_gt(pid, 0);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/oom_score", (int)pid);
+        _cleanup_free_ char *child_score = read_text(path);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        shared_child_done(&c);
+        ck_assert_ptr_nonnull(child_score);
+        ck_assert_str_eq(child_score, "0\n"); /* never chosen, where this process could be */
+}
+END_TEST
+
 static int on_the_cpus_given(void *arg)
 {
         cpu_set_t got;
@@ -293,4 +327,5 @@ TB_SUITE("spawn", 0)
         tcase_add_test(tc, a_shared_child_writes_this_memory_but_not_this_threads_errno);
         tcase_add_test(tc, a_shared_childs_holder_lives_as_long_as_it);
         tcase_add_test(tc, a_shared_child_starts_on_the_cpus_given);
+        tcase_add_test(tc, a_shared_child_is_never_the_oom_killers_victim);
 }

@@ -21,6 +21,13 @@
  * lives and touches nothing of its own meanwhile. Its TLS is the child's
  * alone: the child may set errno, and call what a thread may call.
  *
+ * The vfork also keeps the OOM killer off the child: it never picks a
+ * child in a vfork (the kernel's in_vfork(); its /proc/PID/oom_score reads
+ * 0). That matters: whoever it picks, it kills every process that shares
+ * the victim's memory with it, and a keeper in a Trial's memory cgroup,
+ * among a session's small processes, could otherwise be its choice, and
+ * trialbox with it.
+ *
  * The rules for the child's function: it runs on a stack of its own
  * (SHARED_CHILD_STACK, a guard page below); what it reads, the caller keeps
  * in place until the child is reaped; it writes only its own stack and what
