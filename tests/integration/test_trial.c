@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -293,6 +294,55 @@ START_TEST(a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_s
         /* The slow bwrap's half second, had it gone on. */
         assert_interrupted_before_its_session(&f, pid, SIGINT, "before the session started", 700000);
         fixture_free(&f);
+}
+END_TEST
+
+/* Once bwrap has reported the session's end, the pid it reported is no
+ * longer the session's: bwrap reaped it, and the kernel may have given it to
+ * anyone. A signal trialbox forwards then, and its SIGKILL after a second
+ * one, go to the keeper, never to that pid: here a stranger's (a decoy in a
+ * process group of its own) that a lingering bwrap names. */
+START_TEST(a_signal_after_the_sessions_end_never_reaches_the_pid_bwrap_reported)
+{
+        struct fixture f;
+        fixture_new(&f);
+        pid_t decoy = fork();
+        ck_assert_int_ge(decoy, 0);
+        if (decoy == 0) {
+                setsid();
+                execl("/bin/sleep", "sleep", "30", (char *)NULL);
+                _exit(127);
+        }
+        char decoy_pid[16];
+        snprintf(decoy_pid, sizeof decoy_pid, "%d", (int)decoy);
+        char *argv[64];
+        tb_argv(argv, 64, "shell", &f, EXTRA("--", "-c", "true", decoy_pid));
+        _cleanup_free_ char *errp = path_in(f.dir, "stderr");
+        pid_t pid = spawn(tb_env(ENV("TRIALBOX_BWRAP=" FAKE("bwrap-lingers"))), argv,
+                          &(struct tb_spawn_io){ .err = errp, .out = "/dev/null" });
+        bool lingering = false;
+        for (int i = 0; i < 1000 && !lingering; i++) {
+                _cleanup_free_ char *errs = read_text(errp);
+                lingering = errs && strstr(errs, "fake bwrap: lingering");
+                if (!lingering)
+                        usleep(5000);
+        }
+        ck_assert_msg(lingering, "the lingering bwrap never reported");
+        usleep(50000); /* trialbox has read the two status lines by now */
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        usleep(700000); /* a second one past the repeat window: SIGKILL at once */
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        wait_status(pid);
+        usleep(100000);
+        int st = 0;
+        pid_t gone = waitpid(decoy, &st, WNOHANG);
+        if (gone == 0) {
+                kill(decoy, SIGKILL);
+                waitpid(decoy, &st, 0);
+        }
+        fixture_free(&f);
+        ck_assert_msg(gone == 0, "trialbox signalled the pid bwrap had reported after its end (the decoy ended: %#x)",
+                      st);
 }
 END_TEST
 
@@ -612,6 +662,7 @@ TB_SUITE("trial", 60)
         tcase_add_test(tc, env_file_variables_reach_the_session_and_dry_run_redacts_them);
         tcase_add_test(tc, a_second_signal_kills_a_session_that_ignores_the_first);
         tcase_add_test(tc, a_signal_during_start_up_ends_the_trial_void_interrupted_before_its_session);
+        tcase_add_test(tc, a_signal_after_the_sessions_end_never_reaches_the_pid_bwrap_reported);
         tcase_add_test(tc, a_signal_pending_when_trialbox_starts_is_void_interrupted_and_nothing_runs);
         tcase_add_test(tc, no_bwrap_is_void_sandbox_unavailable);
         tcase_add_test(tc, a_bwrap_that_refuses_is_void_with_its_own_message);

@@ -418,14 +418,16 @@ static pid_t process_parent(pid_t pid)
 /* The one place that decides which process receives a signal meant for the
  * session: unsandboxed, the session's own process group; once bwrap has
  * reported its child, the session's process group (SIGKILL: the sandbox's
- * pid 1, and the namespace dies with it); before that, the keeper, which
- * stops bwrap (SIGKILL: it kills everything under it). */
+ * pid 1, and the namespace dies with it); before that, and once bwrap has
+ * reported the child's end (bwrap reaped it: its pid may be another
+ * process's by now), the keeper, which stops bwrap (SIGKILL: it kills
+ * everything under it). */
 static void signal_session(struct supervisor *sv, int sig)
 {
         pid_t child = (pid_t)sv->seen.child_pid;
         if (!sv->run->bwrap)
                 kill(-sv->pid, sig);
-        else if (child > 0)
+        else if (child > 0 && sv->seen.exit_code < 0)
                 kill(sig == SIGKILL ? child : -child, sig);
         else
                 kill(sv->pid, sig == SIGKILL ? KEEPER_KILL_ALL : sig);
