@@ -3,8 +3,8 @@
  * child that shares this memory (base/shared_child.h): the keeper's way. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <fcntl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -180,8 +180,8 @@ END_TEST
 
 /* What a shared child did, in the memory it shares with the test. */
 struct shared_seen {
-        int go;         /* set by the test once its errno is set */
-        pid_t ppid;     /* the child's getppid() */
+        int go;          /* set by the test once its errno is set */
+        pid_t ppid;      /* the child's getppid() */
         int child_errno; /* its errno after a call that failed */
         int done;
 };

@@ -121,9 +121,10 @@ struct bwrap_start {
  * CLONE_VFORK), as posix_spawn's child does. So it allocates nothing (no
  * malloc, no stdio stream), writes nothing of the keeper's but errno (which
  * the keeper reads only right after a call that failed), and ends in execve
- * or _exit (exit_group of itself alone: it is a process of its own). Its fd table, signal dispositions, working folder,
- * mount namespace and credentials are its own copies (no CLONE_FILES,
- * CLONE_SIGHAND, CLONE_FS): what it changes of them, the keeper never sees.
+ * or _exit (exit_group of itself alone: it is a process of its own). Its fd
+ * table, signal dispositions, working folder, mount namespace and
+ * credentials are its own copies (no CLONE_FILES, CLONE_SIGHAND, CLONE_FS):
+ * what it changes of them, the keeper never sees.
  * Each call below is a system call's wrapper, a string function that only
  * reads (strcmp, strtol, strlen), or formats into a buffer on this stack
  * (snprintf of %d, %u, %lld, %s: no allocation, no stream lock);
@@ -281,7 +282,7 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
 }
 
 TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                const struct sandbox_cow *cow, const cpu_set_t *cpus)
+                           const struct sandbox_cow *cow, const cpu_set_t *cpus)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         TB_PHASE("keeper_start");

@@ -133,7 +133,7 @@ struct child_start {
         const struct supervisor_run *run;
         char **argv;
         pid_t trialbox;
-        int fds[7]; /* stdin, stdout, stderr, the exec's error, bwrap's status, block and block-hold */
+        int fds[7];       /* stdin, stdout, stderr, the exec's error, bwrap's status, block and block-hold */
         sigset_t blocked; /* trialbox's mask: the child's until the exec */
         cpu_set_t cpus;   /* trialbox's CPUs, when the keeper starts on others */
         bool narrowed;
@@ -154,7 +154,7 @@ struct supervisor {
         struct rusage rusage; /* the direct child's, once reaped */
         struct supervisor_watch hold_watch;
         pid_t pid; /* the direct child: the session, or bwrap's keeper */
-        struct child_start child; /* what it started from: read by the keeper until bwrap's exec */
+        struct child_start child;   /* what it started from: read by the keeper until bwrap's exec */
         struct shared_child keeper; /* with bwrap: the keeper, in trialbox's memory */
         int sfd, timer, exec_r;
         int status_p[2], err_p[2];
@@ -261,7 +261,9 @@ static int place_fds(int *fds, const int *targets, size_t n)
 static void child_start_init(struct child_start *cs, const struct supervisor *sv, int exec_err_w)
 {
         bool pty = sv->pty_slave >= 0;
-        *cs = (struct child_start){ .run = sv->run, .argv = sv->argv, .trialbox = getpid(),
+        *cs = (struct child_start){ .run = sv->run,
+                                    .argv = sv->argv,
+                                    .trialbox = getpid(),
                                     .fds = { pty ? sv->pty_slave : sv->in_p[0], pty ? sv->pty_slave : sv->out_p[1],
                                              sv->err_p[1], exec_err_w, sv->status_p[1], sv->block_p[0],
                                              sv->block_p[1] } };
