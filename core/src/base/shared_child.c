@@ -31,6 +31,30 @@ static void wait_nonzero(int *p)
 
 static void wake(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
+int clone_stack_map(struct clone_stack *s, size_t size)
+{
+        const size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+        s->len = guard + size;
+        s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (s->base == MAP_FAILED) {
+                s->base = NULL;
+                return -errno;
+        }
+        if (mprotect(s->base, guard, PROT_NONE) < 0) {
+                int e = errno;
+                clone_stack_unmap(s);
+                return -e;
+        }
+        return 0;
+}
+
+void clone_stack_unmap(struct clone_stack *s)
+{
+        if (s->base)
+                munmap(s->base, s->len);
+        s->base = NULL;
+}
+
 /* The child's first lines: the kernel wrote its pid into c->tid before it
  * ran (CLONE_PARENT_SETTID); the caller sleeps until told. */
 static int child_entry(void *arg)
@@ -56,7 +80,7 @@ static void *hold(void *arg)
 {
         struct shared_child *c = arg;
         const int share = RUNNING_ON_VALGRIND ? 0 : CLONE_VM | CLONE_VFORK;
-        int pid = clone(child_entry, c->stack + c->stack_len - HOLDER_STACK,
+        int pid = clone(child_entry, c->stack.base + c->stack.len - HOLDER_STACK,
                         share | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, c, &c->tid,
                         NULL, &c->alive);
         store(&c->tid, pid < 0 ? -errno : pid);
@@ -69,20 +93,12 @@ static void *hold(void *arg)
 int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus)
 {
         *c = (struct shared_child){ .fn = fn, .arg = arg, .alive = 1 };
-        /* One mapping: a guard page, the child's stack, the holder's. */
-        const size_t guard = (size_t)sysconf(_SC_PAGESIZE);
-        c->stack_len = guard + SHARED_CHILD_STACK + HOLDER_STACK;
-        c->stack = mmap(NULL, c->stack_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (c->stack == MAP_FAILED) {
-                c->stack = NULL;
-                return -errno;
-        }
-        int e = mprotect(c->stack, guard, PROT_NONE) < 0 ? errno : 0; /* stacks grow down */
+        int e = -clone_stack_map(&c->stack, SHARED_CHILD_STACK + HOLDER_STACK);
         pthread_attr_t attr;
         if (e == 0)
                 e = pthread_attr_init(&attr);
         if (e == 0) {
-                e = pthread_attr_setstack(&attr, c->stack + guard + SHARED_CHILD_STACK, HOLDER_STACK);
+                e = pthread_attr_setstack(&attr, c->stack.base + c->stack.len - HOLDER_STACK, HOLDER_STACK);
                 /* Left to the scheduler, a new thread waits on this CPU
                  * until this thread blocks. */
                 if (e == 0 && cpus)
@@ -92,8 +108,7 @@ int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, con
                 pthread_attr_destroy(&attr);
         }
         if (e) {
-                munmap(c->stack, c->stack_len);
-                c->stack = NULL;
+                clone_stack_unmap(&c->stack);
                 return -e;
         }
         c->holding = true;
@@ -119,8 +134,5 @@ void shared_child_done(struct shared_child *c)
                 pthread_join(c->holder, NULL); /* the child has ended: the holder's clone() returned */
                 c->holding = false;
         }
-        if (c->stack) {
-                munmap(c->stack, c->stack_len);
-                c->stack = NULL;
-        }
+        clone_stack_unmap(&c->stack);
 }

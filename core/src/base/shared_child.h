@@ -63,13 +63,26 @@
  * only address space (a page is made when touched). */
 #define SHARED_CHILD_STACK (256u << 10)
 
+/* A stack for a clone's child: `size` bytes above a guard page (stacks grow
+ * down: an overflow faults instead of writing over what lies below), one
+ * mapping. Its top is base + len. */
+struct clone_stack {
+        char *base;
+        size_t len;
+};
+
+/* Map it: 0, or -errno (s->base NULL). */
+int clone_stack_map(struct clone_stack *s, size_t size);
+
+/* Unmap it (nothing when it is not mapped). */
+void clone_stack_unmap(struct clone_stack *s);
+
 struct shared_child {
         int (*fn)(void *);
         void *arg;
         pthread_t holder;
         bool holding; /* the holder runs: shared_child_done() joins it */
-        char *stack;  /* the mapping: a guard page, the child's stack, the holder's */
-        size_t stack_len;
+        struct clone_stack stack; /* the child's stack, then the holder's above it */
         int tid;      /* the child's pid once cloned (the kernel writes it), or -errno */
         int alive;    /* the child's pid while it runs, 0 once its memory is released (the kernel writes both) */
         int released; /* set by shared_child_done(): a holder whose child outlived the clone may end */

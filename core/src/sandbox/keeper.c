@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -206,9 +205,8 @@ static TB_NO_ASAN int exec_bwrap(void *arg)
  * under it). */
 static pid_t start_bwrap(struct bwrap_start *s)
 {
-        const size_t guard = (size_t)sysconf(_SC_PAGESIZE), len = guard + BWRAP_STACK_SIZE;
-        char *stack = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack == MAP_FAILED)
+        struct clone_stack stack;
+        if (clone_stack_map(&stack, BWRAP_STACK_SIZE) < 0)
                 return -1;
         /* A switch of user in bwrap's process makes the memory it shares
          * with the keeper (and trialbox) not dumpable (the kernel's rule for
@@ -216,10 +214,8 @@ static pid_t start_bwrap(struct bwrap_start *s)
          * process has exec'd, as with a fork. Meanwhile it is only the
          * stricter. */
         const int dumpable = s->user && s->user->drop ? prctl(PR_GET_DUMPABLE) : -1;
-        pid_t pid = -1;
-        if (mprotect(stack, guard, PROT_NONE) == 0) /* stacks grow down */
-                pid = clone(exec_bwrap, stack + len, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
-        munmap(stack, len); /* exec'd or gone: nothing runs on it */
+        pid_t pid = clone(exec_bwrap, stack.base + stack.len, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+        clone_stack_unmap(&stack); /* exec'd or gone: nothing runs on it */
         if (dumpable >= 0 && prctl(PR_GET_DUMPABLE) != dumpable)
                 prctl(PR_SET_DUMPABLE, dumpable);
         return pid;
