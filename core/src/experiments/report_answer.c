@@ -241,8 +241,8 @@ static void pair_compute(struct paired *p, const struct group *a, const struct g
         p->has_diff = p->n_tasks > 0;
         p->has_ci = stats_mean_t95(d, p->n_tasks, &p->diff, &p->low, &p->high);
         if (p->has_ci) {
-                p->low = fmax(-1, p->low);
-                p->high = fmin(1, p->high);
+                p->low = p->low > -1 ? p->low : -1;
+                p->high = p->high < 1 ? p->high : 1;
         }
         free(d);
 }

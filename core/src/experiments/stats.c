@@ -10,8 +10,8 @@ bool stats_wilson95(size_t passes, size_t n, double *low, double *high)
         double denom = 1 + z2 / nn;
         double centre = (p + z2 / (2 * nn)) / denom;
         double half = STATS_Z95 / denom * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
-        *low = fmax(0, centre - half);
-        *high = fmin(1, centre + half);
+        *low = centre - half > 0 ? centre - half : 0;
+        *high = centre + half < 1 ? centre + half : 1;
         return true;
 }
 
@@ -46,34 +46,54 @@ static double beta_fraction(double a, double b, double x)
         return h;
 }
 
-/* The regularized incomplete beta function I_x(a, b). */
-static double beta_regularized(double a, double b, double x)
+/* x^n for a whole n, by squaring. */
+static double pow_whole(double x, size_t n)
 {
-        if (x <= 0)
-                return 0;
-        if (x >= 1)
-                return 1;
-        double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
-        /* The fraction converges fast on this side; the other by symmetry. */
-        if (x < (a + 1) / (a + b + 2))
-                return front * beta_fraction(a, b, x) / a;
-        return 1 - front * beta_fraction(b, a, 1 - x) / b;
+        double r = 1;
+        for (; n; n >>= 1, x *= x)
+                if (n & 1)
+                        r *= x;
+        return r;
 }
 
-/* P(T > t) for Student's t with `df` degrees of freedom, t >= 0. */
-static double t_upper_tail(double t, double df)
+/* 1 / B(nu/2, 1/2) = Γ((nu+1)/2) / (Γ(nu/2) Γ(1/2)), for a whole nu >= 1:
+ * 1/π at nu = 1, 1/2 at nu = 2, and times (nu+1)/nu from nu to nu + 2
+ * (Γ(z+1) = zΓ(z)). Products of ratios near 1, so no Gamma function (and no
+ * libm, which every start of trialbox would load) is needed. */
+static double inverse_beta_half(size_t nu)
 {
-        return 0.5 * beta_regularized(df / 2, 0.5, df / (df + t * t));
+        double r = nu % 2 ? 0.318309886183790672 /* 1/π */ : 0.5;
+        for (size_t k = nu % 2 ? 1 : 2; k + 2 <= nu; k += 2)
+                r *= (double)(k + 1) / (double)k;
+        return r;
+}
+
+/* P(T > t) for Student's t with `nu` degrees of freedom, t >= 0: half the
+ * regularized incomplete beta function I_x(nu/2, 1/2) at x = nu/(nu+t²),
+ * whose front factor x^a (1-x)^b / B(a, b) is (√x)^nu √(1-x) times `inv_beta`
+ * (inverse_beta_half(nu)). */
+static double t_upper_tail(double t, size_t nu, double inv_beta)
+{
+        double a = (double)nu / 2, b = 0.5, s = (double)nu + t * t;
+        double x = (double)nu / s, y = t * t / s; /* y = 1 - x, without the cancellation */
+        if (y <= 0)
+                return 0.5;
+        double front = inv_beta * pow_whole(sqrt(x), nu) * sqrt(y);
+        /* The fraction converges fast on this side; the other by symmetry. */
+        if (x < (a + 1) / (a + b + 2))
+                return 0.5 * front * beta_fraction(a, b, x) / a;
+        return 0.5 * (1 - front * beta_fraction(b, a, y) / b);
 }
 
 double stats_t975(size_t df)
 {
-        double lo = 0, hi = 2, nu = df ? (double)df : 1;
-        while (t_upper_tail(hi, nu) > 0.025)
+        size_t nu = df ? df : 1;
+        double lo = 0, hi = 2, inv_beta = inverse_beta_half(nu);
+        while (t_upper_tail(hi, nu, inv_beta) > 0.025)
                 hi *= 2;
         for (int i = 0; i < 200 && hi - lo > 1e-12; i++) {
                 double mid = (lo + hi) / 2;
-                if (t_upper_tail(mid, nu) > 0.025)
+                if (t_upper_tail(mid, nu, inv_beta) > 0.025)
                         lo = mid;
                 else
                         hi = mid;
