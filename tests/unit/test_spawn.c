@@ -13,11 +13,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 #include "base/cleanup.h"
 #include "base/error.h"
@@ -201,7 +196,7 @@ static int in_shared_memory(void *arg)
 
 START_TEST(a_shared_child_writes_this_memory_but_not_this_threads_errno)
 {
-        if (RUNNING_ON_VALGRIND) /* it runs a CLONE_VFORK clone as a fork: nothing is shared */
+        if (!shared_child_shares_memory()) /* valgrind: a fork, nothing is shared */
                 return;
         struct shared_seen s = { 0 };
         struct shared_child c;
@@ -272,7 +267,7 @@ START_TEST(a_shared_child_is_never_the_oom_killers_victim)
         ck_assert_ptr_nonnull(own_score);
         /* valgrind: a fork there, a victim like any process; a score of 0
          * here (oom_score_adj -1000, never a victim) is its child's too. */
-        if (RUNNING_ON_VALGRIND || strcmp(own_score, "0\n") == 0)
+        if (!shared_child_shares_memory() || strcmp(own_score, "0\n") == 0)
                 return;
         struct shared_child c;
         ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL), 0);

@@ -18,6 +18,8 @@
 /* The holder runs a few calls. */
 #define HOLDER_STACK (64u << 10)
 
+bool shared_child_shares_memory(void) { return !RUNNING_ON_VALGRIND; }
+
 static int load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 static void store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
@@ -79,7 +81,7 @@ static int child_entry(void *arg)
 static void *hold(void *arg)
 {
         struct shared_child *c = arg;
-        const int share = RUNNING_ON_VALGRIND ? 0 : CLONE_VM | CLONE_VFORK;
+        const int share = shared_child_shares_memory() ? CLONE_VM | CLONE_VFORK : 0;
         int pid = clone(child_entry, c->stack.base + c->stack.len - HOLDER_STACK,
                         share | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, c, &c->tid,
                         NULL, &c->alive);

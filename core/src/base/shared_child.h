@@ -104,4 +104,8 @@ pid_t shared_child_pid(struct shared_child *c);
  * the child's end if it has not come yet. Nothing when it never started. */
 void shared_child_done(struct shared_child *c);
 
+/* Whether the child shares this memory: false under valgrind, where it is
+ * a fork (above). */
+bool shared_child_shares_memory(void);
+
 #endif

@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#define STATS_PI 3.14159265358979323846
+
 bool stats_wilson95(size_t passes, size_t n, double *low, double *high)
 {
         if (n == 0 || passes > n)
@@ -67,10 +69,10 @@ static double inverse_beta_half(size_t nu)
 {
         if (nu >= 1000) {
                 double z = (double)nu / 2, w = 1 / z;
-                return sqrt(z / 3.14159265358979323846) *
+                return sqrt(z / STATS_PI) *
                        (1 + w * (-1.0 / 8 + w * (1.0 / 128 + w * (5.0 / 1024 - w * 21.0 / 32768))));
         }
-        double r = nu % 2 ? 0.318309886183790672 /* 1/π */ : 0.5;
+        double r = nu % 2 ? 1 / STATS_PI : 0.5;
         for (size_t k = nu % 2 ? 1 : 2; k + 2 <= nu; k += 2)
                 r *= (double)(k + 1) / (double)k;
         return r;
