@@ -81,7 +81,7 @@ static int child_entry(void *arg)
 static void *hold(void *arg)
 {
         struct shared_child *c = arg;
-        const int share = shared_child_shares_memory() ? CLONE_VM | CLONE_VFORK : 0;
+        const int share = RUNNING_ON_VALGRIND ? 0 : CLONE_VM | CLONE_VFORK;
         int pid = clone(child_entry, c->stack.base + c->stack.len - HOLDER_STACK,
                         share | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, c, &c->tid,
                         NULL, &c->alive);
