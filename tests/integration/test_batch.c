@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <pwd.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1003,20 +1004,18 @@ START_TEST(a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void)
         pid_t pid = spawn_argv(tb_env(ENV("TRIALBOX_BATCH_BACKOFF_MS=1")), argv, "/dev/null", "/dev/null");
         _cleanup_free_ char *started = path_in(e.repo, "started");
         ck_assert_msg(wait_for_file(started, 30000), "the session never started");
-        /* Its run: the batch's child whose command line names the Trial's
-         * folder (the keeper under it has the same). */
-        pid_t found[8], run = 0;
+        /* Its run: the pid its launcher.json records, the batch's child (a
+         * fork of the batch that runs `run` without an exec). */
         _cleanup_free_ char *out = path_in(e.dir, "out/t");
-        size_t n = host_pids(out, "trialbox", NULL, found, 8);
-        for (size_t i = 0; i < n && !run; i++) {
-                char path[64];
-                snprintf(path, sizeof path, "/proc/%d/stat", (int)found[i]);
-                _cleanup_free_ char *stat = read_text(path);
-                const char *paren = stat ? strrchr(stat, ')') : NULL;
-                int ppid = 0;
-                if (paren && sscanf(paren + 1, " %*c %d", &ppid) == 1 && ppid == pid)
-                        run = found[i];
-        }
+        _cleanup_free_ char *recorded = record_field(out, "launcher.json", "pid");
+        pid_t run = recorded ? (pid_t)atoi(recorded) : 0;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)run);
+        _cleanup_free_ char *stat = run > 0 ? read_text(path) : NULL;
+        const char *paren = stat ? strrchr(stat, ')') : NULL;
+        int ppid = 0;
+        if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1 || ppid != pid)
+                run = 0;
         ck_assert_msg(run > 0, "the Trial's run was not found");
         ck_assert_int_eq(kill(run, SIGTERM), 0);
         int status = wait_status(pid);
@@ -1025,6 +1024,87 @@ START_TEST(a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void)
         assert_result(&e, "t", "cause", "interrupted");
         assert_result(&e, "t", "attempts", "1");
         ck_assert_uint_eq(count_at(e.repo, "marker", "ran"), 1);
+        exp_free(&e);
+}
+END_TEST
+
+/* Every fd of a running Trial's process (the pid its launcher.json
+ * records), one target a line: "N -> TARGET\n". NULL when it is gone. */
+static char *fds_of_run(const char *out)
+{
+        _cleanup_free_ char *recorded = record_field(out, "launcher.json", "pid");
+        if (!recorded)
+                return NULL;
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%s/fd", recorded);
+        DIR *d = opendir(dir);
+        if (!d)
+                return NULL;
+        struct strbuf all = { 0 };
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.')
+                        continue;
+                char link[PATH_MAX], target[PATH_MAX] = "";
+                snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+                ssize_t n = readlink(link, target, sizeof target - 1);
+                if (n > 0)
+                        target[n] = '\0';
+                strbuf_addf(&all, "%s -> %s\n", e->d_name, target);
+        }
+        closedir(d);
+        return all.s ? all.s : xstrdup("");
+}
+
+/* Each Trial's `run` goes on in a fork of the batch, with no exec: it
+ * holds none of the batch's fds (its epoll, the plan, its results, the
+ * binary it opened) and nothing of the Trial running beside it. */
+START_TEST(a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        const char *wait_go = "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done";
+        add_trial_own(&plan, &e, "a", wait_go);
+        add_trial_own(&plan, &e, "b", wait_go);
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--jobs", "2", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(NULL), argv, "/dev/null", "/dev/null");
+        const char *ids[] = { "a", "b" };
+        char *fds[2] = { NULL, NULL };
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s/started", ids[i]);
+                _cleanup_free_ char *started = path_in(e.dir, rel);
+                ck_assert_msg(wait_for_file(started, 30000), "session %s never started", ids[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *rel = xasprintf("out/%s", ids[i]);
+                _cleanup_free_ char *out = path_in(e.dir, rel);
+                fds[i] = fds_of_run(out);
+        }
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *rel = xasprintf("repos/%s/go", ids[i]);
+                _cleanup_free_ char *go = path_in(e.dir, rel);
+                write_text(go, "", 0644);
+        }
+        ck_assert_int_eq(wait_status(pid), 0);
+        char bin[PATH_MAX];
+        ck_assert_ptr_nonnull(realpath(TRIALBOX_BIN, bin));
+        for (int i = 0; i < 2; i++) {
+                ck_assert_msg(fds[i], "Trial %s's run was gone while its session ran", ids[i]);
+                _cleanup_free_ char *mine = xasprintf(" -> %s/out/%s/", e.dir, ids[i]);
+                _cleanup_free_ char *other = xasprintf(" -> %s/out/%s", e.dir, ids[1 - i]);
+                ck_assert_msg(strstr(fds[i], mine), "Trial %s's run has no fd in its own folder:\n%s", ids[i], fds[i]);
+                ck_assert_msg(!strstr(fds[i], other), "Trial %s's run holds the other Trial's:\n%s", ids[i], fds[i]);
+                ck_assert_msg(!strstr(fds[i], e.plan) && !strstr(fds[i], e.results),
+                              "Trial %s's run holds the plan or its results:\n%s", ids[i], fds[i]);
+                ck_assert_msg(!strstr(fds[i], "[eventpoll]"), "Trial %s's run holds the batch's epoll:\n%s", ids[i], fds[i]);
+                _cleanup_free_ char *self = xasprintf(" -> %s\n", bin);
+                ck_assert_msg(!strstr(fds[i], self), "Trial %s's run holds the batch's binary:\n%s", ids[i], fds[i]);
+                free(fds[i]);
+        }
+        assert_result(&e, "a", "outcome", "completed");
+        assert_result(&e, "b", "outcome", "completed");
         exp_free(&e);
 }
 END_TEST
@@ -1326,4 +1406,5 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, a_run_signalled_while_the_batch_goes_on_is_retried_as_a_counted_void);
         tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
+        tcase_add_test(tc, a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it);
 }

@@ -34,6 +34,23 @@ static void log_write(const char *line)
         sink_write(&log_sink, line, strlen(line));
 }
 
+void log_forked(void)
+{
+        if (log_sink_ready) {
+                sink_done(&log_sink); /* unwritten: the parent's, not this child's */
+                log_sink_ready = false;
+        }
+        log_verbosity = 1;
+}
+
+void log_end(void)
+{
+        if (log_sink_ready) {
+                log_sink_drain();
+                log_sink_ready = false;
+        }
+}
+
 void log_set_verbosity(int verbosity) { log_verbosity = verbosity; }
 int log_get_verbosity(void) { return log_verbosity; }
 

@@ -22,6 +22,14 @@
 void log_set_verbosity(int verbosity);
 int log_get_verbosity(void);
 
+/* For a child that goes on without an exec (`batch` runs each Trial in a
+ * fork of itself): log_forked() begins again as a new process would (the
+ * default verbosity; what the parent held for its stderr dropped unwritten,
+ * the fd it opened for it closed), before the child moves its fds;
+ * log_end() gives stderr what it holds (what exit() would), before _exit. */
+void log_forked(void);
+void log_end(void);
+
 /* One line each, printf-like, no trailing newline in `fmt`. */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* always */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /* >= 1, "warning: " */

@@ -172,6 +172,7 @@ int cmd_batch(const struct cli_command *self, const struct tb_env *env, int argc
                 .no_wait = a.no_wait,
                 .slurm_max_running = a.slurm && a.jobs_given ? (unsigned)a.jobs : 0,
                 .grade_only = a.grade_only,
+                .trial_main = cli_main,
         };
         return batch_run(&opt);
 }

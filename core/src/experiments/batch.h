@@ -64,6 +64,10 @@ struct batch_options {
         bool no_wait;          /* --no-wait: return once the array is submitted */
         unsigned slurm_max_running; /* --jobs when given ("%MAX"); 0: no limit */
         bool grade_only;       /* --grade-only: run no Trial; grade again every one that ran */
+        /* `trialbox ARGS…` (the command layer's main; required): each
+         * Trial's `trialbox run …` is handed to it in a fork of the batch,
+         * with no exec (batch_scheduler.c's start()). */
+        int (*trial_main)(int argc, char **argv);
 };
 
 /* Slurm: `--slurm` submits one array (one task per plan line, each

@@ -113,8 +113,8 @@ void batch_grade_forward(struct batch *b, int sig)
                         kill(b->t[i].gpid, sig);
 }
 
-/* Start `t`'s grader: `trialbox grade` of this same binary, its output in
- * OUTPUT_DIR/grade.log. */
+/* Start `t`'s grader: `trialbox grade`, in a fork of the batch, its output
+ * in OUTPUT_DIR/grade.log. */
 static int start(struct batch *b, struct btrial *t, struct tb_error *err)
 {
         const struct plan_trial *p = t->p;
@@ -131,25 +131,9 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         strv_add(&argv, "trialbox");
         plan_grade_args(p->more->grade, p->output_dir, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
         batch_child_env(&envp);
-        struct spawn s = { .argv = argv.v,
-                           .envp = envp.v,
-                           .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP,
-                           .exec_fd = b->self_fd,
-                           .sigmask = &b->old_mask,
-                           .std_in = SPAWN_DEV_NULL,
-                           .std_out = SPAWN_FD,
-                           .std_out_fd = log_fd,
-                           .std_err = SPAWN_FD,
-                           .std_err_fd = log_fd };
-        const int env_target = BATCH_ENV_FD;
-        if (env_fd >= 0) {
-                s.fds = &env_fd;
-                s.fd_targets = &env_target;
-                s.n_fds = 1;
-        }
-        int r = spawn_start(&s, err);
-        pid_t pid = s.pid;
-        spawn_done(&s);
+        struct batch_fork f = { .argv = argv.v, .envp = envp.v, .log_fd = log_fd, .env_fd = env_fd, .keep_fd = -1 };
+        pid_t pid;
+        int r = batch_fork_trialbox(b, &f, &pid, err);
         if (r < 0)
                 return r;
         t->gpid = pid;

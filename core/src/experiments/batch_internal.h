@@ -58,7 +58,6 @@ struct batch {
         struct plan plan;
         struct btrial *t; /* one per plan line, in plan order */
         size_t n, next;   /* next: no PENDING Trial before it */
-        int self_fd;      /* /proc/self/exe, opened once: every Trial runs this same binary */
         int epfd, sfd, tfd, results_fd, plan_fd;
         sigset_t old_mask;
         unsigned used;    /* job slots held */
@@ -243,6 +242,24 @@ void batch_child_env(struct strv *envp);
 #define BATCH_ENV_FILE "/dev/fd/3"
 /* That pipe's read end for `env`, -1 when it is empty, or -errno. */
 int batch_env_pipe(const struct strv *env);
+/* Start `trialbox ARGS…` (argv[0] "trialbox", envp its environment) as the
+ * batch's child: a fork that hands argv to opt->trial_main, with no exec
+ * (an exec and a load of trialbox fewer for each Trial and each grade;
+ * docs/performance.md, "batch"). The child starts as the exec'd binary
+ * would: every signal's default and the mask the batch had, in a process
+ * group of its own, stdin /dev/null, stdout and stderr on `log_fd`,
+ * `env_fd` (>= 0) at BATCH_ENV_FD, every other fd of the batch's closed,
+ * nothing the batch held for its stderr. `before` (NULL: none) runs first
+ * in it, given `ctx` and `keep_fd` (an fd of the batch's it may still
+ * read; closed after it); a nonzero return ends the child with that
+ * status. The child's pid in *pid. */
+struct batch_fork {
+        char **argv, **envp;
+        int log_fd, env_fd, keep_fd;
+        int (*before)(void *ctx, int keep_fd);
+        void *ctx;
+};
+int batch_fork_trialbox(struct batch *b, const struct batch_fork *f, pid_t *pid, struct tb_error *err);
 
 /* ---- batch_progress.c ---- */
 size_t batch_total(const struct batch *b);

@@ -2,6 +2,7 @@
 #include "experiments/batch_internal.h"
 #include "plugin/loader.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -436,29 +437,117 @@ static void clone_or_void(const struct plan_trial *p, const char *clone, const c
         _exit(TB_EXIT_VOID);
 }
 
+/* Close every fd from 3 on but keep[0..n) (ascending; -1 or below 3:
+ * none). */
+static void close_fds_but(const int *keep, size_t n)
+{
+        unsigned from = 3;
+        for (size_t i = 0; i <= n; i++) {
+                if (i < n && keep[i] < (int)from)
+                        continue;
+                unsigned to = i < n ? (unsigned)keep[i] - 1 : ~0U;
+                if (from <= to && close_range(from, to, 0) < 0)
+                        goto walk;
+                if (i < n)
+                        from = (unsigned)keep[i] + 1;
+        }
+        return;
+walk:; /* a kernel before 5.9: close what /proc/self/fd lists */
+        DIR *d = opendir("/proc/self/fd");
+        int fds[1024];
+        size_t m = 0;
+        for (struct dirent *e; d && (e = readdir(d)) && m < TB_ARRAY_SIZE(fds);) {
+                int fd = atoi(e->d_name);
+                bool kept = fd < 3 || fd == dirfd(d);
+                for (size_t i = 0; i < n; i++)
+                        kept = kept || fd == keep[i];
+                if (!kept)
+                        fds[m++] = fd;
+        }
+        if (d)
+                closedir(d);
+        for (size_t i = 0; i < m; i++)
+                close(fds[i]);
+}
+
+struct forked {
+        const struct batch_fork *f;
+        int (*main)(int argc, char **argv);
+};
+
+/* In the batch's child (spawn.c's child() has reset the signals and the
+ * mask, made the process group and placed stdio and the env fd): become
+ * `trialbox ARGS…` as an exec'd binary would start. Its exit status. */
+static int forked_child(void *ctx)
+{
+        const struct forked *c = ctx;
+        const struct batch_fork *f = c->f;
+        log_forked();
+        int keep[2] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd };
+        if (keep[0] > keep[1]) {
+                int k = keep[0];
+                keep[0] = keep[1];
+                keep[1] = k;
+        }
+        close_fds_but(keep, 2);
+        if (f->before) {
+                int code = f->before(f->ctx, f->keep_fd);
+                if (f->keep_fd >= 0)
+                        close(f->keep_fd);
+                if (code != 0)
+                        return code;
+        }
+        environ = f->envp;
+        int argc = 0;
+        while (f->argv[argc])
+                argc++;
+        int status = c->main(argc, f->argv);
+        fflush(NULL);
+        log_end();
+        return status;
+}
+
+int batch_fork_trialbox(struct batch *b, const struct batch_fork *f, pid_t *pid, struct tb_error *err)
+{
+        struct forked c = { .f = f, .main = b->opt->trial_main };
+        struct spawn s = { .flags = SPAWN_NEW_PGROUP, .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL,
+                           .std_out = SPAWN_FD, .std_out_fd = f->log_fd, .std_err = SPAWN_FD, .std_err_fd = f->log_fd,
+                           .child_fn = forked_child, .ctx = &c };
+        const int env_target = BATCH_ENV_FD;
+        if (f->env_fd >= 0) {
+                s.fds = &f->env_fd;
+                s.fd_targets = &env_target;
+                s.n_fds = 1;
+        }
+        fflush(NULL); /* what stdio holds is written once, by the batch */
+        int r = spawn_start(&s, err);
+        *pid = s.pid;
+        spawn_done(&s);
+        return r;
+}
+
 /* What the launcher does in its child before it becomes `trialbox run`. */
 struct launch {
         const struct plan_trial *p;
-        int go_r, go_w;
         const char *nonce; /* the attempt's token, for a void record written before the run */
 };
 
 /* In the launcher's child (its own process group, so that a terminal's ^C
  * reaches the batch only, which forwards it once; stdio on the Trial's
- * log): wait until the batch has recorded it, then clone what the Trial
- * runs in. An exit status to end with, or 0 to exec. */
-static int launch_child(void *ctx)
+ * log), before it runs the Trial: wait on `go_r` until the batch has
+ * recorded it, then clone what the Trial runs in. 0, or the exit status
+ * to end with. */
+static int launch_child(void *ctx, int go_r)
 {
         const struct launch *l = ctx;
-        close(l->go_w);
         char c;
-        if (read_retry(l->go_r, &c, 1) != 1) /* the batch died before it recorded us */
+        if (read_retry(go_r, &c, 1) != 1) /* the batch died before it recorded us */
                 return 127;
         if (l->p->shared_repo) {
                 /* Other lines name this repository: one Trial in it at a time,
                  * also across the tasks of a Slurm array (the batch's own
                  * scheduling covers one batch only). The lock is the run's
-                 * until it exits: its fd is inherited, not closed on exec. */
+                 * until it exits: it holds the fd. */
                 int fd = open(l->p->shared_repo, O_RDONLY | O_DIRECTORY);
                 if (fd >= 0 && RETRY_EINTR(flock(fd, LOCK_EX)) < 0)
                         close(fd);
@@ -503,25 +592,13 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         _cleanup_strv_ struct strv envp = { 0 };
         batch_child_env(&envp);
         strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
-        /* Every Trial runs this same binary, opened once (self_fd); the
-         * batch's own mask (it blocks what its signalfd reads) is not passed on. */
-        struct launch l = { .p = p, .go_r = go[0], .go_w = go[1], .nonce = nonce };
-        struct spawn s = { .argv = argv.v, .envp = envp.v, .flags = SPAWN_EXEC_FD | SPAWN_NEW_PGROUP, .exec_fd = b->self_fd,
-                           .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL, .std_out = SPAWN_FD,
-                           .std_out_fd = log_fd, .std_err = SPAWN_FD, .std_err_fd = log_fd,
-                           .child_fn = launch_child, .ctx = &l };
-        const int env_target = BATCH_ENV_FD;
-        if (env_fd >= 0) {
-                s.fds = &env_fd;
-                s.fd_targets = &env_target;
-                s.n_fds = 1;
-        }
+        struct launch l = { .p = p, .nonce = nonce };
+        struct batch_fork f = { .argv = argv.v, .envp = envp.v, .log_fd = log_fd, .env_fd = env_fd, .keep_fd = go[0],
+                                .before = launch_child, .ctx = &l };
         struct tb_error serr = { 0 };
-        int sr = spawn_start(&s, &serr);
-        pid_t pid = s.pid;
-        spawn_done(&s);
+        pid_t pid;
+        int sr = batch_fork_trialbox(b, &f, &pid, &serr);
         strv_done(&argv);
-        strv_done(&envp);
         close(go[0]);
         if (sr < 0) {
                 close(go[1]);
@@ -703,10 +780,9 @@ static int setup_fds(struct batch *b, struct tb_error *err)
         sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, &b->old_mask) < 0)
                 return tb_fail(err, -errno, "blocking signals: %s", strerror(errno));
-        b->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
         b->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         b->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (b->self_fd < 0 || b->sfd < 0 || b->epfd < 0)
+        if (b->sfd < 0 || b->epfd < 0)
                 return tb_fail(err, -errno, "setting up the batch: %s", strerror(errno));
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV(EV_SIGNAL, 0) };
         if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->sfd, &ev) < 0)
@@ -846,7 +922,7 @@ int batch_finish(struct batch *b, struct tb_error *err)
 
 int batch_run(const struct batch_options *opt)
 {
-        struct batch b = { .opt = opt, .self_fd = -1, .epfd = -1, .sfd = -1, .tfd = -1, .results_fd = -1,
+        struct batch b = { .opt = opt, .epfd = -1, .sfd = -1, .tfd = -1, .results_fd = -1,
                            .plan_fd = -1, .start_ms = now_ms(), .tty = isatty(2) };
         struct tb_error err = { 0 };
         int status = TB_EXIT_ERROR;
@@ -878,7 +954,7 @@ int batch_run(const struct batch_options *opt)
         sigprocmask(SIG_SETMASK, &b.old_mask, NULL);
         for (size_t i = 0; i < b.n; i++)
                 tb_closep(&b.t[i].pidfd);
-        int fds[] = { b.self_fd, b.epfd, b.sfd, b.tfd, b.results_fd, b.plan_fd };
+        int fds[] = { b.epfd, b.sfd, b.tfd, b.results_fd, b.plan_fd };
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(&fds[i]);
         free(b.t);
