@@ -4,9 +4,9 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
-#include <pwd.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1063,7 +1063,8 @@ START_TEST(a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it)
         struct exp e;
         exp_new(&e);
         struct strbuf plan = { 0 };
-        const char *wait_go = "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done";
+        const char *wait_go = "touch started; i=0; "
+                              "while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done";
         add_trial_own(&plan, &e, "a", wait_go);
         add_trial_own(&plan, &e, "b", wait_go);
         write_plan(e.plan, plan.s);
@@ -1098,7 +1099,8 @@ START_TEST(a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it)
                 ck_assert_msg(!strstr(fds[i], other), "Trial %s's run holds the other Trial's:\n%s", ids[i], fds[i]);
                 ck_assert_msg(!strstr(fds[i], e.plan) && !strstr(fds[i], e.results),
                               "Trial %s's run holds the plan or its results:\n%s", ids[i], fds[i]);
-                ck_assert_msg(!strstr(fds[i], "[eventpoll]"), "Trial %s's run holds the batch's epoll:\n%s", ids[i], fds[i]);
+                ck_assert_msg(!strstr(fds[i], "[eventpoll]"), "Trial %s's run holds the batch's epoll:\n%s", ids[i],
+                              fds[i]);
                 _cleanup_free_ char *self = xasprintf(" -> %s\n", bin);
                 ck_assert_msg(!strstr(fds[i], self), "Trial %s's run holds the batch's binary:\n%s", ids[i], fds[i]);
                 free(fds[i]);

@@ -510,9 +510,15 @@ static int forked_child(void *ctx)
 int batch_fork_trialbox(struct batch *b, const struct batch_fork *f, pid_t *pid, struct tb_error *err)
 {
         struct forked c = { .f = f, .main = b->opt->trial_main };
-        struct spawn s = { .flags = SPAWN_NEW_PGROUP, .sigmask = &b->old_mask, .std_in = SPAWN_DEV_NULL,
-                           .std_out = SPAWN_FD, .std_out_fd = f->log_fd, .std_err = SPAWN_FD, .std_err_fd = f->log_fd,
-                           .child_fn = forked_child, .ctx = &c };
+        struct spawn s = { .flags = SPAWN_NEW_PGROUP,
+                           .sigmask = &b->old_mask,
+                           .std_in = SPAWN_DEV_NULL,
+                           .std_out = SPAWN_FD,
+                           .std_out_fd = f->log_fd,
+                           .std_err = SPAWN_FD,
+                           .std_err_fd = f->log_fd,
+                           .child_fn = forked_child,
+                           .ctx = &c };
         const int env_target = BATCH_ENV_FD;
         if (f->env_fd >= 0) {
                 s.fds = &f->env_fd;
@@ -593,8 +599,13 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         batch_child_env(&envp);
         strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
         struct launch l = { .p = p, .nonce = nonce };
-        struct batch_fork f = { .argv = argv.v, .envp = envp.v, .log_fd = log_fd, .env_fd = env_fd, .keep_fd = go[0],
-                                .before = launch_child, .ctx = &l };
+        struct batch_fork f = { .argv = argv.v,
+                                .envp = envp.v,
+                                .log_fd = log_fd,
+                                .env_fd = env_fd,
+                                .keep_fd = go[0],
+                                .before = launch_child,
+                                .ctx = &l };
         struct tb_error serr = { 0 };
         pid_t pid;
         int sr = batch_fork_trialbox(b, &f, &pid, &serr);
@@ -922,8 +933,14 @@ int batch_finish(struct batch *b, struct tb_error *err)
 
 int batch_run(const struct batch_options *opt)
 {
-        struct batch b = { .opt = opt, .epfd = -1, .sfd = -1, .tfd = -1, .results_fd = -1,
-                           .plan_fd = -1, .start_ms = now_ms(), .tty = isatty(2) };
+        struct batch b = { .opt = opt,
+                           .epfd = -1,
+                           .sfd = -1,
+                           .tfd = -1,
+                           .results_fd = -1,
+                           .plan_fd = -1,
+                           .start_ms = now_ms(),
+                           .tty = isatty(2) };
         struct tb_error err = { 0 };
         int status = TB_EXIT_ERROR;
         if (plan_load(opt->plan, &b.plan, &err) < 0) {
