@@ -18,6 +18,7 @@
 #include "base/arena.h"
 #include "base/cpus.h"
 #include "base/env.h"
+#include "base/log.h"
 #include "tb_test.h"
 #include "base/sha256.h"
 #include "base/util.h"
@@ -324,6 +325,60 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 END_TEST
 
 /* SHA-256 against FIPS 180-4's examples, and across its block edges. */
+/* In a process whose stderr is a pipe nobody reads (so the logger holds
+ * what it cannot write) and whose verbosity is 0: the body of the test. A
+ * fork of it that goes on without an exec (as `batch` runs a Trial) moves
+ * its stderr to `file`, calls log_forked(), logs and ends with log_end():
+ * the file holds the child's lines alone (with the default verbosity),
+ * nothing the parent held. Exits 0 when so. */
+static void __attribute__((noreturn)) forked_logger(const char *file)
+{
+        int p[2];
+        if (pipe(p) < 0 || dup2(p[1], STDERR_FILENO) < 0)
+                _exit(10);
+        (void)fcntl(p[1], F_SETPIPE_SZ, 4096);
+        log_set_verbosity(0);
+        for (int i = 0; i < 200; i++) /* far more than the pipe takes */
+                log_error("the parent's line %d, held for a reader that never comes", i);
+        pid_t c = fork();
+        if (c == 0) {
+                log_forked();
+                int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+                        _exit(11);
+                close(fd);
+                close(p[0]);
+                close(p[1]);
+                log_warn("the child's warning");
+                log_error("the child's error");
+                log_end();
+                _exit(0);
+        }
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
+                _exit(12);
+        _exit(WEXITSTATUS(st));
+}
+
+START_TEST(a_fork_that_goes_on_without_an_exec_logs_none_of_what_its_parent_held)
+{
+        char dir[] = "/tmp/tb-log-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        _cleanup_free_ char *file = xasprintf("%s/stderr", dir);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                forked_logger(file);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the logger process ended with %d", st);
+        _cleanup_free_ char *got = read_text(file);
+        ck_assert_str_eq(got, "trialbox: warning: the child's warning\ntrialbox: the child's error\n");
+        unlink(file);
+        rmdir(dir);
+}
+END_TEST
+
 START_TEST(sha256_gives_the_standard_digests)
 {
         static const struct text_case cases[] = {
@@ -446,5 +501,6 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
+        tcase_add_test(tc, a_fork_that_goes_on_without_an_exec_logs_none_of_what_its_parent_held);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
 }
