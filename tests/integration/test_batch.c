@@ -1111,6 +1111,49 @@ START_TEST(a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it)
 }
 END_TEST
 
+/* The usage peak of Trial t0 (a `true` session) of a plan of `lines`
+ * lines, each with a repository of its own, run alone (--index 0). */
+static long long peak_of_first_of(int lines)
+{
+        struct exp e;
+        exp_new(&e);
+        struct strbuf plan = { 0 };
+        for (int i = 0; i < lines; i++) {
+                char id[32];
+                snprintf(id, sizeof id, "t%d", i);
+                add_trial_own(&plan, &e, id, "true");
+        }
+        write_plan(e.plan, plan.s);
+        free(plan.s);
+        char *argv[] = { TRIALBOX_BIN, "batch", e.plan, "--index", "0", "-q", NULL };
+        pid_t pid = spawn_argv(tb_env(NULL), argv, "/dev/null", "/dev/null");
+        ck_assert_int_eq(wait_status(pid), 0);
+        _cleanup_free_ char *out = path_in(e.dir, "out/t0");
+        _cleanup_free_ char *path = path_in(out, "outcome.json");
+        _cleanup_free_ char *text = read_text(path);
+        ck_assert_ptr_nonnull(text);
+        json_object *j = json_tokener_parse(text);
+        ck_assert_ptr_nonnull(j);
+        long long peak = json_object_get_int64(json_get(json_get(j, "usage"), "peak_memory_bytes"));
+        json_object_put(j);
+        exp_free(&e);
+        return peak;
+}
+
+/* A session's rusage peak counts trialbox's memory (the keeper shares it):
+ * a batch whose plan has grown its memory past BATCH_FORK_MAX_ANON (1 MiB;
+ * 6,000 lines, about 2.6 MiB) execs each Trial's run rather than run it in
+ * a fork of itself, so that no Trial's peak carries the plan. */
+START_TEST(a_trial_of_a_long_plan_carries_none_of_the_plans_memory_in_its_peak)
+{
+        long long alone = peak_of_first_of(1), among = peak_of_first_of(6000);
+        printf("rusage peak of a `true` Trial: plan of 1 line %lld bytes, of 6000 lines %lld bytes\n", alone, among);
+        ck_assert_msg(alone > 0 && among > 0, "no peak: %lld, %lld", alone, among);
+        ck_assert_msg(among <= alone + (1 << 20), "the 6000-line plan's Trial peaked at %lld bytes, %lld alone", among,
+                      alone);
+}
+END_TEST
+
 /* A batch started as a script's background job (SIGINT and SIGQUIT
  * ignored) by a runner that left SIGINT blocked: its sessions still start
  * with every signal's default disposition and an empty mask, and SIGINT
@@ -1409,4 +1452,5 @@ TB_SUITE("batch", 240)
         tcase_add_test(tc, env_reaches_the_session_never_an_argv_and_kill_after_is_the_runs);
         tcase_add_test(tc, a_batch_started_in_the_background_gives_sessions_default_signals_and_sigint_ends_them_at_once);
         tcase_add_test(tc, a_trials_run_holds_no_fd_of_the_batch_or_of_the_trial_beside_it);
+        tcase_add_test(tc, a_trial_of_a_long_plan_carries_none_of_the_plans_memory_in_its_peak);
 }

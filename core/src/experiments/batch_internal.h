@@ -58,6 +58,8 @@ struct batch {
         struct plan plan;
         struct btrial *t; /* one per plan line, in plan order */
         size_t n, next;   /* next: no PENDING Trial before it */
+        int self_fd;      /* /proc/self/exe, opened once: the binary a Trial or a grade execs (batch_fork_trialbox) */
+        size_t anon_base; /* the batch's anonymous memory when it began (batch_fork_trialbox) */
         int epfd, sfd, tfd, results_fd, plan_fd;
         sigset_t old_mask;
         unsigned used;    /* job slots held */
@@ -243,16 +245,21 @@ void batch_child_env(struct strv *envp);
 /* That pipe's read end for `env`, -1 when it is empty, or -errno. */
 int batch_env_pipe(const struct strv *env);
 /* Start `trialbox ARGS…` (argv[0] "trialbox", envp its environment) as the
- * batch's child: a fork that hands argv to opt->trial_main, with no exec
- * (an exec and a load of trialbox fewer for each Trial and each grade;
- * docs/performance.md, "batch"). The child starts as the exec'd binary
- * would: every signal's default and the mask the batch had, in a process
- * group of its own, stdin /dev/null, stdout and stderr on `log_fd`,
- * `env_fd` (>= 0) at BATCH_ENV_FD, every other fd of the batch's closed,
- * nothing the batch held for its stderr. `before` (NULL: none) runs first
- * in it, given `ctx` and `keep_fd` (an fd of the batch's it may still
- * read; closed after it); a nonzero return ends the child with that
- * status. The child's pid in *pid. */
+ * batch's child: while the batch's anonymous memory is at most
+ * BATCH_FORK_MAX_ANON more than when it began (a plan of up to some 2,000
+ * lines), a fork that hands
+ * argv to opt->trial_main, with no exec (an exec and a load of trialbox
+ * fewer for each Trial and each grade; docs/performance.md, "batch");
+ * beyond, a fork that execs the batch's binary (self_fd), so that no
+ * Trial's rusage peak carries the plan's memory. Either way the child
+ * starts as the exec'd binary would: every signal's default and the mask
+ * the batch had, in a process group of its own, stdin /dev/null, stdout
+ * and stderr on `log_fd`, `env_fd` (>= 0) at BATCH_ENV_FD, every other fd
+ * of the batch's closed, nothing the batch held for its stderr. `before`
+ * (NULL: none) runs first in it, given `ctx` and `keep_fd` (an fd of the
+ * batch's it may still read; closed after it); a nonzero return ends the
+ * child with that status. The child's pid in *pid. */
+#define BATCH_FORK_MAX_ANON (1024 * 1024)
 struct batch_fork {
         char **argv, **envp;
         int log_fd, env_fd, keep_fd;

@@ -472,24 +472,27 @@ walk:; /* a kernel before 5.9: close what /proc/self/fd lists */
 
 struct forked {
         const struct batch_fork *f;
-        int (*main)(int argc, char **argv);
+        int (*main)(int argc, char **argv); /* NULL: the child execs trialbox */
 };
 
 /* In the batch's child (spawn.c's child() has reset the signals and the
- * mask, made the process group and placed stdio and the env fd): become
- * `trialbox ARGS…` as an exec'd binary would start. Its exit status. */
+ * mask, made the process group and placed stdio and the env fd): `before`,
+ * then become `trialbox ARGS…`: by the exec that follows (main NULL), or
+ * here, as an exec'd binary would start. Its exit status (0: exec). */
 static int forked_child(void *ctx)
 {
         const struct forked *c = ctx;
         const struct batch_fork *f = c->f;
-        log_forked();
-        int keep[2] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd };
-        if (keep[0] > keep[1]) {
-                int k = keep[0];
-                keep[0] = keep[1];
-                keep[1] = k;
+        if (c->main) {
+                log_forked();
+                int keep[2] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd };
+                if (keep[0] > keep[1]) {
+                        int k = keep[0];
+                        keep[0] = keep[1];
+                        keep[1] = k;
+                }
+                close_fds_but(keep, 2);
         }
-        close_fds_but(keep, 2);
         if (f->before) {
                 int code = f->before(f->ctx, f->keep_fd);
                 if (f->keep_fd >= 0)
@@ -497,6 +500,8 @@ static int forked_child(void *ctx)
                 if (code != 0)
                         return code;
         }
+        if (!c->main)
+                return 0;
         environ = f->envp;
         int argc = 0;
         while (f->argv[argc])
@@ -507,10 +512,37 @@ static int forked_child(void *ctx)
         return status;
 }
 
+/* The batch's own anonymous memory (what a fork of it starts with:
+ * resident, not a file's), in bytes; SIZE_MAX when it cannot be read. */
+static size_t anon_bytes(void)
+{
+        char buf[128];
+        unsigned long size, resident, shared;
+        _cleanup_close_ int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read_retry(fd, buf, sizeof buf - 1) : -1;
+        if (n <= 0)
+                return SIZE_MAX;
+        buf[n] = '\0';
+        if (sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) != 3 || shared > resident)
+                return SIZE_MAX;
+        return (resident - shared) * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 int batch_fork_trialbox(struct batch *b, const struct batch_fork *f, pid_t *pid, struct tb_error *err)
 {
-        struct forked c = { .f = f, .main = b->opt->trial_main };
-        struct spawn s = { .flags = SPAWN_NEW_PGROUP,
+        /* The fork goes on as trialbox with no exec while the batch's own
+         * memory has grown little since it began: a session's rusage peak
+         * counts trialbox's memory (the keeper shares it, and bwrap's
+         * process starts in it), and a fork of a batch holding a plan of
+         * many lines would bring that plan's pages (about 0.45 KiB a line)
+         * into every Trial's peak. */
+        size_t anon = anon_bytes();
+        bool here = anon != SIZE_MAX && b->anon_base != SIZE_MAX && anon <= b->anon_base + BATCH_FORK_MAX_ANON;
+        struct forked c = { .f = f, .main = here ? b->opt->trial_main : NULL };
+        struct spawn s = { .argv = here ? NULL : f->argv,
+                           .envp = here ? NULL : f->envp,
+                           .flags = SPAWN_NEW_PGROUP | (here ? 0 : SPAWN_EXEC_FD),
+                           .exec_fd = b->self_fd,
                            .sigmask = &b->old_mask,
                            .std_in = SPAWN_DEV_NULL,
                            .std_out = SPAWN_FD,
@@ -553,7 +585,7 @@ static int launch_child(void *ctx, int go_r)
                 /* Other lines name this repository: one Trial in it at a time,
                  * also across the tasks of a Slurm array (the batch's own
                  * scheduling covers one batch only). The lock is the run's
-                 * until it exits: it holds the fd. */
+                 * until it exits: it holds the fd (not close-on-exec). */
                 int fd = open(l->p->shared_repo, O_RDONLY | O_DIRECTORY);
                 if (fd >= 0 && RETRY_EINTR(flock(fd, LOCK_EX)) < 0)
                         close(fd);
@@ -793,7 +825,8 @@ static int setup_fds(struct batch *b, struct tb_error *err)
                 return tb_fail(err, -errno, "blocking signals: %s", strerror(errno));
         b->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         b->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (b->sfd < 0 || b->epfd < 0)
+        b->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (b->self_fd < 0 || b->sfd < 0 || b->epfd < 0)
                 return tb_fail(err, -errno, "setting up the batch: %s", strerror(errno));
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV(EV_SIGNAL, 0) };
         if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->sfd, &ev) < 0)
@@ -934,13 +967,15 @@ int batch_finish(struct batch *b, struct tb_error *err)
 int batch_run(const struct batch_options *opt)
 {
         struct batch b = { .opt = opt,
+                           .self_fd = -1,
                            .epfd = -1,
                            .sfd = -1,
                            .tfd = -1,
                            .results_fd = -1,
                            .plan_fd = -1,
                            .start_ms = now_ms(),
-                           .tty = isatty(2) };
+                           .tty = isatty(2),
+                           .anon_base = anon_bytes() };
         struct tb_error err = { 0 };
         int status = TB_EXIT_ERROR;
         if (plan_load(opt->plan, &b.plan, &err) < 0) {
@@ -971,7 +1006,7 @@ int batch_run(const struct batch_options *opt)
         sigprocmask(SIG_SETMASK, &b.old_mask, NULL);
         for (size_t i = 0; i < b.n; i++)
                 tb_closep(&b.t[i].pidfd);
-        int fds[] = { b.epfd, b.sfd, b.tfd, b.results_fd, b.plan_fd };
+        int fds[] = { b.self_fd, b.epfd, b.sfd, b.tfd, b.results_fd, b.plan_fd };
         for (size_t i = 0; i < TB_ARRAY_SIZE(fds); i++)
                 tb_closep(&fds[i]);
         free(b.t);
