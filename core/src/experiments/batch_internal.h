@@ -259,7 +259,7 @@ int batch_env_pipe(const struct strv *env);
  * (NULL: none) runs first in it, given `ctx` and `keep_fd` (an fd of the
  * batch's it may still read; closed after it); a nonzero return ends the
  * child with that status. The child's pid in *pid. */
-#define BATCH_FORK_MAX_ANON (1024 * 1024)
+#define BATCH_FORK_MAX_ANON ((size_t)1 << 20)
 struct batch_fork {
         char **argv, **envp;
         int log_fd, env_fd, keep_fd;
