@@ -247,11 +247,11 @@ int batch_env_pipe(const struct strv *env);
 /* Start `trialbox ARGS…` (argv[0] "trialbox", envp its environment) as the
  * batch's child: while the batch's anonymous memory is at most
  * BATCH_FORK_MAX_ANON more than when it began (a plan of up to some 2,000
- * lines), a fork that hands
- * argv to opt->trial_main, with no exec (an exec and a load of trialbox
- * fewer for each Trial and each grade; docs/performance.md, "batch");
- * beyond, a fork that execs the batch's binary (self_fd), so that no
- * Trial's rusage peak carries the plan's memory. Either way the child
+ * lines), a fork that hands argv to opt->trial_main, with no exec (an exec
+ * and a load of trialbox fewer for each Trial and each grade;
+ * docs/performance.md, "batch"); beyond, a fork that execs the batch's
+ * binary (self_fd), so that no Trial's rusage peak carries the plan's
+ * memory (the keeper shares trialbox's). Either way the child
  * starts as the exec'd binary would: every signal's default and the mask
  * the batch had, in a process group of its own, stdin /dev/null, stdout
  * and stderr on `log_fd`, `env_fd` (>= 0) at BATCH_ENV_FD, every other fd

@@ -473,26 +473,29 @@ walk:; /* a kernel before 5.9: close what /proc/self/fd lists */
 struct forked {
         const struct batch_fork *f;
         int (*main)(int argc, char **argv); /* NULL: the child execs trialbox */
+        int exec_fd;                        /* what it execs then (the batch's self_fd) */
 };
 
 /* In the batch's child (spawn.c's child() has reset the signals and the
- * mask, made the process group and placed stdio and the env fd): `before`,
- * then become `trialbox ARGS…`: by the exec that follows (main NULL), or
- * here, as an exec'd binary would start. Its exit status (0: exec). */
+ * mask, made the process group and placed stdio and the env fd): every
+ * other fd of the batch's closed (but the binary to exec; the write end of
+ * the pipe `before` waits on among them: its EOF says the batch died),
+ * `before`, then become `trialbox ARGS…`: by the exec that follows (main
+ * NULL), or here, as an exec'd binary would start. Its exit status (0:
+ * exec). */
 static int forked_child(void *ctx)
 {
         const struct forked *c = ctx;
         const struct batch_fork *f = c->f;
-        if (c->main) {
-                log_forked();
-                int keep[2] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd };
-                if (keep[0] > keep[1]) {
-                        int k = keep[0];
-                        keep[0] = keep[1];
-                        keep[1] = k;
+        log_forked();
+        int keep[3] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd, c->main ? -1 : c->exec_fd };
+        for (size_t i = 1; i < TB_ARRAY_SIZE(keep); i++) /* ascending */
+                for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+                        int k = keep[j];
+                        keep[j] = keep[j - 1];
+                        keep[j - 1] = k;
                 }
-                close_fds_but(keep, 2);
-        }
+        close_fds_but(keep, TB_ARRAY_SIZE(keep));
         if (f->before) {
                 int code = f->before(f->ctx, f->keep_fd);
                 if (f->keep_fd >= 0)
@@ -538,7 +541,7 @@ int batch_fork_trialbox(struct batch *b, const struct batch_fork *f, pid_t *pid,
          * into every Trial's peak. */
         size_t anon = anon_bytes();
         bool here = anon != SIZE_MAX && b->anon_base != SIZE_MAX && anon <= b->anon_base + BATCH_FORK_MAX_ANON;
-        struct forked c = { .f = f, .main = here ? b->opt->trial_main : NULL };
+        struct forked c = { .f = f, .main = here ? b->opt->trial_main : NULL, .exec_fd = b->self_fd };
         struct spawn s = { .argv = here ? NULL : f->argv,
                            .envp = here ? NULL : f->envp,
                            .flags = SPAWN_NEW_PGROUP | (here ? 0 : SPAWN_EXEC_FD),
