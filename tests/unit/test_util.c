@@ -18,6 +18,7 @@
 #include "base/arena.h"
 #include "base/cpus.h"
 #include "base/env.h"
+#include "base/io.h"
 #include "base/log.h"
 #include "tb_test.h"
 #include "base/sha256.h"
@@ -325,6 +326,39 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 END_TEST
 
 /* SHA-256 against FIPS 180-4's examples, and across its block edges. */
+/* close_fds_except(): in a child with fds 3 to 12 open (and one high
+ * above them), keeping 9, 4 and -1 (any order, a negative one ignored)
+ * from 4 on leaves 3 (below `from`), 4 and 9, and closes the others. Exits
+ * 0 when so. */
+static void __attribute__((noreturn)) closer(void)
+{
+        for (int fd = 3; fd <= 12; fd++)
+                if (dup2(STDERR_FILENO, fd) != fd)
+                        _exit(10);
+        if (dup2(STDERR_FILENO, 300) != 300)
+                _exit(11);
+        const int keep[] = { 9, 4, -1 };
+        close_fds_except(4, keep, sizeof keep / sizeof keep[0]);
+        for (int fd = 3; fd <= 12; fd++) {
+                bool open = fcntl(fd, F_GETFD) >= 0, want = fd == 3 || fd == 4 || fd == 9;
+                if (open != want)
+                        _exit(20 + fd);
+        }
+        _exit(fcntl(300, F_GETFD) < 0 ? 0 : 12);
+}
+
+START_TEST(close_fds_except_closes_all_but_the_fds_kept_and_those_below_from)
+{
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                closer();
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with %d (20+N: fd N wrong)", st);
+}
+END_TEST
+
 /* In a process whose stderr is a pipe nobody reads (so the logger holds
  * what it cannot write) and whose verbosity is 0: the body of the test. A
  * fork of it that goes on without an exec (as `batch` runs a Trial) moves
@@ -502,5 +536,6 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, a_fork_that_goes_on_without_an_exec_logs_none_of_what_its_parent_held);
+        tcase_add_test(tc, close_fds_except_closes_all_but_the_fds_kept_and_those_below_from);
         tcase_add_test(tc, the_environment_has_one_home_home_when_absolute_else_the_password_databases);
 }

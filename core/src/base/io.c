@@ -2,6 +2,7 @@
 #include "base/io.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,5 +117,33 @@ int fd_copy(int in, int out)
                 int r = loop_write(out, buf, (size_t)n);
                 if (r < 0)
                         return r;
+        }
+}
+
+static void close_span(unsigned from, unsigned to)
+{
+        if (from > to || close_range(from, to, 0) == 0)
+                return;
+        struct rlimit rl;
+        unsigned max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (unsigned)rl.rlim_cur : 65536;
+        for (unsigned fd = from; fd <= to && fd < max; fd++)
+                close((int)fd);
+}
+
+void close_fds_except(int from, const int *keep, size_t n)
+{
+        unsigned lo = (unsigned)from;
+        for (;;) {
+                int next = -1; /* the lowest kept fd from lo on */
+                for (size_t i = 0; i < n; i++)
+                        if (keep[i] >= 0 && (unsigned)keep[i] >= lo && (next < 0 || keep[i] < next))
+                                next = keep[i];
+                if (next < 0) {
+                        close_span(lo, ~0U);
+                        return;
+                }
+                if ((unsigned)next > lo)
+                        close_span(lo, (unsigned)next - 1);
+                lo = (unsigned)next + 1;
         }
 }

@@ -57,4 +57,11 @@ pid_t wait_child(pid_t pid, int *status, int options);
  * for a child killed by signal N. */
 int exit_status_of(int wait_status);
 
+/* Close every fd from `from` on but keep[0..n) (any order; a negative one
+ * keeps nothing): close_range() over the spans between them, else (a
+ * kernel before 5.9) close() of each fd below the soft RLIMIT_NOFILE.
+ * Allocates nothing: for a child between its fork and its exec, or one
+ * that goes on without an exec. */
+void close_fds_except(int from, const int *keep, size_t n);
+
 #endif

@@ -64,11 +64,11 @@ struct batch_options {
         bool no_wait;          /* --no-wait: return once the array is submitted */
         unsigned slurm_max_running; /* --jobs when given ("%MAX"); 0: no limit */
         bool grade_only;       /* --grade-only: run no Trial; grade again every one that ran */
-        /* `trialbox ARGS…` (the command layer's main; required): each
-         * Trial's `trialbox run …` (and each `trialbox grade …`) is handed
-         * to it in a fork of the batch, with no exec, while the plan has
-         * not grown the batch's memory by more than 1 MiB
-         * (batch_internal.h's batch_fork_trialbox). */
+        /* `trialbox ARGS…` (the command layer's main): each Trial's
+         * `trialbox run …` (and each `trialbox grade …`) is handed to it in
+         * a fork of the batch, with no exec, while the plan has not grown
+         * the batch's memory by more than 1 MiB (batch_internal.h's
+         * batch_fork_trialbox); NULL: each one execs the batch's binary. */
         int (*trial_main)(int argc, char **argv);
 };
 

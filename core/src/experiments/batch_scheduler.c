@@ -2,7 +2,6 @@
 #include "experiments/batch_internal.h"
 #include "plugin/loader.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -437,39 +436,6 @@ static void clone_or_void(const struct plan_trial *p, const char *clone, const c
         _exit(TB_EXIT_VOID);
 }
 
-/* Close every fd from 3 on but keep[0..n) (ascending; -1 or below 3:
- * none). */
-static void close_fds_but(const int *keep, size_t n)
-{
-        unsigned from = 3;
-        for (size_t i = 0; i <= n; i++) {
-                if (i < n && keep[i] < (int)from)
-                        continue;
-                unsigned to = i < n ? (unsigned)keep[i] - 1 : ~0U;
-                if (from <= to && close_range(from, to, 0) < 0)
-                        goto walk;
-                if (i < n)
-                        from = (unsigned)keep[i] + 1;
-        }
-        return;
-walk:; /* a kernel before 5.9: close what /proc/self/fd lists */
-        DIR *d = opendir("/proc/self/fd");
-        int fds[1024];
-        size_t m = 0;
-        for (struct dirent *e; d && (e = readdir(d)) && m < TB_ARRAY_SIZE(fds);) {
-                int fd = atoi(e->d_name);
-                bool kept = fd < 3 || fd == dirfd(d);
-                for (size_t i = 0; i < n; i++)
-                        kept = kept || fd == keep[i];
-                if (!kept)
-                        fds[m++] = fd;
-        }
-        if (d)
-                closedir(d);
-        for (size_t i = 0; i < m; i++)
-                close(fds[i]);
-}
-
 struct forked {
         const struct batch_fork *f;
         int (*main)(int argc, char **argv); /* NULL: the child execs trialbox */
@@ -488,14 +454,8 @@ static int forked_child(void *ctx)
         const struct forked *c = ctx;
         const struct batch_fork *f = c->f;
         log_forked();
-        int keep[3] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd, c->main ? -1 : c->exec_fd };
-        for (size_t i = 1; i < TB_ARRAY_SIZE(keep); i++) /* ascending */
-                for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-                        int k = keep[j];
-                        keep[j] = keep[j - 1];
-                        keep[j - 1] = k;
-                }
-        close_fds_but(keep, TB_ARRAY_SIZE(keep));
+        const int keep[] = { f->env_fd >= 0 ? BATCH_ENV_FD : -1, f->keep_fd, c->main ? -1 : c->exec_fd };
+        close_fds_except(STDERR_FILENO + 1, keep, TB_ARRAY_SIZE(keep));
         if (f->before) {
                 int code = f->before(f->ctx, f->keep_fd);
                 if (f->keep_fd >= 0)

@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <linux/close_range.h>
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <unistd.h>
@@ -132,25 +131,10 @@ int confine_argv_fd(char *const argv[])
         return (int)fd;
 }
 
-static void close_from(unsigned from, unsigned to)
-{
-        if (from > to)
-                return;
-        if (close_range(from, to, 0) == 0)
-                return;
-        for (unsigned fd = from; fd <= to && fd < 1024; fd++)
-                close((int)fd);
-}
-
 void confine_close_fds(int from, char *const argv[])
 {
         int keep = confine_argv_fd(argv);
-        if (keep < from) {
-                close_from((unsigned)from, ~0U);
-                return;
-        }
-        close_from((unsigned)from, (unsigned)keep - 1);
-        close_from((unsigned)keep + 1, ~0U);
+        close_fds_except(from, &keep, 1);
 }
 
 int confine_exec_prepare(char *const argv[])
