@@ -57,7 +57,7 @@ what = {
     "guard_open": "the repository guard opened (what its .git is)",
     "spec": "the spec built",
     "hooks": "the plugin's hooks (preflight, login, env)",
-    "thread_start": "(the listing thread, when a CPU was idle and it began before the masks) it runs",
+    "thread_start": "(the listing thread, when it began before the masks) it runs",
     "sockets_here": "(the listing thread) this network namespace's sockets listed",
     "sockets_others": "(the listing thread, as root) every other namespace's listed",
     "identity": "the git identity written to the fresh home",

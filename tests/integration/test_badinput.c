@@ -437,6 +437,58 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
 }
 END_TEST
 
+/* TRIALBOX_CPUS_BUSY (1: every CPU busy, no helper thread on another; 0,
+ * empty or unset: not): any other value is one line and status 2 from the
+ * commands that read it, with nothing run; the good ones run the Trial. */
+START_TEST(trialbox_cpus_busy_with_a_bad_value_is_a_usage_error)
+{
+        struct fixture f;
+        struct cases cs = CASES_INIT;
+        fixture_new(&f);
+        _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
+        _cleanup_free_ char *plan = xasprintf("%s/plan.jsonl", f.dir);
+        write_text(plan, "{\"id\":\"t\",\"harness\":\"shell\",\"repo\":\"repo\",\"output_dir\":\"bout\"}\n", 0644);
+        _cleanup_free_ char *bout = xasprintf("%s/bout", f.dir);
+        static const char *const bad[] = { "yes", "2", " 1", "01", "true" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
+                char name[64], env[64];
+                snprintf(env, sizeof env, "TRIALBOX_CPUS_BUSY=%s", bad[i]);
+                snprintf(name, sizeof name, "run, TRIALBOX_CPUS_BUSY='%s'", bad[i]);
+                usage_case(&cs, name, f.out, ENV(env),
+                           ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
+                                "touch RAN"),
+                           2, "TRIALBOX_CPUS_BUSY is");
+                snprintf(name, sizeof name, "batch, TRIALBOX_CPUS_BUSY='%s'", bad[i]);
+                usage_case(&cs, name, bout, ENV(env), ARGS("batch", plan), 2, "TRIALBOX_CPUS_BUSY is");
+                if (exists(ran)) {
+                        struct verdict v = { 0 };
+                        EXPECT(&v, false, "the session ran");
+                        case_end(&cs, name, &v);
+                        unlink(ran);
+                }
+        }
+        static const char *const good[] = { "0", "", "1" };
+        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++) {
+                char name[64], env[64];
+                snprintf(name, sizeof name, "TRIALBOX_CPUS_BUSY='%s' (works)", good[i]);
+                snprintf(env, sizeof env, "TRIALBOX_CPUS_BUSY=%s", good[i]);
+                struct proc_result r;
+                struct verdict v = { 0 };
+                tb_command(&r, ENV(env),
+                           ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
+                                "touch RAN"));
+                EXPECT(&v, r.status == 0, "status %d: %s", r.status, esc(r.err));
+                EXPECT(&v, exists(ran), "the session did not run");
+                case_end(&cs, name, &v);
+                proc_result_free(&r);
+                unlink(ran);
+                tmpdir_remove(f.out);
+        }
+        fixture_free(&f);
+        cases_done(&cs);
+}
+END_TEST
+
 /* ---- repositories ---- */
 
 START_TEST(a_repository_that_is_missing_or_not_a_folder_is_a_usage_error)
@@ -1236,6 +1288,7 @@ TB_SUITE("badinput", 60)
         tcase_add_test(tc, a_repeated_or_empty_option_is_named_in_the_message);
         tcase_add_test(tc, control_characters_in_names_and_paths_are_not_echoed_raw);
         tcase_add_test(tc, trialbox_no_sandbox_with_a_bad_value_is_a_usage_error);
+        tcase_add_test(tc, trialbox_cpus_busy_with_a_bad_value_is_a_usage_error);
         tcase_add_test(tc, a_repository_that_is_missing_or_not_a_folder_is_a_usage_error);
         tcase_add_test(tc, a_repository_with_spaces_newlines_or_non_ascii_in_its_path_works);
         tcase_add_test(tc, an_output_folder_that_is_a_link_inside_the_repository_or_used_is_refused);

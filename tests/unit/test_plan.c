@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cpus.h"
+#include "base/strv.h"
+#include "experiments/batch_internal.h"
 #include "experiments/plan.h"
 #include "experiments/report.h"
 #include "tb_test.h"
@@ -262,6 +265,52 @@ START_TEST(the_summary_counts_outcomes_causes_and_percentiles_per_harness)
 }
 END_TEST
 
+/* How many of `env`'s strings start with `prefix`; *last the last one. */
+static int count_prefixed(const struct strv *env, const char *prefix, const char **last)
+{
+        int n = 0;
+        for (size_t i = 0; i < env->n; i++)
+                if (strncmp(env->v[i], prefix, strlen(prefix)) == 0) {
+                        n++;
+                        *last = env->v[i];
+                }
+        return n;
+}
+
+/* A batch's children (its Trials' runs, its graders) get its environment
+ * without a Trial's token; when it runs as many at once as it has CPUs, or
+ * more, they are told every CPU is busy (TRIALBOX_CPUS_BUSY=1, once,
+ * whatever the batch was given), else they keep what the batch has. */
+START_TEST(a_batchs_children_are_told_the_cpus_are_busy_when_its_jobs_fill_them)
+{
+        ck_assert_int_eq(setenv("TRIALBOX_RECORD_NONCE", "n", 1), 0);
+        ck_assert_int_eq(setenv("TRIALBOX_CPUS_BUSY", "0", 1), 0);
+        ck_assert_int_eq(setenv("TB_TEST_KEPT", "yes", 1), 0);
+        const unsigned cpus = (unsigned)cpus_count();
+        const unsigned busy_jobs[] = { cpus, cpus * 2 };
+        for (size_t k = 0; k < TB_ARRAY_SIZE(busy_jobs); k++) {
+                _cleanup_strv_ struct strv env = { 0 };
+                const char *last = NULL;
+                batch_child_env(busy_jobs[k], &env);
+                ck_assert_int_eq(count_prefixed(&env, "TB_TEST_KEPT=yes", &last), 1);
+                ck_assert_int_eq(count_prefixed(&env, "TRIALBOX_RECORD_NONCE=", &last), 0);
+                ck_assert_int_eq(count_prefixed(&env, "TRIALBOX_CPUS_BUSY=", &last), 1);
+                ck_assert_str_eq(last, "TRIALBOX_CPUS_BUSY=1");
+        }
+        if (cpus < 2)
+                return; /* one job fills one CPU */
+        _cleanup_strv_ struct strv kept = { 0 };
+        const char *last = NULL;
+        batch_child_env(cpus - 1, &kept);
+        ck_assert_int_eq(count_prefixed(&kept, "TRIALBOX_CPUS_BUSY=", &last), 1);
+        ck_assert_str_eq(last, "TRIALBOX_CPUS_BUSY=0");
+        ck_assert_int_eq(unsetenv("TRIALBOX_CPUS_BUSY"), 0);
+        _cleanup_strv_ struct strv none = { 0 };
+        batch_child_env(cpus - 1, &none);
+        ck_assert_int_eq(count_prefixed(&none, "TRIALBOX_CPUS_BUSY=", &last), 0);
+}
+END_TEST
+
 TB_SUITE("plan", 0)
 {
         tcase_add_test(tc, a_plan_line_becomes_the_run_options_with_paths_from_the_plan_folder);
@@ -271,4 +320,5 @@ TB_SUITE("plan", 0)
         tcase_add_test(tc, a_bad_line_names_its_line_and_field_and_keeps_nothing);
         tcase_add_test(tc, an_output_folder_inside_another_is_refused_whatever_sorts_between_them);
         tcase_add_test(tc, the_summary_counts_outcomes_causes_and_percentiles_per_harness);
+        tcase_add_test(tc, a_batchs_children_are_told_the_cpus_are_busy_when_its_jobs_fill_them);
 }

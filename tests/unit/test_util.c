@@ -181,6 +181,38 @@ START_TEST(a_word_is_quoted_for_the_shell_only_when_it_needs_it)
 }
 END_TEST
 
+/* Fork `n` children that spin (as many as CPUs); true once the kernel
+ * counts them all running, this process too (/proc/loadavg). */
+static bool spin_every_cpu(pid_t *spin, int n)
+{
+        for (int i = 0; i < n; i++) {
+                spin[i] = fork();
+                ck_assert_int_ge(spin[i], 0);
+                if (spin[i] == 0)
+                        for (;;) {
+                        }
+        }
+        int running = 0;
+        for (int tries = 0; tries < 500 && running <= n; tries++) {
+                _cleanup_free_ char *load = read_text("/proc/loadavg");
+                const char *p = load;
+                for (int field = 0; field < 3 && p; field++)
+                        p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+                running = p ? atoi(p) : 0;
+                if (running <= n)
+                        usleep(2000);
+        }
+        return running > n;
+}
+
+static void stop_spinning(const pid_t *spin, int n)
+{
+        for (int i = 0; i < n; i++) {
+                kill(spin[i], SIGKILL);
+                waitpid(spin[i], NULL, 0);
+        }
+}
+
 /* Another CPU looks idle only when fewer tasks run than the CPUs this
  * process may use: never with one CPU, never with every CPU busy (as many
  * spinning children as CPUs); when it says one is, `others` is every CPU
@@ -204,31 +236,44 @@ START_TEST(another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus)
         if (n < 2)
                 return;
         pid_t spin[CPU_SETSIZE];
-        for (int i = 0; i < n; i++) {
-                spin[i] = fork();
-                ck_assert_int_ge(spin[i], 0);
-                if (spin[i] == 0)
-                        for (;;) {
-                        }
-        }
-        /* Until the kernel counts them all running (this process too). */
-        int running = 0;
-        for (int tries = 0; tries < 500 && running <= n; tries++) {
-                _cleanup_free_ char *load = read_text("/proc/loadavg");
-                const char *p = load;
-                for (int field = 0; field < 3 && p; field++)
-                        p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
-                running = p ? atoi(p) : 0;
-                if (running <= n)
-                        usleep(2000);
-        }
-        bool idle = running > n ? cpus_other_idle(&got_all, &got_others) : true;
-        for (int i = 0; i < n; i++) {
-                kill(spin[i], SIGKILL);
-                waitpid(spin[i], NULL, 0);
-        }
-        ck_assert_msg(running > n, "the kernel never counted %d spinning children running", n);
+        bool counted = spin_every_cpu(spin, n);
+        bool idle = counted ? cpus_other_idle(&got_all, &got_others) : true;
+        stop_spinning(spin, n);
+        ck_assert_msg(counted, "the kernel never counted %d spinning children running", n);
         ck_assert(!idle);
+}
+END_TEST
+
+/* Another CPU is free for a helper whenever the process may use two or
+ * more, even with every CPU busy this moment; once told its CPUs are busy
+ * (TRIALBOX_CPUS_BUSY=1), only when one looks idle, as cpus_other_idle. */
+START_TEST(another_cpu_is_free_whatever_runs_unless_told_the_cpus_are_busy)
+{
+        cpu_set_t all, one, got_all, got_others;
+        ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+        int n = CPU_COUNT(&all);
+        ck_assert_int_eq(cpus_count(), n);
+        cpus_set_busy(false);
+        ck_assert(cpus_other_free(&got_all, &got_others) == (n >= 2));
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        ck_assert_int_eq(cpus_count(), 1);
+        ck_assert(!cpus_other_free(&got_all, &got_others));
+        ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+        if (n < 2)
+                return;
+        pid_t spin[CPU_SETSIZE];
+        bool counted = spin_every_cpu(spin, n);
+        bool free_when_not_told = cpus_other_free(&got_all, &got_others);
+        bool all_right = CPU_EQUAL(&got_all, &all) && CPU_COUNT(&got_others) == n - 1;
+        cpus_set_busy(true);
+        bool free_when_told = cpus_other_free(&got_all, &got_others);
+        cpus_set_busy(false);
+        stop_spinning(spin, n);
+        ck_assert_msg(counted, "the kernel never counted %d spinning children running", n);
+        ck_assert(free_when_not_told && all_right);
+        ck_assert(!free_when_told);
 }
 END_TEST
 
@@ -532,6 +577,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, paths_are_joined_and_strings_formatted_as_printf_would);
         tcase_add_test(tc, a_word_is_quoted_for_the_shell_only_when_it_needs_it);
         tcase_add_test(tc, another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus);
+        tcase_add_test(tc, another_cpu_is_free_whatever_runs_unless_told_the_cpus_are_busy);
         tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
         tcase_add_test(tc, sha256_gives_the_standard_digests);

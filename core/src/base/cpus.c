@@ -6,6 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+static bool cpus_busy;
+
+void cpus_set_busy(bool busy) { cpus_busy = busy; }
+
 /* How many tasks the kernel has running or ready to run this moment (the
  * fourth field of /proc/loadavg: "1/88"), or -1. */
 static int tasks_running(void)
@@ -26,6 +30,12 @@ static int tasks_running(void)
         return p && *p >= '0' && *p <= '9' ? atoi(p) : -1;
 }
 
+int cpus_count(void)
+{
+        cpu_set_t all;
+        return sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) > 0 ? CPU_COUNT(&all) : 1;
+}
+
 bool cpus_others(cpu_set_t *all, cpu_set_t *others)
 {
         int here = sched_getcpu();
@@ -42,4 +52,9 @@ bool cpus_other_idle(cpu_set_t *all, cpu_set_t *others)
                 return false;
         int running = tasks_running();
         return running >= 0 && running < CPU_COUNT(all);
+}
+
+bool cpus_other_free(cpu_set_t *all, cpu_set_t *others)
+{
+        return cpus_busy ? cpus_other_idle(all, others) : cpus_others(all, others);
 }

@@ -47,6 +47,7 @@ void tb_env_init(struct tb_env *env)
                 .test_hosts = getenv("TRIALBOX_TEST_HOSTS"),
                 .batch_backoff_ms = getenv("TRIALBOX_BATCH_BACKOFF_MS"),
                 .record_nonce = getenv("TRIALBOX_RECORD_NONCE"),
+                .cpus_busy = getenv("TRIALBOX_CPUS_BUSY"),
         };
         env->home = resolve_home(env);
 }

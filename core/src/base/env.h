@@ -28,6 +28,7 @@ struct tb_env {
         const char *secret_places;   /* TRIALBOX_SECRET_PLACES: more places no session sees */
         const char *batch_backoff_ms; /* TRIALBOX_BATCH_BACKOFF_MS: a batch's first retry delay */
         const char *record_nonce;     /* TRIALBOX_RECORD_NONCE: the batch's token its run echoes in outcome.json */
+        const char *cpus_busy;        /* TRIALBOX_CPUS_BUSY: every CPU taken by work like this (base/cpus.h) */
         const char *test_hosts;      /* TRIALBOX_TEST_HOSTS: the proxy's test-only name map (test builds) */
 
         char *home_owned;            /* the password database's home, when that is `home` */

@@ -152,7 +152,8 @@ int cmd_batch(const struct cli_command *self, const struct tb_env *env, int argc
         int first = 0, r = cli_parse(self, argc, argv, &a, &first);
         if (r != 0)
                 return r == CLI_HELP_SHOWN ? 0 : r;
-        if (check_batch_args(self, &a, argc - first) != 0 || backoff_from_env(self, env, &backoff_ms) != 0)
+        if (check_batch_args(self, &a, argc - first) != 0 || backoff_from_env(self, env, &backoff_ms) != 0 ||
+            cli_cpus_busy_from_env(env) != 0)
                 return TB_EXIT_USAGE;
         struct batch_options opt = {
                 .plan = argv[first],

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "base/cpus.h"
 #include "base/env.h"
 #include "base/util.h"
 #include "cmd/exit.h"
@@ -106,6 +107,19 @@ static int cli_dispatch(const struct tb_env *env, int argc, char **argv)
         if (!cmd)
                 return cli_usage_error(NULL, "unknown command '%s'", name);
         return cmd->main(cmd, env, argc - 1, argv + 1);
+}
+
+int cli_cpus_busy_from_env(const struct tb_env *env)
+{
+        const char *e = env->cpus_busy;
+        bool busy = e && strcmp(e, "1") == 0;
+        if (!busy && e && *e && strcmp(e, "0") != 0)
+                return cli_fail(TB_EXIT_USAGE,
+                                "TRIALBOX_CPUS_BUSY is '%s'; set it to 1 (every CPU is busy with work like this) or 0, "
+                                "or unset it",
+                                e);
+        cpus_set_busy(busy);
+        return 0;
 }
 
 int cli_main(int argc, char **argv)

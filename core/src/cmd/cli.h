@@ -37,6 +37,12 @@ int cmd_help(const struct cli_command *self, const struct tb_env *env, int argc,
 extern const struct cli_usage cmd_run_usage, cmd_plan_usage, cmd_grade_usage, cmd_batch_usage, cmd_report_usage, cmd_harnesses_usage,
         cmd_check_usage, cmd_credentials_usage, cmd_help_usage;
 
+/* TRIALBOX_CPUS_BUSY: unset, empty or 0, or 1 (every CPU this process may
+ * use is taken by work like its own: base/cpus.h), applied; any other value
+ * is TB_EXIT_USAGE after its one-line error. For the commands that start
+ * sandboxes: run, grade, and batch, whose Trials inherit it. */
+int cli_cpus_busy_from_env(const struct tb_env *env);
+
 /* Parse `run`'s arguments (argv[0] is "run") into `out` (pointing into argv).
  * Returns 0 to run the Trial, 1 when --help was printed, or TB_EXIT_USAGE
  * after printing the one-line error. Runs nothing; the environment

@@ -242,7 +242,7 @@ int cmd_grade(const struct cli_command *self, const struct tb_env *env, int argc
                                        argv[first]);
         _cleanup_free_ char *files = NULL;
         if (cli_verbosity(self, a.v, a.q, &a.g.run.verbosity) != 0 || check_required(self, &a) != 0 ||
-            check_files(self, &a, &files) != 0)
+            check_files(self, &a, &files) != 0 || cli_cpus_busy_from_env(env) != 0)
                 return TB_EXIT_USAGE;
         /* Read here, once (it may be a pipe), so that a bad one is a usage
          * error with nothing graded; its values are erased at the end. */

@@ -212,6 +212,8 @@ int cmd_run(const struct cli_command *self, const struct tb_env *env, int argc, 
                 return 0;
         if (r == 0)
                 r = no_sandbox_from_env(env, &opt.no_sandbox);
+        if (r == 0)
+                r = cli_cpus_busy_from_env(env);
         if (r != 0)
                 return r;
         log_set_verbosity(opt.verbosity);

@@ -130,7 +130,7 @@ static int start(struct batch *b, struct btrial *t, struct tb_error *err)
         _cleanup_strv_ struct strv envp = { 0 };
         strv_add(&argv, "trialbox");
         plan_grade_args(p->more->grade, p->output_dir, p->repo ? p->repo : clone, BATCH_ENV_FILE, &argv);
-        batch_child_env(&envp);
+        batch_child_env(b->opt->jobs, &envp);
         struct batch_fork f = { .argv = argv.v, .envp = envp.v, .log_fd = log_fd, .env_fd = env_fd, .keep_fd = -1 };
         pid_t pid;
         int r = batch_fork_trialbox(b, &f, &pid, err);

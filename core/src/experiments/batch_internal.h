@@ -235,8 +235,10 @@ bool batch_grade_void_left(const struct batch *b);
 /* The resource the Harness `harness` cannot share (its plugin's), or NULL. */
 const char *batch_harness_exclusive(struct batch *b, const char *harness);
 /* The environment a child of the batch gets: the batch's own, without a
- * Trial's token. */
-void batch_child_env(struct strv *envp);
+ * Trial's token; TRIALBOX_CPUS_BUSY=1 in it when the batch runs `jobs` at
+ * once on as many CPUs as it may use or fewer (base/cpus.h: every CPU has
+ * a Trial, none is free for a Trial's helper thread). */
+void batch_child_env(unsigned jobs, struct strv *envp);
 /* Where a launcher or a grader finds its `env` (--env-file /dev/fd/N): the
  * read end of a pipe holding the JSON, whole (it fits: session_env.h), its
  * write end closed. No value is ever in an argv, nor on disk. */

@@ -29,6 +29,7 @@
 #include "base/alloc.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/cpus.h"
 #include "base/error.h"
 #include "base/io.h"
 #include "base/macro.h"
@@ -591,7 +592,7 @@ static int start(struct batch *b, struct btrial *t, size_t ix, struct tb_error *
         char nonce[OUTCOME_NONCE_LEN + 1];
         batch_nonce(nonce);
         _cleanup_strv_ struct strv envp = { 0 };
-        batch_child_env(&envp);
+        batch_child_env(b->opt->jobs, &envp);
         strv_addf(&envp, "TRIALBOX_RECORD_NONCE=%s", nonce);
         struct launch l = { .p = p, .nonce = nonce };
         struct batch_fork f = { .argv = argv.v,
@@ -641,11 +642,15 @@ int batch_env_pipe(const struct strv *env)
         return fds[0];
 }
 
-void batch_child_env(struct strv *envp)
+void batch_child_env(unsigned jobs, struct strv *envp)
 {
+        const bool busy = jobs >= (unsigned)cpus_count();
         for (char **e = environ; e && *e; e++)
-                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE="))
+                if (!str_has_prefix(*e, "TRIALBOX_RECORD_NONCE=") &&
+                    !(busy && str_has_prefix(*e, "TRIALBOX_CPUS_BUSY=")))
                         strv_add(envp, *e);
+        if (busy)
+                strv_add(envp, "TRIALBOX_CPUS_BUSY=1");
 }
 
 /* Start what fits, graders first; returns the ms until a Trial or a grader

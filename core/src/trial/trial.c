@@ -887,8 +887,10 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
                 host_sockets_mask(&t->spec, t->sockets, &hs);
                 TB_PHASE("masked_sockets");
                 log_info("host unix sockets: %zu listed%s, %zu masked%s", hs.listed,
-                         t->sockets && hs.in_line ? " (in line: the thread had not begun)" : "", hs.masked,
-                         hs.walked ? " (the bound folders were walked)" : "");
+                         !hs.in_line  ? ""
+                         : t->sockets ? " (in line: the thread had not begun)"
+                                      : " (in line: no other CPU free)",
+                         hs.masked, hs.walked ? " (the bound folders were walked)" : "");
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
@@ -1060,9 +1062,10 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
-        /* Listed while the spec is built, by a thread on another CPU when one
-         * looks idle, unless the masks need the list before it began (then
-         * they make it); joined in trial_done(). */
+        /* Listed while the spec is built, by a thread on another CPU (in a
+         * batch whose Trials fill the CPUs, only when one looks idle),
+         * unless the masks need the list before it began (then they make
+         * it); joined in trial_done(). */
         if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
                 t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);
