@@ -17,7 +17,7 @@
 # All in one hyperfine series without a shell, run in ROUNDS rounds so that
 # the commands alternate (lib.sh: hf_rounds); medians over every run.
 #
-#   bench/noop-trial.sh            (BUILD=folder, RUNS=60 per command, ROUNDS=6,
+#   bench/noop-trial.sh            (BUILD=folder, RUNS=200 per command, ROUNDS=20,
 #                                   STATIC_BUILD=folder or STATIC=0)
 #
 # Needs hyperfine and jq (apt-get install -y hyperfine jq); builds the floor
@@ -31,8 +31,12 @@
 #              disk Trial with fsync(2) made a no-op (LD_PRELOAD) and without,
 #              both started through env(1), which shows what writing the
 #              records durably costs.
-RUNS=${RUNS:-60} # a no-op Trial takes a few ms: 60 runs are cheap and steady the medians
-ROUNDS=${ROUNDS:-6}
+# A no-op Trial takes a few ms, so many runs are cheap: with 60 in 6 rounds,
+# Trial / floor read from 1.20x to 1.32x across runs of builds less than
+# 0.3 ms apart; with 200 in 20 rounds (about 100 s in all), two runs of one
+# build read 1.23x and 1.25x.
+RUNS=${RUNS:-200}
+ROUNDS=${ROUNDS:-20}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
