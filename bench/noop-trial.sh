@@ -14,7 +14,7 @@
 #     are installed: firejail and Anthropic's sandbox-runtime (srt).
 # Repository, output folders and the bare line's home on tmpfs (TMPFS_DIR,
 # default /dev/shm), but for the disk rows (DISK_DIR, default bench/.cache).
-# All in one hyperfine series without a shell, run in ROUNDS rounds so that
+# All but srt in one hyperfine series without a shell, run in ROUNDS rounds so that
 # the commands alternate (lib.sh: hf_rounds); medians over every run.
 #
 #   bench/noop-trial.sh            (BUILD=folder, RUNS=200 per command, ROUNDS=20,
@@ -26,7 +26,8 @@
 #   srt        npm package @anthropic-ai/sandbox-runtime (needs ripgrep and
 #              socat: apt-get install -y ripgrep socat); installed by this
 #              script into bench/.cache/srt when npm is there (SRT_INSTALL=0:
-#              not), or set SRT=path.
+#              not), or set SRT=path. It runs after the series, in one of
+#              its own (SRT_RUNS=20).
 #   libeatmydata (apt-get install -y eatmydata): adds a diagnostic pair, the
 #              disk Trial with fsync(2) made a no-op (LD_PRELOAD) and without,
 #              both started through env(1), which shows what writing the
@@ -145,15 +146,21 @@ if [ -n "$srt" ]; then
         printf '{"filesystem": {"denyRead": ["~"], "allowWrite": ["%s"], "denyWrite": []},\n "network": {"allowedDomains": [], "deniedDomains": []}}\n' \
                 "$W/repo" >"$W/srt.json"
         srt_cmd="$srt --settings $W/srt.json /bin/true"
-        if $srt_cmd >"$W/srt.err" 2>&1; then
-                set -- "$@" --prepare true -n srt "$srt_cmd"
-        else
+        if ! $srt_cmd >"$W/srt.err" 2>&1; then
                 srt_fail=$(head -c 300 "$W/srt.err" | tr '\n|' '  ')
         fi
 fi
 
 say "start-up: hyperfine, $ROUNDS rounds, $RUNS runs of each command in all"
 hf_rounds "$T/runs" "$ROUNDS" "$RUNS" "$@"
+# srt after the series, in a series of its own: a run takes some 0.4 s, so
+# in the series it took most of its time (80 of 100 s at 200 runs), for a
+# figure compared at 50x.
+SRT_RUNS=${SRT_RUNS:-20}
+if [ -n "$srt_cmd" ] && [ -z "${srt_fail:-}" ]; then
+        say "start-up: srt, $SRT_RUNS runs"
+        hf_rounds "$T/srt.runs" 2 "$SRT_RUNS" --prepare true -n srt "$srt_cmd"
+fi
 runs=$(pool_count "$T/runs" trialbox)
 
 bare=$(pool_median "$T/runs" bare-bwrap)
@@ -206,11 +213,11 @@ else
         row start-up "firejail" "not installed (apt-get install -y firejail)" "" ""
 fi
 if [ -n "$srt_cmd" ] && [ -z "${srt_fail:-}" ]; then
-        s=$(pool_median "$T/runs" srt)
+        s=$(pool_median "$T/srt.runs" srt)
         row start-up "srt $srt_version, median (ratio to bare bwrap)" "$s ms ($(ratio "$s" "$bare")×)" "" ""
 elif [ -n "$srt_cmd" ]; then
         row start-up "srt $srt_version" "could not run: ${srt_fail}" "" ""
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$static_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=ON\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
+method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$static_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=ON\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp), after the series in one of its own, $SRT_RUNS runs in 2 rounds (SRT_RUNS: a run takes some 0.4 s)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
