@@ -319,11 +319,11 @@ struct host_sockets_early *host_sockets_start(void)
          * the thread would mostly wait its turn, and its start and its
          * sharing of trialbox's memory across CPUs cost a batch of no-op
          * Trials 4% (bench/batch.sh). Outside a batch, the moment is no
-         * guide: another CPU looked idle for 1 Trial of 4 started back to
-         * back on this 2-CPU machine (the starter about to wait, a kernel
-         * thread), so 3 of 4 listed in line; started anyway, the thread
-         * began in time in 97 of 100, and the keeper started 0.3 ms
-         * sooner. When the other CPU is taken after all, the mask lists
+         * guide: another CPU looked idle for 15 to 30 Trials in 100
+         * started one after another on a 2-CPU machine (what ran was the
+         * starter about to wait, a kernel thread), so most listed in line;
+         * started anyway, the thread began in time for 97 in 100, and the
+         * keeper started 0.3 ms sooner. When the other CPU is taken after all, the mask lists
          * them itself and the thread, once it runs, does nothing. */
         cpu_set_t all, others;
         return cpus_other_free(&all, &others) ? host_sockets_start_thread() : NULL;
