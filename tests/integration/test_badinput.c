@@ -389,6 +389,52 @@ START_TEST(control_characters_in_names_and_paths_are_not_echoed_raw)
 }
 END_TEST
 
+/* `VAR=value` refused by the command `args` with status 2 and the line
+ * "VAR is …", its output folder `out` never made, the session (which
+ * touches `ran`) never run. The case is named "PREFIXVAR='value'". */
+static void env_value_refused(struct cases *cs, const char *prefix, const char *var, const char *value, const char *out,
+                              const char *ran, const char *const args[])
+{
+        char name[128], env[128], says[64];
+        snprintf(name, sizeof name, "%s%s='%s'", prefix, var, value);
+        snprintf(env, sizeof env, "%s=%s", var, value);
+        snprintf(says, sizeof says, "%s is", var);
+        usage_case(cs, name, out, ENV(env), args, 2, says);
+        if (exists(ran)) {
+                struct verdict v = { 0 };
+                EXPECT(&v, false, "the session ran");
+                case_end(cs, name, &v);
+                unlink(ran);
+        }
+}
+
+/* `VAR=value` taken by `run`: its Trial (touch RAN) exits 0 and runs; with
+ * `sandboxed`, outcome.json's field says so. The case is named
+ * "VAR='value' (works)"; RAN and the output folder are removed after. */
+static void env_value_works(struct cases *cs, struct fixture *f, const char *var, const char *value,
+                            const char *sandboxed)
+{
+        char name[128], env[128];
+        snprintf(name, sizeof name, "%s='%s' (works)", var, value);
+        snprintf(env, sizeof env, "%s=%s", var, value);
+        _cleanup_free_ char *ran = xasprintf("%s/RAN", f->repo);
+        struct proc_result r;
+        struct verdict v = { 0 };
+        tb_command(
+                &r, ENV(env),
+                ARGS("run", "--harness", "shell", "--repo", f->repo, "--output-dir", f->out, "--", "-c", "touch RAN"));
+        EXPECT(&v, r.status == 0, "status %d: %s", r.status, esc(r.err));
+        EXPECT(&v, exists(ran), "the session did not run");
+        if (sandboxed) {
+                _cleanup_free_ char *sb = outcome_field(f->out, "sandboxed");
+                EXPECT(&v, sb && strcmp(sb, sandboxed) == 0, "sandboxed is %s, not %s", sb ? sb : "(none)", sandboxed);
+        }
+        case_end(cs, name, &v);
+        proc_result_free(&r);
+        unlink(ran);
+        tmpdir_remove(f->out);
+}
+
 START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
 {
         struct fixture f;
@@ -396,50 +442,23 @@ START_TEST(trialbox_no_sandbox_with_a_bad_value_is_a_usage_error)
         fixture_new(&f);
         _cleanup_free_ char *ran = xasprintf("%s/RAN", f.repo);
         static const char *const bad[] = { "yes", "true", "2", "on", " 1", "1 ", "-1", "01", "no" };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
-                char name[64], env[64];
-                snprintf(name, sizeof name, "TRIALBOX_NO_SANDBOX='%s'", bad[i]);
-                snprintf(env, sizeof env, "TRIALBOX_NO_SANDBOX=%s", bad[i]);
-                usage_case(&cs, name, f.out, ENV(env),
-                           ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
-                                "touch RAN"),
-                           2, "TRIALBOX_NO_SANDBOX is");
-                if (exists(ran)) {
-                        struct verdict v = { 0 };
-                        EXPECT(&v, false, "the session ran");
-                        case_end(&cs, name, &v);
-                        unlink(ran);
-                }
-        }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++)
+                env_value_refused(&cs, "", "TRIALBOX_NO_SANDBOX", bad[i], f.out, ran,
+                                  ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
+                                       "touch RAN"));
         /* The good values work: 0 and empty are sandboxed, 1 is not. */
         static const char *const good[][2] = { { "0", "true" }, { "", "true" }, { "1", "false" } };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++) {
-                char name[64], env[64];
-                snprintf(name, sizeof name, "TRIALBOX_NO_SANDBOX='%s' (works)", good[i][0]);
-                snprintf(env, sizeof env, "TRIALBOX_NO_SANDBOX=%s", good[i][0]);
-                struct proc_result r;
-                struct verdict v = { 0 };
-                tb_command(&r, ENV(env),
-                       ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
-                            "touch RAN"));
-                EXPECT(&v, r.status == 0, "status %d: %s", r.status, esc(r.err));
-                EXPECT(&v, exists(ran), "the session did not run");
-                _cleanup_free_ char *sb = outcome_field(f.out, "sandboxed");
-                EXPECT(&v, sb && strcmp(sb, good[i][1]) == 0, "sandboxed is %s, not %s", sb ? sb : "(none)",
-                       good[i][1]);
-                case_end(&cs, name, &v);
-                proc_result_free(&r);
-                unlink(ran);
-                tmpdir_remove(f.out);
-        }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++)
+                env_value_works(&cs, &f, "TRIALBOX_NO_SANDBOX", good[i][0], good[i][1]);
         fixture_free(&f);
         cases_done(&cs);
 }
 END_TEST
 
-/* TRIALBOX_CPUS_BUSY (1: every CPU busy, no helper thread on another; 0,
- * empty or unset: not): any other value is one line and status 2 from the
- * commands that read it, with nothing run; the good ones run the Trial. */
+/* TRIALBOX_CPUS_BUSY (1: every CPU busy, no helper thread on another unless
+ * one is idle; 0, empty or unset: not): any other value is one line and
+ * status 2 from the commands that read it, with nothing run; the good ones
+ * run the Trial. */
 START_TEST(trialbox_cpus_busy_with_a_bad_value_is_a_usage_error)
 {
         struct fixture f;
@@ -451,39 +470,14 @@ START_TEST(trialbox_cpus_busy_with_a_bad_value_is_a_usage_error)
         _cleanup_free_ char *bout = xasprintf("%s/bout", f.dir);
         static const char *const bad[] = { "yes", "2", " 1", "01", "true" };
         for (size_t i = 0; i < TB_ARRAY_SIZE(bad); i++) {
-                char name[64], env[64];
-                snprintf(env, sizeof env, "TRIALBOX_CPUS_BUSY=%s", bad[i]);
-                snprintf(name, sizeof name, "run, TRIALBOX_CPUS_BUSY='%s'", bad[i]);
-                usage_case(&cs, name, f.out, ENV(env),
-                           ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
-                                "touch RAN"),
-                           2, "TRIALBOX_CPUS_BUSY is");
-                snprintf(name, sizeof name, "batch, TRIALBOX_CPUS_BUSY='%s'", bad[i]);
-                usage_case(&cs, name, bout, ENV(env), ARGS("batch", plan), 2, "TRIALBOX_CPUS_BUSY is");
-                if (exists(ran)) {
-                        struct verdict v = { 0 };
-                        EXPECT(&v, false, "the session ran");
-                        case_end(&cs, name, &v);
-                        unlink(ran);
-                }
+                env_value_refused(&cs, "run, ", "TRIALBOX_CPUS_BUSY", bad[i], f.out, ran,
+                                  ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
+                                       "touch RAN"));
+                env_value_refused(&cs, "batch, ", "TRIALBOX_CPUS_BUSY", bad[i], bout, ran, ARGS("batch", plan));
         }
         static const char *const good[] = { "0", "", "1" };
-        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++) {
-                char name[64], env[64];
-                snprintf(name, sizeof name, "TRIALBOX_CPUS_BUSY='%s' (works)", good[i]);
-                snprintf(env, sizeof env, "TRIALBOX_CPUS_BUSY=%s", good[i]);
-                struct proc_result r;
-                struct verdict v = { 0 };
-                tb_command(&r, ENV(env),
-                           ARGS("run", "--harness", "shell", "--repo", f.repo, "--output-dir", f.out, "--", "-c",
-                                "touch RAN"));
-                EXPECT(&v, r.status == 0, "status %d: %s", r.status, esc(r.err));
-                EXPECT(&v, exists(ran), "the session did not run");
-                case_end(&cs, name, &v);
-                proc_result_free(&r);
-                unlink(ran);
-                tmpdir_remove(f.out);
-        }
+        for (size_t i = 0; i < TB_ARRAY_SIZE(good); i++)
+                env_value_works(&cs, &f, "TRIALBOX_CPUS_BUSY", good[i], NULL);
         fixture_free(&f);
         cases_done(&cs);
 }

@@ -205,6 +205,15 @@ static bool spin_every_cpu(pid_t *spin, int n)
         return running > n;
 }
 
+/* Let this process use only the CPU it runs on. */
+static void pin_to_this_cpu(void)
+{
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+}
+
 static void stop_spinning(const pid_t *spin, int n)
 {
         for (int i = 0; i < n; i++) {
@@ -219,7 +228,7 @@ static void stop_spinning(const pid_t *spin, int n)
  * but this thread's. */
 START_TEST(another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus)
 {
-        cpu_set_t all, one;
+        cpu_set_t all;
         ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
         int n = CPU_COUNT(&all);
         cpu_set_t got_all, got_others;
@@ -228,9 +237,7 @@ START_TEST(another_cpu_is_idle_only_when_fewer_tasks_run_than_cpus)
                 ck_assert_int_eq(CPU_COUNT(&got_others), n - 1);
                 ck_assert(CPU_ISSET(sched_getcpu(), &got_all));
         }
-        CPU_ZERO(&one);
-        CPU_SET(sched_getcpu(), &one);
-        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        pin_to_this_cpu();
         ck_assert(!cpus_other_idle(&got_all, &got_others));
         ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
         if (n < 2)
@@ -249,15 +256,13 @@ END_TEST
  * (TRIALBOX_CPUS_BUSY=1), only when one looks idle, as cpus_other_idle. */
 START_TEST(another_cpu_is_free_whatever_runs_unless_told_the_cpus_are_busy)
 {
-        cpu_set_t all, one, got_all, got_others;
+        cpu_set_t all, got_all, got_others;
         ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
         int n = CPU_COUNT(&all);
         ck_assert_int_eq(cpus_count(), n);
         cpus_set_busy(false);
         ck_assert(cpus_other_free(&got_all, &got_others) == (n >= 2));
-        CPU_ZERO(&one);
-        CPU_SET(sched_getcpu(), &one);
-        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        pin_to_this_cpu();
         ck_assert_int_eq(cpus_count(), 1);
         ck_assert(!cpus_other_free(&got_all, &got_others));
         ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
