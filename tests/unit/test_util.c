@@ -375,7 +375,6 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 }
 END_TEST
 
-/* SHA-256 against FIPS 180-4's examples, and across its block edges. */
 /* close_fds_except(): in a child with fds 3 to 12 open (and one high
  * above them), keeping 9, 4 and -1 (any order, a negative one ignored)
  * from 4 on leaves 3 (below `from`), 4 and 9, and closes the others. Exits
@@ -463,6 +462,7 @@ START_TEST(a_fork_that_goes_on_without_an_exec_logs_none_of_what_its_parent_held
 }
 END_TEST
 
+/* SHA-256 against FIPS 180-4's examples, and across its block edges. */
 START_TEST(sha256_gives_the_standard_digests)
 {
         static const struct text_case cases[] = {

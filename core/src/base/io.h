@@ -59,7 +59,8 @@ int exit_status_of(int wait_status);
 
 /* Close every fd from `from` on but keep[0..n) (any order; a negative one
  * keeps nothing): close_range() over the spans between them, else (a
- * kernel before 5.9) close() of each fd below the soft RLIMIT_NOFILE.
+ * kernel before 5.9) close() of each fd below the soft RLIMIT_NOFILE, or
+ * below 65536 when that limit is higher.
  * Allocates nothing: for a child between its fork and its exec, or one
  * that goes on without an exec. */
 void close_fds_except(int from, const int *keep, size_t n);
