@@ -252,7 +252,11 @@ END_TEST
 static pid_t start_trial_that_would_make_ran(const struct fixture *f, char *const env[], int pending)
 {
         char *argv[64];
-        tb_argv(argv, 64, "shell", f, EXTRA("--", "-c", "touch RAN"));
+        /* The fixture's folder on the session's command line too: bwrap's
+         * own line has no more when it is started before its options. */
+        char cmd[PATH_MAX + 32];
+        snprintf(cmd, sizeof cmd, "touch RAN # %s", f->dir);
+        tb_argv(argv, 64, "shell", f, EXTRA("--", "-c", cmd));
         _cleanup_free_ char *errp = path_in(f->dir, "stderr");
         return spawn(tb_env(env), argv, &(struct tb_spawn_io){ .err = errp, .out = "/dev/null", .pending = pending });
 }

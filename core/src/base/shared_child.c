@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -126,6 +127,24 @@ pid_t shared_child_pid(struct shared_child *c)
         if (tid < 0)
                 shared_child_done(c);
         return tid;
+}
+
+void shared_child_post(int *word, int value)
+{
+        store(word, value);
+        wake(word);
+}
+
+int shared_child_wait_word(struct shared_child *c, int *word)
+{
+        /* The child's end clears c->alive (CLONE_CHILD_CLEARTID) but wakes
+         * only who waits on that word, and a clone that failed leaves a
+         * negative c->tid: this wait looks again every 10 ms. */
+        const struct timespec tick = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+        int v;
+        while ((v = load(word)) == 0 && load(&c->alive) != 0 && load(&c->tid) >= 0)
+                (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, &tick, NULL, 0);
+        return v;
 }
 
 void shared_child_done(struct shared_child *c)

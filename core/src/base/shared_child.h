@@ -108,4 +108,12 @@ void shared_child_done(struct shared_child *c);
  * a fork (above). */
 bool shared_child_shares_memory(void);
 
+/* A word the child tells this process through the memory they share: the
+ * child sets it once to a value other than 0 (shared_child_post, which
+ * wakes a waiter); shared_child_wait_word returns that value, or 0 once
+ * the child has ended (or could not be cloned) without setting it. Only for a child that shares
+ * this memory (shared_child_shares_memory). */
+void shared_child_post(int *word, int value);
+int shared_child_wait_word(struct shared_child *c, int *word);
+
 #endif

@@ -96,13 +96,13 @@ const char *confine_tmpdir(const char *home)
 int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, const char *home,
                  struct tb_error *err)
 {
-        int fd = -1;
-        int r = confine_filter_fd(opt->nested_userns, &fd, err);
-        if (r < 0)
-                return r;
-        if (spec->seccomp_fd > 0)
-                close(spec->seccomp_fd);
-        spec->seccomp_fd = fd;
+        /* A filter made before, for a bwrap started before its options
+         * (trial.c): that is the one its line names. */
+        if (spec->seccomp_fd <= 0) {
+                int r = confine_filter_fd(opt->nested_userns, &spec->seccomp_fd, err);
+                if (r < 0)
+                        return r;
+        }
         spec->disable_userns = opt->bwrap_userns && !opt->nested_userns;
         if (!opt->bwrap_userns)
                 sandbox_add(spec, SANDBOX_RO_BIND, "/proc/sys", "/proc/sys");
@@ -113,15 +113,10 @@ int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, c
         return 0;
 }
 
-int confine_argv_fd(char *const argv[])
+/* The fd in argv[i + 1] when argv[i] is `flag`, or -1. */
+static int flag_fd(char *const argv[], size_t i, const char *flag)
 {
-        if (!argv[0])
-                return -1;
-        /* The supervisor puts its "--block-fd N" pair first (keeper.h). */
-        size_t i = 1;
-        if (argv[i] && strcmp(argv[i], "--block-fd") == 0 && argv[i + 1])
-                i += 2;
-        if (!argv[i] || strcmp(argv[i], "--seccomp") != 0 || !argv[i + 1])
+        if (!argv[i] || strcmp(argv[i], flag) != 0 || !argv[i + 1])
                 return -1;
         char *end;
         errno = 0;
@@ -131,19 +126,41 @@ int confine_argv_fd(char *const argv[])
         return (int)fd;
 }
 
+/* Where sandbox_argv's --seccomp pair is: argv[1], or right after the
+ * supervisor's leading "--block-fd N" pair. */
+static size_t seccomp_at(char *const argv[])
+{
+        return argv[1] && strcmp(argv[1], "--block-fd") == 0 && argv[2] ? 3 : 1;
+}
+
+int confine_argv_fd(char *const argv[])
+{
+        if (!argv[0])
+                return -1;
+        return flag_fd(argv, seccomp_at(argv), "--seccomp");
+}
+
+int confine_argv_args_fd(char *const argv[])
+{
+        if (confine_argv_fd(argv) < 0)
+                return -1;
+        return flag_fd(argv, seccomp_at(argv) + 2, "--args");
+}
+
 void confine_close_fds(int from, char *const argv[])
 {
-        int keep = confine_argv_fd(argv);
-        close_fds_except(from, &keep, 1);
+        const int keep[] = { confine_argv_fd(argv), confine_argv_args_fd(argv) };
+        close_fds_except(from, keep, 2);
 }
 
 int confine_exec_prepare(char *const argv[])
 {
         if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
                 return -errno;
-        int fd = confine_argv_fd(argv);
-        if (fd >= 0 && fcntl(fd, F_SETFD, 0) < 0)
-                return -errno;
+        const int fds[] = { confine_argv_fd(argv), confine_argv_args_fd(argv) };
+        for (size_t i = 0; i < 2; i++)
+                if (fds[i] >= 0 && fcntl(fds[i], F_SETFD, 0) < 0)
+                        return -errno;
         return 0;
 }
 

@@ -92,7 +92,9 @@ bool confine_filter_built_in(void);
  * makes no user namespace (with one, the kernel already refuses the writes,
  * and the cover would make a nested sandbox's fresh proc mount fail), and
  * TMPDIR on a private tmpfs (confine_tmpdir). Call after every bind is in
- * place. Returns 0 or a negative errno. */
+ * place. A filter fd already in spec->seccomp_fd (made with
+ * confine_filter_fd for a bwrap started early) is kept. Returns 0 or a
+ * negative errno. */
 int confine_spec(struct sandbox_spec *spec, const struct confine_options *opt, const char *home,
                  struct tb_error *err);
 
@@ -105,12 +107,17 @@ const char *confine_tmpdir(const char *home);
  * or -1. */
 int confine_argv_fd(char *const argv[]);
 
-/* Close every fd from `from` on, but the one confine_argv_fd(argv) names. */
+/* The fd of an "--args N" pair right after that --seccomp pair (a bwrap
+ * started before its options are known: supervisor_start_early), or -1. */
+int confine_argv_args_fd(char *const argv[]);
+
+/* Close every fd from `from` on, but the ones confine_argv_fd(argv) and
+ * confine_argv_args_fd(argv) name. */
 void confine_close_fds(int from, char *const argv[]);
 
 /* In bwrap's own process, just before its exec: join a fresh anonymous
  * session keyring (nothing of trialbox's keyring reaches the session), and
- * let the filter fd argv names cross the exec. A kernel without keyrings
+ * let the filter fd (and the options' fd) argv names cross the exec. A kernel without keyrings
  * has nothing to hide. Returns 0, or a negative errno (the caller reports
  * it as an exec failure: no session starts unconfined). */
 int confine_exec_prepare(char *const argv[]);

@@ -278,14 +278,16 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
 }
 
 TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                           const struct sandbox_cow *cow, const cpu_set_t *cpus)
+                           const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         TB_PHASE("keeper_start");
         int sfd = keeper_signals(trialbox);
-        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, cpus };
+        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, bwrap_pid ? NULL : cpus };
         pid_t bwrap = start_bwrap(&start);
         TB_PHASE("keeper_forked");
+        if (bwrap_pid)
+                shared_child_post(bwrap_pid, bwrap > 0 ? bwrap : -1);
         if (cpus) /* its own too, once its start is done */
                 (void)sched_setaffinity(0, sizeof *cpus, cpus);
         /* The keeper holds none of bwrap's pipes but stderr, and the block
@@ -294,6 +296,10 @@ TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_er
         close(exec_err_w);
         close(SANDBOX_STATUS_FD);
         close(KEEPER_BLOCK_FD);
+        /* bwrap's alone: with bwrap gone, trialbox's write of its options fails. */
+        int args_fd = confine_argv_args_fd(argv);
+        if (args_fd >= 0)
+                close(args_fd);
         if (bwrap < 0 || sfd < 0) {
                 if (bwrap > 0)
                         kill(bwrap, SIGKILL);

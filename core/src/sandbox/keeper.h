@@ -48,8 +48,14 @@ struct session_user;
  * process before that (sandbox/cow.h): bwrap starts in its mount namespace,
  * which dies with the sandbox. `cpus`, when not NULL, are the CPUs bwrap
  * and the keeper may use: trialbox's, which it may have narrowed the
- * keeper's to just after the fork (supervisor.c says why). */
+ * keeper's to just after the fork (supervisor.c says why).
+ *
+ * `bwrap_pid`, when not NULL (bwrap started before its options are known:
+ * supervisor_start_early), gets bwrap's pid once its process is cloned, or
+ * -1 when there is none (shared_child_post). bwrap's process then keeps
+ * the keeper's CPUs, `cpus` are the keeper's own alone, and trialbox gives
+ * bwrap its CPUs back before it sends bwrap's options. */
 void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                const struct sandbox_cow *cow, const cpu_set_t *cpus) __attribute__((noreturn));
+                const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid) __attribute__((noreturn));
 
 #endif

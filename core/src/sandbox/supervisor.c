@@ -35,6 +35,8 @@
 #include "base/sink.h"
 #include "base/spawn.h"
 #include "base/str.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
 
 int supervisor_parse_status(const char *line, long *child_pid, int *exit_code)
 {
@@ -137,6 +139,7 @@ struct child_start {
         sigset_t blocked; /* trialbox's mask: the child's until the exec */
         cpu_set_t cpus;   /* trialbox's CPUs, when the keeper starts on others */
         bool narrowed;
+        int *bwrap_pid;   /* an early start's: bwrap's pid, posted by the keeper (keeper.h) */
 };
 
 struct supervisor {
@@ -180,6 +183,16 @@ struct supervisor {
         /* run->hold: the session waits for it (held), then its byte is written (released). */
         bool held, released;
         bool byte_written; /* the session's --block-fd byte was written */
+        /* Started early (supervisor_start_early): its line, bwrap's pid
+         * (posted by the keeper), the write end of bwrap's --args pipe and
+         * the read end it keeps until the keeper is cloned, the exec pipe's
+         * write end, the number of the command's words. */
+        struct supervisor_run early_run;
+        struct strv early_argv;
+        char *early_envp[1];
+        int bwrap_pid;
+        int args_w, args_r, exec_w;
+        size_t early_command;
 };
 
 static void on_status(char *l, void *ud)
@@ -307,7 +320,7 @@ static void TB_NO_ASAN __attribute__((noreturn)) exec_child(const struct child_s
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
                 keeper_run(cs->argv, run->envp, cs->trialbox, exec_err_w, run->user, run->cow,
-                           cs->narrowed ? &cs->cpus : NULL);
+                           cs->narrowed ? &cs->cpus : NULL, cs->bwrap_pid);
         /* Not trialbox's own mask, whatever its starter blocked: a session
          * must get the signals trialbox forwards. */
         spawn_reset_signals(NULL);
@@ -885,6 +898,9 @@ static void supervisor_init(struct supervisor *sv, const struct supervisor_run *
                 .out_sink = { .fd = -1, .own_fd = -1 },
                 .err_sink = { .fd = -1, .own_fd = -1 },
                 .deadline = -1,
+                .args_w = -1,
+                .args_r = -1,
+                .exec_w = -1,
                 .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1,
                           .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
                           .memory_bytes = run->memory_bytes },
@@ -959,69 +975,58 @@ static int take_pending_operator_signal(struct supervisor *sv)
         return sig;
 }
 
-/* Start the session's process (with bwrap: the keeper, in trialbox's
- * memory; unsandboxed: a fork); keep none of the child's ends; wait for the
- * exec's outcome (its errno in seen.exec_errno, 0 when it ran). With the
- * operator's signal pending, nothing is started (seen.before_start). */
-static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+/* Start bwrap's keeper, in trialbox's memory (base/shared_child.h), on
+ * another CPU than trialbox's own when one is free (`early`: whenever there
+ * is another, cpus_other_free; else when one looks idle, cpus_other_idle):
+ * left to the scheduler, a new thread or child waits on its parent's CPU
+ * until the parent blocks, and trialbox has its own work to do first (the
+ * guard's snapshot and the records; started early, the spec too). Seen
+ * here: a forked keeper began 0.3 ms after the fork, 0.14 ms once moved;
+ * the keeper's holder thread, left where it was, after the guard's
+ * snapshot. With every CPU busy (a batch), it is left where it is. bwrap's
+ * process gets every CPU back (keeper.c; started early, from trialbox:
+ * send_options). `exec_w` stays open until the keeper is cloned
+ * (keeper_go). 0, or a negative errno with `err`. */
+static int keeper_start(struct supervisor *sv, int exec_w, bool early, struct tb_error *err)
 {
-        int sig = take_pending_operator_signal(sv);
-        if (sig) {
-                sv->seen.forwarded = sv->seen.interrupted = sig;
-                sv->seen.before_start = true;
-                tb_closep(&exec_p[1]);
-                return 0;
-        }
-        const struct supervisor_run *run = sv->run;
-        int r;
-        /* Unsandboxed, the session starts with the exec: before the fork. */
-        if (run->before_start && !run->bwrap && (r = run->before_start(run->before_start_ctx, err)) < 0) {
-                tb_closep(&exec_p[1]);
-                return r;
-        }
-        /* The keeper is started on another CPU than trialbox's own when one
-         * looks idle: left to the scheduler, a new thread or child waits on
-         * its parent's CPU until the parent blocks, and trialbox has the
-         * guard's snapshot and the records to do first (seen here: a forked
-         * keeper began 0.3 ms after the fork, 0.14 ms once moved; the
-         * keeper's holder thread, left where it was, after the guard's
-         * snapshot). With every CPU busy (a batch), it is left where it is.
-         * bwrap's process gets every CPU back (keeper.c); an unsandboxed
-         * session is never narrowed. */
         struct child_start *cs = &sv->child;
-        child_start_init(cs, sv, exec_p[1]);
-        if (run->bwrap) {
-                /* The keeper shares trialbox's memory: no copy of it to make,
-                 * nor to unmap at its end (base/shared_child.h). Its holder
-                 * clones it while trialbox does its own work. */
-                cpu_set_t others;
-                cs->narrowed = cpus_other_idle(&cs->cpus, &others);
-                r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL);
-                if (r < 0) {
-                        tb_closep(&exec_p[1]);
-                        return tb_fail(err, r, "starting the keeper: %s", strerror(-r));
-                }
-                TB_PHASE("forked");
-                /* While bwrap sets the sandbox up: the session waits on its byte. */
-                if (run->before_start)
-                        r = run->before_start(run->before_start_ctx, err);
-                /* Nothing of the child's ends is closed before it is cloned
-                 * with them (the byte's pipe's write end included). */
-                sv->pid = shared_child_pid(&sv->keeper);
-                TB_PHASE("cloned");
-                if (sv->pid < 0 && r == 0)
-                        r = tb_fail(err, sv->pid, "starting the keeper: %s", strerror(-sv->pid));
-                if (r == 0 && !sv->held)
-                        r = let_session_start(sv, err);
-        } else {
-                r = 0;
-                sv->pid = fork();
-                if (sv->pid == 0)
-                        exec_child(cs);
-                if (sv->pid < 0)
-                        r = tb_fail(err, -errno, "fork: %s", strerror(errno));
-                TB_PHASE("forked");
-        }
+        child_start_init(cs, sv, exec_w);
+        cpu_set_t others;
+        cs->narrowed = early ? cpus_other_free(&cs->cpus, &others) : cpus_other_idle(&cs->cpus, &others);
+        cs->bwrap_pid = early ? &sv->bwrap_pid : NULL;
+        int r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL);
+        if (r < 0)
+                return tb_fail(err, r, "starting the keeper: %s", strerror(-r));
+        TB_PHASE("forked");
+        return 0;
+}
+
+/* With the keeper started: while bwrap sets the sandbox up, before_start
+ * (the session waits on its byte); the keeper's pid; the byte, unless the
+ * session is held. 0, or a negative errno with `err`. */
+static int keeper_go(struct supervisor *sv, struct tb_error *err)
+{
+        const struct supervisor_run *run = sv->run;
+        int r = 0;
+        if (run->before_start)
+                r = run->before_start(run->before_start_ctx, err);
+        /* Nothing of the child's ends is closed before it is cloned
+         * with them (the byte's pipe's write end included). */
+        sv->pid = shared_child_pid(&sv->keeper);
+        TB_PHASE("cloned");
+        if (sv->pid < 0 && r == 0)
+                r = tb_fail(err, sv->pid, "starting the keeper: %s", strerror(-sv->pid));
+        if (r == 0 && !sv->held)
+                r = let_session_start(sv, err);
+        return r;
+}
+
+/* Once the session's process is started (sv->pid) or could not be (`r`
+ * < 0): keep none of the child's ends; on a failure, end what was started
+ * and return `r`; else start the deadline and wait for the exec's outcome
+ * (its errno in seen.exec_errno, 0 when it ran). */
+static int started(struct supervisor *sv, int *exec_w, int r)
+{
         if (sv->pid > 0)
                 setpgid(sv->pid, sv->pid); /* as the child does: whichever runs first */
         tb_closep(&sv->status_p[1]);
@@ -1029,7 +1034,8 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
         tb_closep(&sv->in_p[0]);
         tb_closep(&sv->out_p[1]);
         tb_closep(&sv->pty_slave);
-        tb_closep(&exec_p[1]);
+        tb_closep(exec_w);
+        tb_closep(&sv->args_r);
         if (r < 0) {
                 if (sv->pid > 0) {
                         /* The keeper kills bwrap and all under it before the
@@ -1051,6 +1057,46 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
         if (n != (ssize_t)sizeof sv->seen.exec_errno)
                 sv->seen.exec_errno = 0;
         return 0;
+}
+
+/* Start the session's process (with bwrap: the keeper, in trialbox's
+ * memory; unsandboxed: a fork); keep none of the child's ends; wait for the
+ * exec's outcome (its errno in seen.exec_errno, 0 when it ran). With the
+ * operator's signal pending, nothing is started (seen.before_start). */
+static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error *err)
+{
+        int sig = take_pending_operator_signal(sv);
+        if (sig) {
+                sv->seen.forwarded = sv->seen.interrupted = sig;
+                sv->seen.before_start = true;
+                tb_closep(&exec_p[1]);
+                return 0;
+        }
+        const struct supervisor_run *run = sv->run;
+        int r;
+        /* Unsandboxed, the session starts with the exec: before the fork. */
+        if (run->before_start && !run->bwrap && (r = run->before_start(run->before_start_ctx, err)) < 0) {
+                tb_closep(&exec_p[1]);
+                return r;
+        }
+        if (run->bwrap) {
+                r = keeper_start(sv, exec_p[1], false, err);
+                if (r < 0) {
+                        tb_closep(&exec_p[1]);
+                        return r;
+                }
+                r = keeper_go(sv, err);
+        } else {
+                child_start_init(&sv->child, sv, exec_p[1]);
+                r = 0;
+                sv->pid = fork();
+                if (sv->pid == 0)
+                        exec_child(&sv->child);
+                if (sv->pid < 0)
+                        r = tb_fail(err, -errno, "fork: %s", strerror(errno));
+                TB_PHASE("forked");
+        }
+        return started(sv, &exec_p[1], r);
 }
 
 /* Block the signals the loop takes from its signalfd; make the pipes and
@@ -1130,6 +1176,10 @@ static void supervisor_done(struct supervisor *sv)
         shared_child_done(&sv->keeper); /* reaped by now: its holder ends */
         if (sv->argv != sv->run->argv)
                 free(sv->argv);
+        tb_closep(&sv->args_w);
+        tb_closep(&sv->args_r);
+        tb_closep(&sv->exec_w);
+        strv_done(&sv->early_argv);
         sink_done(&sv->out_sink);
         sink_done(&sv->err_sink);
         if (sv->termios_saved)
@@ -1138,38 +1188,210 @@ static void supervisor_done(struct supervisor *sv)
                 sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
 }
 
-int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
+/* supervisor_done, and the memory of one supervisor_start_early made. */
+static void supervisor_finish(struct supervisor *sv)
 {
-        struct supervisor sv;
+        bool early = sv->early_argv.v != NULL;
+        supervisor_done(sv);
+        if (early)
+                free(sv);
+}
 
-        memset(res, 0, sizeof *res);
-        int r = supervisor_start(&sv, run, err);
+struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct tb_error *err)
+{
+        struct supervisor *sv = xmalloc(sizeof *sv);
+        int p[2] = { -1, -1 }, exec_p[2] = { -1, -1 };
+        int rd = -1;
+        if (pipe2(p, O_CLOEXEC) < 0 || (rd = fcntl(p[0], F_DUPFD_CLOEXEC, SANDBOX_FILTER_FD_MIN)) < 0) {
+                int r = tb_fail(err, -errno, "making bwrap's options pipe: %s", strerror(errno));
+                tb_closep(&p[0]);
+                tb_closep(&p[1]);
+                free(sv);
+                errno = -r;
+                return NULL;
+        }
+        tb_closep(&p[0]);
+        /* bwrap's line: the filter's fd, the options' fd, the command. The
+         * supervisor puts its --block-fd pair first (supervisor_fds). */
+        struct strv argv = { 0 };
+        strv_add(&argv, e->bwrap);
+        strv_add(&argv, "--seccomp");
+        strv_addf(&argv, "%d", e->seccomp_fd);
+        strv_add(&argv, "--args");
+        strv_addf(&argv, "%d", rd);
+        strv_add(&argv, "--");
+        size_t n = 0;
+        for (; e->command[n]; n++)
+                strv_add(&argv, e->command[n]);
+        const struct supervisor_run run = {
+                .argv = argv.v,
+                .envp = sv->early_envp,
+                .bwrap = true,
+                .user = e->user,
+                .hold_signals = true,
+        };
+        supervisor_init(sv, &run);
+        sv->early_run = run;
+        sv->run = &sv->early_run;
+        sv->early_envp[0] = NULL;
+        sv->early_argv = argv;
+        sv->early_command = n;
+        sv->args_w = p[1];
+        sv->args_r = rd;
+        int r = supervisor_fds(sv, exec_p, err);
+        if (r == 0)
+                r = supervisor_sources(sv, err);
+        if (r == 0)
+                r = keeper_start(sv, exec_p[1], true, err);
+        sv->exec_w = exec_p[1];
         if (r < 0) {
-                supervisor_done(&sv);
+                supervisor_finish(sv);
+                errno = -r;
+                return NULL;
+        }
+        return sv;
+}
+
+/* The keeper's pid, once cloned, then everything under it killed and
+ * reaped: nothing of a supervisor started early whose session never ran
+ * is left. */
+static void end_early(struct supervisor *sv)
+{
+        sv->pid = shared_child_pid(&sv->keeper);
+        if (sv->pid > 0) {
+                kill(sv->pid, KEEPER_KILL_ALL);
+                if (wait4(sv->pid, &sv->seen.wait_status, 0, &sv->rusage) == sv->pid)
+                        sv->reaped = true;
+        }
+        /* Only now: at its end, bwrap would have gone on with no options. */
+        tb_closep(&sv->args_w);
+}
+
+void supervisor_abort(struct supervisor *sv)
+{
+        if (!sv)
+                return;
+        end_early(sv);
+        supervisor_finish(sv);
+}
+
+/* bwrap's options, through its --args pipe: run->argv's (bwrap's whole
+ * line, as sandbox_argv makes it) but argv[0], its filter's pair (already
+ * on bwrap's own line) and the command (which must be the one bwrap was
+ * started with), then the environment as --setenv pairs. First, bwrap's
+ * process gets every CPU of trialbox's back (it kept the keeper's), before
+ * it can make anything of the sandbox. 0, or a negative errno with `err`. */
+static int send_options(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+{
+        char **a = run->argv;
+        size_t n = 0;
+        while (a[n])
+                n++;
+        const size_t cmd = sv->early_command;
+        char **started_cmd = sv->early_argv.v + sv->early_argv.n - cmd;
+        bool same = n >= 4 + cmd && strcmp(a[0], sv->early_argv.v[0]) == 0 && strcmp(a[1], "--seccomp") == 0 &&
+                    strcmp(a[2], sv->early_argv.v[2]) == 0 && strcmp(a[n - cmd - 1], "--") == 0;
+        for (size_t i = 0; same && i < cmd; i++)
+                same = strcmp(a[n - cmd + i], started_cmd[i]) == 0;
+        if (!same)
+                return tb_fail(err, -EINVAL, "the sandbox's command line is not the one bwrap was started with");
+        struct strbuf b = { 0 };
+        for (size_t i = 3; i < n - cmd - 1; i++)
+                strbuf_addn(&b, a[i], strlen(a[i]) + 1);
+        for (char **e = run->envp; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                if (!eq)
+                        continue;
+                strbuf_addn(&b, "--setenv", sizeof "--setenv");
+                strbuf_addn(&b, *e, (size_t)(eq - *e));
+                strbuf_addn(&b, "", 1);
+                strbuf_addn(&b, eq + 1, strlen(eq + 1) + 1);
+        }
+        /* Cloned with the pipe's read end, which it keeps for bwrap: ours
+         * goes, so that a bwrap gone makes the write fail, not wait. */
+        int r = 0;
+        sv->pid = shared_child_pid(&sv->keeper);
+        tb_closep(&sv->args_r);
+        int pid = sv->pid < 0 ? -1 : sv->child.narrowed ? shared_child_wait_word(&sv->keeper, &sv->bwrap_pid) : 1;
+        /* ESRCH: bwrap is gone already (its own message says why). */
+        if (pid > 0 && sv->child.narrowed && sched_setaffinity(pid, sizeof sv->child.cpus, &sv->child.cpus) < 0 &&
+            errno != ESRCH)
+                r = tb_fail(err, -errno, "giving bwrap its CPUs back: %s", strerror(errno));
+        /* EPIPE: bwrap is gone (its own message says why). */
+        if (r == 0 && pid > 0 && (r = loop_write(sv->args_w, b.s, b.len)) < 0)
+                r = r == -EPIPE ? 0 : tb_fail(err, r, "sending bwrap its options: %s", strerror(-r));
+        explicit_bzero(b.s, b.len); /* the environment's secrets */
+        free(b.s);
+        if (r == 0) /* at EOF bwrap goes on; on a failure, once killed (started) */
+                tb_closep(&sv->args_w);
+        return r; /* no bwrap: the exec's error says why */
+}
+
+/* Go on with a supervisor started early: `run` (the same line, its
+ * options now known) takes the place of the early one; its sources are
+ * added; with the operator's signal pending, nothing runs and everything
+ * started is ended (seen.before_start); else bwrap gets its options and the
+ * session starts as it would have (keeper_go). */
+static int supervisor_resume(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
+{
+        sv->run = run;
+        sv->held = run->hold != NULL;
+        sv->seen.timeout_ms = run->timeout_ms;
+        sv->seen.kill_after_ms = run->kill_after_ms;
+        sv->seen.memory_bytes = run->memory_bytes;
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < run->n_watches; i++)
+                if (!add_source(sv, run->watches[i].fd, WHILE_RUNNING, on_watch, &run->watches[i]))
+                        r = tb_fail(err, -E2BIG, "the supervisor watches at most %d fds", SUPERVISOR_MAX_SOURCES);
+        if (r == 0)
+                r = add_limit_sources(sv, err);
+        int sig = r == 0 ? take_pending_operator_signal(sv) : 0;
+        if (sig || r < 0) {
+                end_early(sv);
+                if (sig) {
+                        sv->seen.forwarded = sv->seen.interrupted = sig;
+                        sv->seen.before_start = true;
+                }
                 return r;
         }
-        if (!sv.seen.before_start)
-                r = supervisor_loop(&sv, err);
+        r = send_options(sv, run, err);
+        if (r == 0)
+                r = keeper_go(sv, err);
+        return started(sv, &sv->exec_w, r);
+}
+
+int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
+{
+        struct supervisor local, *sv = run->started ? run->started : &local;
+
+        memset(res, 0, sizeof *res);
+        int r = run->started ? supervisor_resume(sv, run, err) : supervisor_start(sv, run, err);
+        if (r < 0) {
+                supervisor_finish(sv);
+                return r;
+        }
+        if (!sv->seen.before_start)
+                r = supervisor_loop(sv, err);
         TB_PHASE("loop_end");
         for (size_t i = 0; i < run->n_watches; i++)
                 if (run->watches[i].finish)
                         run->watches[i].finish(run->watches[i].ctx);
-        if (sv.released && sv.hold_watch.finish)
-                sv.hold_watch.finish(sv.hold_watch.ctx);
-        if (r < 0 && !sv.reaped && sv.pid > 0) {
-                kill(sv.pid, SIGKILL);
-                wait4(sv.pid, &sv.seen.wait_status, 0, &sv.rusage);
+        if (sv->released && sv->hold_watch.finish)
+                sv->hold_watch.finish(sv->hold_watch.ctx);
+        if (r < 0 && !sv->reaped && sv->pid > 0) {
+                kill(sv->pid, SIGKILL);
+                wait4(sv->pid, &sv->seen.wait_status, 0, &sv->rusage);
         }
         /* OOM kills the loop had no time to see (the last event may come with the end). */
         if (run->cgroup && cgroup_oom_fd(run->cgroup) >= 0) {
                 long long n = cgroup_oom_event(run->cgroup);
-                if (n > sv.seen.oom_kills)
-                        sv.seen.oom_kills = n;
+                if (n > sv->seen.oom_kills)
+                        sv->seen.oom_kills = n;
         }
         if (run->rusage)
-                *run->rusage = sv.rusage;
+                *run->rusage = sv->rusage;
         if (r == 0)
-                supervisor_result(&sv.seen, res);
-        supervisor_done(&sv);
+                supervisor_result(&sv->seen, res);
+        supervisor_finish(sv);
         return r;
 }

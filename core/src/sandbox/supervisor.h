@@ -90,11 +90,45 @@ struct supervisor_run {
          * caller's process exits with the Outcome's status, the signal
          * dropped. */
         bool hold_signals;
+        /* When set: a supervisor supervisor_start_early returned, whose
+         * bwrap waits for its options. argv (bwrap's whole line, as
+         * sandbox_argv makes it) must name the filter fd and the command
+         * it was started with; supervisor_run sends bwrap the rest of argv
+         * and envp, and goes on as it would have. It owns it from then on.
+         * Not with a cgroup or a cow layer: the keeper would have needed
+         * them at its start. */
+        struct supervisor *started;
 };
 
 /* Run the session to its end and fill `res`. Returns 0, or a negative errno
  * when trialbox itself could not run it (pipes, fork): then `err` says why. */
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err);
+
+/* bwrap started before its options are known: its exec and its loader
+ * overlap the work that makes them (the spec, the plugin's hooks, the
+ * masks). The keeper starts at once, on another CPU when there is one
+ * (cpus_other_free), and starts `bwrap --block-fd B --seccomp F --args A
+ * -- COMMAND...` with an empty environment: bwrap reads its options from
+ * the pipe A until its end, which comes once supervisor_run writes them
+ * (the --setenv pairs of the session's environment among them), and even
+ * then sets nothing up but waits on B for the session's byte. Until
+ * supervisor_run, bwrap's process keeps the keeper's CPU; it gets every
+ * CPU of trialbox's back before its options are sent, before it has made
+ * anything of the sandbox. */
+struct supervisor_early {
+        const char *bwrap;
+        int seccomp_fd;                  /* the filter's (confine_filter_fd): its program, on bwrap's line */
+        char *const *command;            /* what follows "--": the session's program and its arguments */
+        const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
+};
+
+/* NULL, with `err` (and errno) saying why, when it could not be started. */
+struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct tb_error *err);
+
+/* A supervisor started early whose session will not run (the Trial turned
+ * void before it): the keeper kills bwrap, which has run nothing, and
+ * both are reaped before this returns. Nothing for NULL. */
+void supervisor_abort(struct supervisor *sv);
 
 /* What the supervisor saw of a session, the input of supervisor_result(). */
 struct supervisor_seen {

@@ -31,6 +31,7 @@
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/path.h"
+#include "base/shared_child.h"
 #include "base/sink.h"
 #include "trial/session_env.h"
 #include "base/strv.h"
@@ -147,10 +148,12 @@ struct trial {
                                      could not be had: the session never ran */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
+        struct supervisor *started; /* bwrap started early (trial_start_early), until the session takes it */
 };
 
 static void trial_done(struct trial *t)
 {
+        supervisor_abort(TAKE_PTR(t->started));
         host_sockets_early_free(t->sockets);
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
@@ -527,6 +530,42 @@ static int trial_setup(struct trial *t, struct tb_error *err)
 static bool trial_needs_userns(const struct trial *t)
 {
         return plugin_needs_userns(&t->plugin);
+}
+
+/* bwrap started now, before the spec is built, so that its exec and its
+ * loader overlap that work (supervisor_start_early): its line needs only
+ * the filter (which depends on the plugin alone), the session's command
+ * (the Harness's place in the sandbox and the session's arguments: no
+ * plugin adds to it). Not for a dry run, unsandboxed, for a grader (its
+ * layer is mounted before bwrap starts), with a cgroup (the keeper joins it
+ * before bwrap starts), for a session of another user (the checks of what
+ * that user can reach switch trialbox's ids with glibc's set*id(), which
+ * waits for every thread, and the keeper's holder cannot answer while the
+ * keeper lives), or under valgrind (the keeper is a fork there: it could
+ * not tell trialbox bwrap's pid). 0, or a
+ * negative errno with `err` and t->cause. */
+static int trial_start_early(struct trial *t, struct tb_error *err)
+{
+        const struct trial_options *opt = t->opt;
+        if (opt->no_sandbox || opt->dry_run || !t->bwrap || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
+            t->user.drop || !shared_child_shares_memory())
+                return 0;
+        int r = confine_filter_fd(trial_needs_userns(t), &t->spec.seccomp_fd, err);
+        if (r >= 0) {
+                _cleanup_strv_ struct strv command = { 0 };
+                strv_addf(&command, "%s/%s", SANDBOX_HARNESS_DIR, opt->harness);
+                for (char **a = opt->session_args; a && *a; a++)
+                        strv_add(&command, *a);
+                const struct supervisor_early e = {
+                        .bwrap = t->bwrap, .seccomp_fd = t->spec.seccomp_fd, .command = command.v, .user = &t->user
+                };
+                t->started = supervisor_start_early(&e, err);
+                if (!t->started)
+                        r = -errno;
+        }
+        if (r < 0)
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
 }
 
 /* The seccomp filter, nested user namespaces, TMPDIR (confine.h); last,
@@ -940,6 +979,7 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
         run.hold_signals = true; /* to trialbox's exit: see trial_run() in trial.h */
         run.before_start = trial_start;
         run.before_start_ctx = t;
+        run.started = TAKE_PTR(t->started);
         if (t->net.mode == TRIAL_NETWORK_ALLOW) {
                 run.hold = trial_net_hold;
                 run.hold_ctx = &t->net;
@@ -1081,11 +1121,15 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         r = trial_setup(&t, &err);
         TB_PHASE("setup");
         if (r >= 0)
+                r = trial_start_early(&t, &err);
+        if (r >= 0)
                 r = trial_prepare(&t, &err);
         TB_PHASE("prepared");
         if (r >= 0)
                 r = trial_execute(&t, &err);
         TB_PHASE("executed");
+        /* A Trial void before its session: bwrap, started early, ran nothing. */
+        supervisor_abort(TAKE_PTR(t.started));
         if (r < 0 && (opt->dry_run || !trial_interrupted_before_start(&t, err.msg)))
                 outcome_set_void(&t.outcome, t.cause, err.msg);
 
