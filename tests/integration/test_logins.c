@@ -3,6 +3,7 @@
  * Trials home, OpenCode reading its key from a variable. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -10,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,17 +121,31 @@ START_TEST(a_host_login_that_is_a_link_is_updated_at_its_target)
 }
 END_TEST
 
+/* The login is looked for after bwrap was started (its options not yet
+ * known: supervisor_start_early): the void Trial ends that bwrap, which ran
+ * nothing, and leaves no process behind (this test's process is a
+ * subreaper: an orphan of trialbox's would come to it). */
 START_TEST(codex_without_a_login_is_void_before_any_session)
 {
         struct fixture f;
         struct proc_result r;
         fixture_new(&f);
+        ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
         _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s/nowhere", f.dir);
         _cleanup_free_ char *ran = path_in(f.repo, "SAVED-1");
-        tb_run(&r, "codex", &f, ENV(env_home), EXTRA("--harness-bin", FAKE("fake-codex"), "--", "a", "b"));
+        tb_run(&r, "codex", &f, ENV(env_home, "TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")),
+               EXTRA("--harness-bin", FAKE("fake-codex"), "--", "a", f.dir));
         assert_void(&f, &r, "session_unavailable", "no Codex login at");
         assert_outcome_has(&f, "detail", "codex login");
         ck_assert_int_ne(access(ran, F_OK), 0);
+        _cleanup_free_ char *line = read_text_in(f.dir, "bwrap-started");
+        ck_assert_msg(line && strstr(line, " --args ") && strstr(line, " -- /sandbox/harness/codex a "),
+                      "bwrap was not started before the login was looked for: %s", line ? line : "(never)");
+        ck_assert_msg(!strstr(line, f.repo), "bwrap's own line names the repository: %s", line);
+        usleep(200000);
+        int st;
+        pid_t left = waitpid(-1, &st, WNOHANG);
+        ck_assert_msg(left < 0 && errno == ECHILD, "a process (%d) outlived the void Trial", (int)left);
         proc_result_free(&r);
         fixture_free(&f);
 }

@@ -262,14 +262,26 @@ START_TEST(the_keeper_passes_on_only_the_filter_fd_the_command_line_names_first)
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", "7x", NULL }), -1);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", "--seccomp", NULL }), -1);
         ck_assert_int_eq(confine_argv_fd((char *[]){ "bwrap", NULL }), -1);
+        /* A bwrap started early: its options' fd, right after the filter's pair, and only there. */
+        ck_assert_int_eq(confine_argv_args_fd((char *[]){ "bwrap", "--block-fd", "4", "--seccomp", "7", "--args", "8",
+                                                          "--", "x", NULL }),
+                         8);
+        ck_assert_int_eq(confine_argv_args_fd((char *[]){ "bwrap", "--seccomp", "7", "--args", "8", NULL }), 8);
+        ck_assert_int_eq(confine_argv_args_fd((char *[]){ "bwrap", "--args", "8", "--seccomp", "7", NULL }), -1);
+        ck_assert_int_eq(confine_argv_args_fd((char *[]){ "bwrap", "--seccomp", "7", "--", "--args", "8", NULL }), -1);
+        ck_assert_int_eq(confine_argv_args_fd((char *[]){ "bwrap", "--seccomp", "7", "--args", "8x", NULL }), -1);
 
         pid_t pid = fork();
         if (pid == 0) {
                 int a = open("/dev/null", O_RDONLY), b = open("/dev/null", O_RDONLY), c = open("/dev/null", O_RDONLY);
                 char num[16];
                 snprintf(num, sizeof num, "%d", b);
-                confine_close_fds(a, (char *[]){ "bwrap", "--seccomp", num, NULL });
-                bool ok = fcntl(a, F_GETFD) < 0 && fcntl(b, F_GETFD) >= 0 && fcntl(c, F_GETFD) < 0;
+                char num_c[16];
+                snprintf(num_c, sizeof num_c, "%d", c);
+                int d = open("/dev/null", O_RDONLY);
+                confine_close_fds(a, (char *[]){ "bwrap", "--seccomp", num, "--args", num_c, NULL });
+                bool ok = fcntl(a, F_GETFD) < 0 && fcntl(b, F_GETFD) >= 0 && fcntl(c, F_GETFD) >= 0 &&
+                          fcntl(d, F_GETFD) < 0;
                 _exit(ok ? 0 : 1);
         }
         ck_assert_int_eq(wait_status(pid), 0);

@@ -139,7 +139,7 @@ struct child_start {
         sigset_t blocked; /* trialbox's mask: the child's until the exec */
         cpu_set_t cpus;   /* trialbox's CPUs, when the keeper starts on others */
         bool narrowed;
-        int *bwrap_pid;   /* an early start's: bwrap's pid, posted by the keeper (keeper.h) */
+        int *bwrap_pid; /* an early start's: bwrap's pid, posted by the keeper (keeper.h) */
 };
 
 struct supervisor {

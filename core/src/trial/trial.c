@@ -148,7 +148,7 @@ struct trial {
                                      could not be had: the session never ran */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
-        struct supervisor *started; /* bwrap started early (trial_start_early), until the session takes it */
+        struct supervisor *started;         /* bwrap started early (trial_start_early), until the session takes it */
 };
 
 static void trial_done(struct trial *t)
