@@ -68,9 +68,10 @@ what = {
     "cgroup": "the Trial's cgroup made (with limits)",
     "guard_snapshot": "(while bwrap starts) the repository guard's snapshot",
     "records": "(while bwrap starts) the final record reserved, the running record written",
-    "sv_fds": "the supervisor's pipes and fds",
+    "sv_fds": "the supervisor's pipes and fds (with bwrap started early: right after setup)",
     "sv_sources": "its signal and timer sources",
-    "forked": "the keeper started (trialbox's side: the thread that clones it made)",
+    "forked": "the keeper started (trialbox's side: the thread that clones it made; with bwrap started early, before the spec)",
+    "options": "(bwrap started early) its CPUs given back and its options sent",
     "cloned": "(after the guard's snapshot and the records) the keeper seen cloned",
     "keeper_start": "the keeper runs (its fds closed)",
     "keeper_forked": "bwrap's process started (the keeper resumes once it has exec'd)",
@@ -132,8 +133,8 @@ def from_spawn(prefix):
 fl, tb = from_spawn("f"), from_spawn("p")
 steps = [
     ("main", "main() reached: the exec and the loader"),
-    ("forked", "the keeper started (the floor: forked): the launcher's work before it (trialbox's: the checks, the plugin, the spec, the masks)"),
-    ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, the sandbox's namespaces"),
+    ("forked", "the keeper started (the floor: forked): the launcher's work before it (trialbox's: the checks, the plugin, the Harness binary and bwrap found; bwrap is started before the spec)"),
+    ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, (trialbox's, meanwhile: the spec, the hooks, the masks, bwrap's options sent) the sandbox's namespaces"),
     ("status_line#2", "bwrap's exit-code line: the mounts, the session (trialbox's under its seccomp filter), its end"),
     ("loop_end", "the keeper reaped: bwrap's exit, the keeper's"),
     ("reaped", "the launcher reaped: (trialbox's) the guard's check, the logins, the final record, its exit"),

@@ -1324,6 +1324,7 @@ static int send_options(struct supervisor *sv, const struct supervisor_run *run,
         free(b.s);
         if (r == 0) /* at EOF bwrap goes on; on a failure, once killed (started) */
                 tb_closep(&sv->args_w);
+        TB_PHASE("options");
         return r; /* no bwrap: the exec's error says why */
 }
 
