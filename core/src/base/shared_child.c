@@ -140,7 +140,7 @@ int shared_child_wait_word(struct shared_child *c, int *word)
         /* The child's end clears c->alive (CLONE_CHILD_CLEARTID) but wakes
          * only who waits on that word, and a clone that failed leaves a
          * negative c->tid: this wait looks again every 10 ms. */
-        const struct timespec tick = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+        const struct timespec tick = { .tv_sec = 0, .tv_nsec = 10L * 1000 * 1000 };
         int v;
         while ((v = load(word)) == 0 && load(&c->alive) != 0 && load(&c->tid) >= 0)
                 (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, &tick, NULL, 0);

@@ -1275,6 +1275,11 @@ void supervisor_abort(struct supervisor *sv)
         supervisor_finish(sv);
 }
 
+static bool words_equal(const char *x, const char *y)
+{
+        return x && y && strcmp(x, y) == 0;
+}
+
 /* bwrap's options, through its --args pipe: run->argv's (bwrap's whole
  * line, as sandbox_argv makes it) but argv[0], its filter's pair (already
  * on bwrap's own line) and the command (which must be the one bwrap was
@@ -1288,11 +1293,14 @@ static int send_options(struct supervisor *sv, const struct supervisor_run *run,
         while (a[n])
                 n++;
         const size_t cmd = sv->early_command;
-        char **started_cmd = sv->early_argv.v + sv->early_argv.n - cmd;
-        bool same = n >= 4 + cmd && strcmp(a[0], sv->early_argv.v[0]) == 0 && strcmp(a[1], "--seccomp") == 0 &&
-                    strcmp(a[2], sv->early_argv.v[2]) == 0 && strcmp(a[n - cmd - 1], "--") == 0;
+        char **early = sv->early_argv.v;
+        if (!early || sv->early_argv.n < 6 + cmd)
+                return tb_fail(err, -EINVAL, "bwrap was not started early");
+        char **started_cmd = early + sv->early_argv.n - cmd;
+        bool same = n >= 4 + cmd && words_equal(a[0], early[0]) && words_equal(a[1], "--seccomp") &&
+                    words_equal(a[2], early[2]) && words_equal(a[n - cmd - 1], "--");
         for (size_t i = 0; same && i < cmd; i++)
-                same = strcmp(a[n - cmd + i], started_cmd[i]) == 0;
+                same = words_equal(a[n - cmd + i], started_cmd[i]);
         if (!same)
                 return tb_fail(err, -EINVAL, "the sandbox's command line is not the one bwrap was started with");
         struct strbuf b = { 0 };
@@ -1363,10 +1371,17 @@ static int supervisor_resume(struct supervisor *sv, const struct supervisor_run 
 
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
 {
-        struct supervisor local, *sv = run->started ? run->started : &local;
+        struct supervisor local;
+        struct supervisor *sv = &local;
+        int r;
 
         memset(res, 0, sizeof *res);
-        int r = run->started ? supervisor_resume(sv, run, err) : supervisor_start(sv, run, err);
+        if (run->started) {
+                sv = run->started;
+                r = supervisor_resume(sv, run, err);
+        } else {
+                r = supervisor_start(sv, run, err);
+        }
         if (r < 0) {
                 supervisor_finish(sv);
                 return r;
