@@ -128,6 +128,8 @@ const char *sandbox_getenv(const struct sandbox_spec *spec, const char *name)
         return NULL;
 }
 
+char *sandbox_harness_path(const char *name) { return xasprintf("%s/%s", SANDBOX_HARNESS_DIR, name); }
+
 void sandbox_envp(const struct sandbox_spec *spec, struct strv *out)
 {
         for (size_t i = 0; i < spec->n_env; i++)

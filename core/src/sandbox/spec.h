@@ -111,6 +111,11 @@ const char *sandbox_env_reserved(const char *name);
 /* The environment as "NAME=value" strings, for execve. */
 void sandbox_envp(const struct sandbox_spec *spec, struct strv *out);
 
+/* Where the Harness `name`'s program is in the sandbox, SANDBOX_HARNESS_DIR/
+ * NAME: the first word of every session's command (no plugin adds another).
+ * Allocated. */
+char *sandbox_harness_path(const char *name);
+
 /* The bwrap argv (argv[0] = bwrap) for this spec: --seccomp N first (where
  * the keeper finds the fd to pass on: confine_argv_fd), the fixed isolation flags,
  * the operations, --chdir, --json-status-fd SANDBOX_STATUS_FD, then "--" and

@@ -609,7 +609,7 @@ char *toolchain_add_harness(struct sandbox_spec *spec, const char *name, const c
                             const struct toolchain_host *host)
 {
         _cleanup_free_ char *real = path_memo_realpath(host->memo, bin);
-        char *dest = xasprintf("%s/%s", SANDBOX_HARNESS_DIR, name);
+        char *dest = sandbox_harness_path(name);
         if (!real)
                 real = xstrdup(bin);
 

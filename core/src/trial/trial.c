@@ -553,7 +553,7 @@ static int trial_start_early(struct trial *t, struct tb_error *err)
         int r = confine_filter_fd(trial_needs_userns(t), &t->spec.seccomp_fd, err);
         if (r >= 0) {
                 _cleanup_strv_ struct strv command = { 0 };
-                strv_addf(&command, "%s/%s", SANDBOX_HARNESS_DIR, opt->harness);
+                strv_add_take(&command, sandbox_harness_path(opt->harness));
                 for (char **a = opt->session_args; a && *a; a++)
                         strv_add(&command, *a);
                 const struct supervisor_early e = {
