@@ -48,10 +48,10 @@ python3 - "$T" "$n" <<'PY'
 import collections, glob, statistics, sys
 what = {
     "main": "trialbox's main()",
-    "run": "the options read; the host's sockets listed from here, in a thread",
-    "validated": "the request checked (repository, output folder)",
-    "loaded": "the plugin loaded, the output folder made",
-    "setup": "the Outcome begun, the Harness binary and bwrap found",
+    "run": "the options read",
+    "validated": "the request checked (repository, output folder); bwrap started early from here, then the host's sockets listed in a thread when a CPU is left",
+    "loaded": "the plugin loaded (its filter written for bwrap started early), the output folder made",
+    "setup": "the Outcome begun, the Harness binary (and bwrap, when not started early) found",
     "tc_system": "the system folders bound",
     "tc_tools": "the toolchains and PATH folders resolved and bound",
     "guard_open": "the repository guard opened (what its .git is)",
@@ -68,9 +68,9 @@ what = {
     "cgroup": "the Trial's cgroup made (with limits)",
     "guard_snapshot": "(while bwrap starts) the repository guard's snapshot",
     "records": "(while bwrap starts) the final record reserved, the running record written",
-    "sv_fds": "the supervisor's pipes and fds (with bwrap started early: right after setup)",
+    "sv_fds": "the supervisor's pipes and fds (with bwrap started early: right after the checks)",
     "sv_sources": "its signal and timer sources",
-    "forked": "the keeper started (trialbox's side: the thread that clones it made; with bwrap started early, before the spec)",
+    "forked": "the keeper started (trialbox's side: the thread that clones it made; with bwrap started early, right after the checks, before the plugin)",
     "options": "(bwrap started early) its CPUs given back and its options sent",
     "cloned": "(after the guard's snapshot and the records) the keeper seen cloned",
     "keeper_start": "the keeper runs (its fds closed)",
@@ -133,8 +133,8 @@ def from_spawn(prefix):
 fl, tb = from_spawn("f"), from_spawn("p")
 steps = [
     ("main", "main() reached: the exec and the loader"),
-    ("forked", "the keeper started (the floor: forked): the launcher's work before it (trialbox's: the checks, the plugin, the Harness binary and bwrap found; bwrap is started before the spec)"),
-    ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, (trialbox's, meanwhile: the spec, the hooks, the masks, bwrap's options sent) the sandbox's namespaces"),
+    ("forked", "the keeper started (the floor: forked): the launcher's work before it (trialbox's: the checks and bwrap found; bwrap is started before the plugin and the spec)"),
+    ("status_line", "bwrap's child-pid line: the keeper's start, bwrap's exec, (trialbox's, meanwhile: the plugin, the spec, the hooks, the masks, bwrap's options sent) the sandbox's namespaces"),
     ("status_line#2", "bwrap's exit-code line: the mounts, the session (trialbox's under its seccomp filter), its end"),
     ("loop_end", "the keeper reaped: bwrap's exit, the keeper's"),
     ("reaped", "the launcher reaped: (trialbox's) the guard's check, the logins, the final record, its exit"),

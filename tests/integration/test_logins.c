@@ -165,6 +165,64 @@ START_TEST(codex_without_a_login_is_void_before_any_session)
 }
 END_TEST
 
+/* bwrap is started before the plugin is loaded, with an empty filter fd
+ * on its line: the program written into it afterwards is the plugin's.
+ * Codex runs its own sandbox (nested user namespaces: the filter lets
+ * unshare(CLONE_NEWUSER) through); the shell Harness does not (refused).
+ * Both Trials start bwrap early (its line has --args). */
+START_TEST(the_filter_bwrap_reads_is_the_one_its_plugin_asks_for)
+{
+        struct fixture f, g;
+        struct proc_result r;
+        fixture_new(&f);
+        _cleanup_free_ char *codex_home = path_in(f.dir, "codex-home");
+        write_in(codex_home, "auth.json", "a-login", 0600);
+        _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s", codex_home);
+        tb_run(&r, "codex", &f, ENV(env_home, "TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")),
+               EXTRA("--harness-bin", "/bin/sh", "--", "-c",
+                     "unshare -U true && echo made >userns; unshare -U true || echo refused >userns; : ", f.dir));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        _cleanup_free_ char *codex_line = read_text_in(f.dir, "bwrap-started");
+        ck_assert_msg(codex_line && strstr(codex_line, " --args ") && strstr(codex_line, " -- /sandbox/harness/codex "),
+                      "the codex Trial's bwrap was not started early: %s", codex_line);
+        _cleanup_free_ char *made = read_text_in(f.repo, "userns");
+        ck_assert_msg(made && strcmp(made, "made\n") == 0, "codex's session could not make a user namespace: %s",
+                      made ? made : "(nothing written)");
+        proc_result_free(&r);
+
+        fixture_new(&g);
+        tb_run(&r, "shell", &g, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")),
+               EXTRA("--", "-c",
+                     "unshare -U true && echo made >userns; unshare -U true || echo refused >userns; : ", g.dir));
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        _cleanup_free_ char *shell_line = read_text_in(g.dir, "bwrap-started");
+        ck_assert_msg(shell_line && strstr(shell_line, " --args "), "the shell Trial's bwrap was not started early: %s",
+                      shell_line);
+        _cleanup_free_ char *refused = read_text_in(g.repo, "userns");
+        ck_assert_msg(refused && strcmp(refused, "refused\n") == 0, "the shell session made a user namespace: %s",
+                      refused ? refused : "(nothing written)");
+        proc_result_free(&r);
+
+        /* A Harness without a plugin is a usage error found after bwrap
+         * started: that bwrap is ended, and nothing outlives trialbox (this
+         * process is a subreaper). */
+        struct fixture h;
+        fixture_new(&h);
+        ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+        tb_run(&r, "nosuch", &h, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")), EXTRA("--", h.dir));
+        ck_assert_msg(r.status == 2, "status %d: %s", r.status, r.err);
+        assert_contains(r.err, "no plugin for harness 'nosuch'");
+        usleep(200000);
+        int st;
+        pid_t left = waitpid(-1, &st, WNOHANG);
+        ck_assert_msg(left < 0 && errno == ECHILD, "a process (%d) outlived the usage error", (int)left);
+        proc_result_free(&r);
+        fixture_free(&f);
+        fixture_free(&g);
+        fixture_free(&h);
+}
+END_TEST
+
 START_TEST(a_muse_login_under_an_overridden_config_home_is_found_and_handed_over)
 {
         struct fixture f;
@@ -706,6 +764,7 @@ TB_SUITE("logins", 180)
         tcase_add_test(tc, a_login_rewritten_in_place_reaches_the_host_file);
         tcase_add_test(tc, a_host_login_that_is_a_link_is_updated_at_its_target);
         tcase_add_test(tc, codex_without_a_login_is_void_before_any_session);
+        tcase_add_test(tc, the_filter_bwrap_reads_is_the_one_its_plugin_asks_for);
         tcase_add_test(tc, a_muse_login_under_an_overridden_config_home_is_found_and_handed_over);
         tcase_add_test(tc, agy_gets_its_token_file_and_self_update_off_with_true);
         tcase_add_test(tc, claude_gets_its_token_as_a_variable_and_is_void_without_one);

@@ -17,15 +17,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/spec.h"
+#include "base/alloc.h"
+#include "base/cpus.h"
+#include "base/macro.h"
+#include "base/path.h"
+#include "base/strv.h"
 #include "sandbox/host_sockets.h"
 #include "sandbox/secret_places.h"
-#include "tb_test.h"
+#include "sandbox/spec.h"
 #include "sandbox/toolchain.h"
-#include "base/macro.h"
-#include "base/alloc.h"
-#include "base/strv.h"
-#include "base/path.h"
+#include "tb_test.h"
 
 START_TEST(the_command_line_has_the_isolation_flags_the_ops_in_order_and_the_command_last)
 {
@@ -995,9 +996,26 @@ START_TEST(no_listing_thread_is_started_on_one_cpu)
 {
         cpu_set_t all;
         pin_here(&all);
-        struct host_sockets_early *listing = host_sockets_start();
+        struct host_sockets_early *listing = host_sockets_start(0);
         ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
         ck_assert_ptr_null(listing);
+}
+END_TEST
+
+/* With every other CPU taken by the caller (bwrap started early: its
+ * keeper has the other CPU of a 2-CPU machine), no thread is started; with
+ * one left, the same rules as ever (cpus_other_free). */
+START_TEST(no_listing_thread_is_started_when_the_other_cpus_are_taken)
+{
+        cpu_set_t all, others;
+        if (!cpus_others(&all, &others))
+                return; /* one CPU: covered above */
+        ck_assert_ptr_null(host_sockets_start(CPU_COUNT(&others)));
+        ck_assert_ptr_null(host_sockets_start(CPU_COUNT(&others) + 1));
+        struct host_sockets_early *listing = host_sockets_start(CPU_COUNT(&others) - 1);
+        cpu_set_t a2, o2;
+        ck_assert_int_eq(listing != NULL, cpus_other_free(&a2, &o2));
+        host_sockets_early_free(listing);
 }
 END_TEST
 
@@ -1116,5 +1134,6 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
         tcase_add_test(tc, an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was);
         tcase_add_test(tc, no_listing_thread_is_started_on_one_cpu);
+        tcase_add_test(tc, no_listing_thread_is_started_when_the_other_cpus_are_taken);
         tcase_add_test(tc, a_listing_thread_that_has_not_begun_is_not_waited_for);
 }

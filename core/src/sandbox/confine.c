@@ -46,31 +46,54 @@ static int write_filter(bool nested_userns, bool compile, int mfd, const char **
         return loop_write(mfd, b->prog[nested_userns], b->len[nested_userns]);
 }
 
-static int filter_fd(bool nested_userns, bool compile, int *fd, struct tb_error *err)
+/* An empty memfd for the filter, numbered above every fd the keeper places. */
+static int filter_reserve(int *fd, struct tb_error *err)
 {
-        _cleanup_close_ int mfd = -1, high = -1;
-        const char *step = "creating the filter";
-        int r;
-
-        mfd = memfd_create("trialbox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        _cleanup_close_ int mfd = memfd_create("trialbox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (mfd < 0)
                 return tb_fail(err, -errno, "creating the seccomp filter's memfd: %s", strerror(errno));
-        if ((r = write_filter(nested_userns, compile, mfd, &step)) < 0)
-                return tb_fail(err, r, "building the seccomp filter: %s: %s", step, strerror(-r));
-        if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
-            lseek(mfd, 0, SEEK_SET) < 0)
-                return tb_fail(err, -errno, "sealing the seccomp filter: %s", strerror(errno));
         /* Above the fds the supervisor and keeper place (stdio, the status
          * fd, the block fd, the exec-error pipe: sandbox/spec.h), so placing them
          * never closes this one; at a number no other open fd decides. */
         _Static_assert(SANDBOX_FILTER_FD_MIN > KEEPER_BLOCK_HOLD_FD, "the filter's fd above the keeper's");
-        high = fcntl(mfd, F_DUPFD_CLOEXEC, SANDBOX_FILTER_FD_MIN);
+        int high = fcntl(mfd, F_DUPFD_CLOEXEC, SANDBOX_FILTER_FD_MIN);
         if (high < 0 && errno == EINVAL) /* RLIMIT_NOFILE at or below it: the lowest above the keeper's */
                 high = fcntl(mfd, F_DUPFD_CLOEXEC, KEEPER_BLOCK_HOLD_FD + 1);
         if (high < 0)
                 return tb_fail(err, -errno, "placing the seccomp filter's fd: %s", strerror(errno));
+        *fd = high;
+        return 0;
+}
+
+/* The program into the reserved memfd `fd`, sealed, its offset (shared
+ * with every copy of the fd: bwrap's, started early) back at its start. */
+static int filter_fill(int fd, bool nested_userns, bool compile, struct tb_error *err)
+{
+        const char *step = "creating the filter";
+        int r = write_filter(nested_userns, compile, fd, &step);
+        if (r < 0)
+                return tb_fail(err, r, "building the seccomp filter: %s: %s", step, strerror(-r));
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            lseek(fd, 0, SEEK_SET) < 0)
+                return tb_fail(err, -errno, "sealing the seccomp filter: %s", strerror(errno));
+        return 0;
+}
+
+static int filter_fd(bool nested_userns, bool compile, int *fd, struct tb_error *err)
+{
+        _cleanup_close_ int high = -1;
+        int r = filter_reserve(&high, err);
+        if (r < 0 || (r = filter_fill(high, nested_userns, compile, err)) < 0)
+                return r;
         *fd = TAKE_FD(high);
         return 0;
+}
+
+int confine_filter_reserve(int *fd, struct tb_error *err) { return filter_reserve(fd, err); }
+
+int confine_filter_fill(int fd, bool nested_userns, struct tb_error *err)
+{
+        return filter_fill(fd, nested_userns, false, err);
 }
 
 int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err)

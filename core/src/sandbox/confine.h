@@ -78,6 +78,15 @@ struct confine_options {
  * key (sandbox/confine_bpf.h), else compiled from the rules now. */
 int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err);
 
+/* The same in two steps, for a bwrap started before the plugin is loaded
+ * (its line names the fd; it reads the program only once its options have
+ * come): an empty, unsealed memfd placed as above, into *fd (0, or a
+ * negative errno); then the program written into it, sealed, and its
+ * offset back at its start (0, or a negative errno), before bwrap's
+ * options are sent. */
+int confine_filter_reserve(int *fd, struct tb_error *err);
+int confine_filter_fill(int fd, bool nested_userns, struct tb_error *err);
+
 /* The same, always compiled from the rules now (what the built program must
  * equal: the tests compare them). */
 int confine_filter_compile_fd(bool nested_userns, int *fd, struct tb_error *err);

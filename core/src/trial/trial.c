@@ -149,6 +149,7 @@ struct trial {
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
         struct supervisor *started;         /* bwrap started early (trial_start_early), until the session takes it */
+        bool filter_pending;                /* started early: spec.seccomp_fd reserved, its program not yet in */
 };
 
 static void trial_done(struct trial *t)
@@ -319,6 +320,9 @@ static int trial_make_output(struct trial *t)
         return 0;
 }
 
+/* Does the Harness run its own sandbox (TB_HARNESS_NEEDS_USERNS)? */
+static bool trial_needs_userns(const struct trial *t) { return plugin_needs_userns(&t->plugin); }
+
 /* Load the plugin and make the output folder: 0, or a negative errno with
  * `err` filled (a usage error too: the request names what cannot be had). */
 static int trial_load(struct trial *t, struct tb_error *err)
@@ -326,6 +330,13 @@ static int trial_load(struct trial *t, struct tb_error *err)
         int r = plugin_load(t->env->plugin_path, t->opt->harness, &t->plugin, err);
         if (r < 0)
                 return r;
+        /* bwrap, started early, reads the filter once its options come. */
+        if (t->filter_pending) {
+                r = confine_filter_fill(t->spec.seccomp_fd, trial_needs_userns(t), err);
+                if (r < 0)
+                        return r;
+                t->filter_pending = false;
+        }
         if (t->opt->dry_run)
                 return 0;
         r = trial_make_output(t);
@@ -515,7 +526,8 @@ static int trial_setup(struct trial *t, struct tb_error *err)
                                "can reach it, or pass --harness-bin",
                                t->user.name, opt->harness, t->bin);
         }
-        t->bwrap = find_bwrap(t->env);
+        if (!t->bwrap)
+                t->bwrap = find_bwrap(t->env);
         if (!t->bwrap) {
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
                 return tb_fail(err, -ENOENT, "%s",
@@ -526,32 +538,33 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         return 0;
 }
 
-/* Does the Harness run its own sandbox (TB_HARNESS_NEEDS_USERNS)? */
-static bool trial_needs_userns(const struct trial *t)
-{
-        return plugin_needs_userns(&t->plugin);
-}
-
-/* bwrap started now, before the spec is built, so that its exec and its
- * loader overlap that work (supervisor_start_early): its line needs only
- * the filter (which depends on the plugin alone), the session's command
- * (the Harness's place in the sandbox and the session's arguments: no
- * plugin adds to it). Not for a dry run, unsandboxed, for a grader (its
- * layer is mounted before bwrap starts), with a cgroup (the keeper joins it
- * before bwrap starts), for a session of another user (the checks of what
- * that user can reach switch trialbox's ids with glibc's set*id(), which
- * waits for every thread, and the keeper's holder cannot answer while the
- * keeper lives), or under valgrind (the keeper is a fork there: it could
- * not tell trialbox bwrap's pid). 0, or a
- * negative errno with `err` and t->cause. */
+/* bwrap started now, once the request is checked and before the plugin is
+ * loaded and the spec built, so that the keeper's start, bwrap's exec and
+ * its loader overlap that work (supervisor_start_early): its line needs
+ * only the filter's fd (reserved here, its program written once the plugin
+ * is loaded: trial_load; bwrap reads it after its options), and the
+ * session's command (the Harness's place in the sandbox, named by the
+ * Harness, and the session's arguments: no plugin adds to it). Not for a
+ * dry run, unsandboxed, for a grader (its layer is mounted before bwrap
+ * starts), with a cgroup (the keeper joins it before bwrap starts), for a
+ * session of another user (the checks of what that user can reach switch
+ * trialbox's ids with glibc's set*id(), which waits for every thread, and
+ * the keeper's holder cannot answer while the keeper lives), or under
+ * valgrind (the keeper is a fork there: it could not tell trialbox bwrap's
+ * pid). Nor when bwrap is not found: trial_setup says so. 0, or a negative
+ * errno with `err` and t->cause. */
 static int trial_start_early(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        if (opt->no_sandbox || opt->dry_run || !t->bwrap || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
-            t->user.drop || !shared_child_shares_memory())
+        if (opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) || t->user.drop ||
+            !shared_child_shares_memory())
                 return 0;
-        int r = confine_filter_fd(trial_needs_userns(t), &t->spec.seccomp_fd, err);
+        t->bwrap = find_bwrap(t->env);
+        if (!t->bwrap)
+                return 0;
+        int r = confine_filter_reserve(&t->spec.seccomp_fd, err);
         if (r >= 0) {
+                t->filter_pending = true;
                 _cleanup_strv_ struct strv command = { 0 };
                 strv_add_take(&command, sandbox_harness_path(opt->harness));
                 for (char **a = opt->session_args; a && *a; a++)
@@ -1102,14 +1115,18 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
-        /* Listed while the spec is built, by a thread on another CPU (in a
-         * batch whose Trials fill the CPUs, only when one looks idle),
-         * unless the masks need the list before it began (then they make
-         * it); joined in trial_done(). */
-        if (!opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
-                t.sockets = host_sockets_start();
         int r = trial_validate(&t, &err);
         TB_PHASE("validated");
+        /* A bwrap that cannot be started early (sandbox_unavailable) makes
+         * a void Trial, whose record is written: after the setup. */
+        struct tb_error early_err = { 0 };
+        int early = r >= 0 ? trial_start_early(&t, &early_err) : 0;
+        /* Listed while the spec is built, by a thread on another CPU (in a
+         * batch whose Trials fill the CPUs, only when one looks idle), but
+         * not on the one the keeper took; else, or when the masks need the
+         * list before it began, the masks make it. Joined in trial_done(). */
+        if (r >= 0 && !opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
+                t.sockets = host_sockets_start(t.started ? 1 : 0);
         if (r >= 0)
                 r = trial_load(&t, &err);
         TB_PHASE("loaded");
@@ -1120,8 +1137,10 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         }
         r = trial_setup(&t, &err);
         TB_PHASE("setup");
-        if (r >= 0)
-                r = trial_start_early(&t, &err);
+        if (r >= 0 && early < 0) {
+                err = early_err;
+                r = early;
+        }
         if (r >= 0)
                 r = trial_prepare(&t, &err);
         TB_PHASE("prepared");
