@@ -8,8 +8,10 @@
 #     launcher that keeps a sandbox can do;
 #   - the same Trial with its repository and output folder on a disk;
 #   - the same Trial from a build that links json-c, libffi and libseccomp
-#     statically (-DTRIALBOX_STATIC_DEPS=ON, built here in STATIC_BUILD,
-#     default BUILD-static; STATIC=0: not), a diagnostic row;
+#     the other way than BUILD (BUILD static, the default: shared,
+#     -DTRIALBOX_STATIC_DEPS=OFF, built here in OTHER_BUILD, default
+#     BUILD-shared; BUILD shared: statically, ON, default BUILD-static;
+#     OTHER=0: not), a diagnostic row;
 #   - /bin/true unsandboxed, and the peers a user would pick instead when they
 #     are installed: firejail and Anthropic's sandbox-runtime (srt).
 # Repository, output folders and the bare line's home on tmpfs (TMPFS_DIR,
@@ -18,7 +20,7 @@
 # the commands alternate (lib.sh: hf_rounds); medians over every run.
 #
 #   bench/noop-trial.sh            (BUILD=folder, RUNS=200 per command, ROUNDS=20,
-#                                   STATIC_BUILD=folder or STATIC=0)
+#                                   OTHER_BUILD=folder or OTHER=0)
 #
 # Needs hyperfine and jq (apt-get install -y hyperfine jq); builds the floor
 # driver ($BUILD/bench/floor, -DTRIALBOX_BENCH=ON). Optional peers:
@@ -68,21 +70,30 @@ set -- \
         --prepare "rm -rf $D/out" -n trialbox-disk "$disk_trial" \
         --prepare true -n true-unsandboxed /bin/true
 
-# The same Trial from a build that links json-c, libffi and libseccomp
-# statically (-DTRIALBOX_STATIC_DEPS=ON; STATIC_BUILD, default BUILD-static,
-# configured and built here with BUILD's build type; its trialbox loads
-# BUILD's plugins, as the Trial above does): a diagnostic row, what the
-# option saves at each start (docs/hacking.md). STATIC=0: not. Skipped when
-# BUILD links them statically itself.
-static_trial=""
-if [ "${STATIC:-1}" = 1 ] && ldd "$TB" 2>/dev/null | grep -q 'libjson-c'; then
-        SB=${STATIC_BUILD:-$BUILD-static}
-        say "configuring and building $SB (-DTRIALBOX_STATIC_DEPS=ON)"
-        if sibling_build "$SB" "$T/static.err" trialbox -DTRIALBOX_STATIC_DEPS=ON; then
-                static_trial="$SB/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/out-static"
-                set -- "$@" --prepare "rm -rf $T/out-static" -n trialbox-static "$static_trial"
+# The same Trial from a build that links json-c, libffi and libseccomp the
+# other way than BUILD (TRIALBOX_STATIC_DEPS: BUILD static, as a build from
+# source is by default, beside one shared, -DTRIALBOX_STATIC_DEPS=OFF, as
+# distribution packages are; BUILD shared, beside one static, ON; in
+# OTHER_BUILD, default BUILD-shared or BUILD-static, configured and built
+# here with BUILD's build type; its trialbox loads BUILD's plugins, as the
+# Trial above does): a diagnostic row, what the option saves at each start
+# (docs/hacking.md). OTHER=0: not.
+other_trial=""
+if [ "${OTHER:-1}" = 1 ]; then
+        if ldd "$TB" 2>/dev/null | grep -q 'libjson-c'; then
+                other_deps=ON other_name=static
+                other_what="linked statically (TRIALBOX_STATIC_DEPS=ON), median (minus BUILD's, shared; ratio to the floor)"
         else
-                static_fail=$(grep -m1 -e 'Error' -e 'error' "$T/static.err" | head -c 300 | tr '|' ' ')
+                other_deps=OFF other_name=shared
+                other_what="shared (TRIALBOX_STATIC_DEPS=OFF, as distribution packages link them), median (minus BUILD's, static; ratio to the floor)"
+        fi
+        SB=${OTHER_BUILD:-$BUILD-$other_name}
+        say "configuring and building $SB (-DTRIALBOX_STATIC_DEPS=$other_deps)"
+        if sibling_build "$SB" "$T/other.err" trialbox -DTRIALBOX_STATIC_DEPS=$other_deps; then
+                other_trial="$SB/core/trialbox run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/out-other"
+                set -- "$@" --prepare "rm -rf $T/out-other" -n trialbox-other "$other_trial"
+        else
+                other_fail=$(grep -m1 -e 'Error' -e 'error' "$T/other.err" | head -c 300 | tr '|' ' ')
         fi
 fi
 
@@ -190,12 +201,12 @@ if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
 elif [ -n "$user_trial" ]; then
         row start-up "diagnostic: no-op Trial as --user nobody" "could not run: ${user_fail}" "" ""
 fi
-if [ -n "$static_trial" ]; then
-        tst=$(pool_median "$T/runs" trialbox-static)
-        row start-up "diagnostic: no-op Trial, json-c, libffi and libseccomp linked statically (TRIALBOX_STATIC_DEPS=ON), median (minus the shared build's; ratio to the floor)" \
+if [ -n "$other_trial" ]; then
+        tst=$(pool_median "$T/runs" trialbox-other)
+        row start-up "diagnostic: no-op Trial, json-c, libffi and libseccomp $other_what" \
                 "$tst ms ($(signed_minus "$tst" "$t") ms; $(ratio "$tst" "$fl")×)" "" ""
-elif [ -n "${static_fail:-}" ]; then
-        row start-up "diagnostic: no-op Trial, TRIALBOX_STATIC_DEPS=ON" "could not build: ${static_fail}" "" ""
+elif [ -n "${other_fail:-}" ]; then
+        row start-up "diagnostic: no-op Trial, TRIALBOX_STATIC_DEPS=$other_deps" "could not build: ${other_fail}" "" ""
 fi
 if [ -n "$eatmydata" ]; then
         te=$(pool_median "$T/runs" trialbox-disk-env)
@@ -220,4 +231,4 @@ elif [ -n "$srt_cmd" ]; then
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$static_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=ON\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp), after the series in one of its own, $SRT_RUNS runs in 2 rounds (SRT_RUNS: a run takes some 0.4 s)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
+method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$other_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=$other_deps\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp), after the series in one of its own, $SRT_RUNS runs in 2 rounds (SRT_RUNS: a run takes some 0.4 s)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."

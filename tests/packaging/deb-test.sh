@@ -24,7 +24,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "deb-test: $*" >&2; exit 1; }
 
-cmake -S "$src" -B "$w/build" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=Release -DTRIALBOX_TESTS=OFF >/dev/null
+cmake -S "$src" -B "$w/build" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=Release -DTRIALBOX_TESTS=OFF \
+        -DTRIALBOX_STATIC_DEPS=OFF >/dev/null
 cmake --build "$w/build" -j"$(nproc)" >/dev/null
 (cd "$w/build" && cpack -G DEB >/dev/null 2>&1) || fail "cpack failed"
 echo "== packages"
@@ -37,6 +38,11 @@ for p in trialbox trialbox-dev trialbox-plugin-shell trialbox-plugin-codex trial
         echo " $installed " | grep -q " $p " || fail "no package $p"
 done
 dpkg -i "$w"/build/*.deb >/dev/null
+# Packages link json-c, libffi and libseccomp shared (TRIALBOX_STATIC_DEPS=OFF),
+# so that a security update of one reaches the installed trialbox.
+for lib in libjson-c libffi libseccomp; do
+        ldd /usr/bin/trialbox | grep -q "$lib" || fail "the packaged trialbox does not load $lib shared"
+done
 
 echo "== installed: a Trial with no environment set up"
 clean="env -i PATH=/usr/bin:/bin HOME=$w"
