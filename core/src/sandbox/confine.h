@@ -80,10 +80,11 @@ int confine_filter_fd(bool nested_userns, int *fd, struct tb_error *err);
 
 /* The same in two steps, for a bwrap started before the plugin is loaded
  * (its line names the fd; it reads the program only once its options have
- * come): an empty, unsealed memfd placed as above, into *fd (0, or a
- * negative errno); then the program written into it, sealed, and its
- * offset back at its start (0, or a negative errno), before bwrap's
- * options are sent. */
+ * come: bubblewrap's main() reads --seccomp's fd after parse_args, which
+ * reads --args, and after --block-fd's byte, in 0.8 as in later ones): an
+ * empty, unsealed memfd placed as above, into *fd (0, or a negative
+ * errno); then the program written into it, sealed, and its offset back at
+ * its start (0, or a negative errno), before bwrap's options are sent. */
 int confine_filter_reserve(int *fd, struct tb_error *err);
 int confine_filter_fill(int fd, bool nested_userns, struct tb_error *err);
 
