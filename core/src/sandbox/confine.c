@@ -47,7 +47,7 @@ static int write_filter(bool nested_userns, bool compile, int mfd, const char **
 }
 
 /* An empty memfd for the filter, numbered above every fd the keeper places. */
-static int filter_reserve(int *fd, struct tb_error *err)
+int confine_filter_reserve(int *fd, struct tb_error *err)
 {
         _cleanup_close_ int mfd = memfd_create("trialbox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (mfd < 0)
@@ -82,14 +82,12 @@ static int filter_fill(int fd, bool nested_userns, bool compile, struct tb_error
 static int filter_fd(bool nested_userns, bool compile, int *fd, struct tb_error *err)
 {
         _cleanup_close_ int high = -1;
-        int r = filter_reserve(&high, err);
+        int r = confine_filter_reserve(&high, err);
         if (r < 0 || (r = filter_fill(high, nested_userns, compile, err)) < 0)
                 return r;
         *fd = TAKE_FD(high);
         return 0;
 }
-
-int confine_filter_reserve(int *fd, struct tb_error *err) { return filter_reserve(fd, err); }
 
 int confine_filter_fill(int fd, bool nested_userns, struct tb_error *err)
 {
