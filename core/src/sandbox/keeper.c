@@ -110,6 +110,7 @@ struct bwrap_start {
         const struct session_user *user;
         const struct sandbox_cow *cow;
         const cpu_set_t *cpus;
+        int *pid_word; /* keeper_run's bwrap_pid: the kernel writes the pid there at the clone */
 };
 
 /* bwrap's process, from its clone (start_bwrap) to its exec: exec bwrap, or
@@ -214,7 +215,19 @@ static pid_t start_bwrap(struct bwrap_start *s)
          * process has exec'd, as with a fork. Meanwhile it is only the
          * stricter. */
         const int dumpable = s->user && s->user->drop ? prctl(PR_GET_DUMPABLE) : -1;
-        pid_t pid = clone(exec_bwrap, stack.base + stack.len, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+        /* With a pid word (bwrap started early), the kernel writes bwrap's
+         * pid into it as it clones (CLONE_PARENT_SETTID: the keeper's
+         * memory, which is trialbox's), before bwrap's process runs: trialbox
+         * reads it when it sends bwrap's options, without waiting for the
+         * keeper, which resumes only once bwrap has exec'd and, on a CPU
+         * bwrap's loader holds, runs only when bwrap first blocks (its read
+         * of those options: seen here, the options then came 0.1 ms late,
+         * through the keeper's wake-up of trialbox and trialbox's of bwrap).
+         * The keeper's post after the clone wakes a trialbox already
+         * waiting, and says -1 when there is no bwrap. */
+        const int settid = s->pid_word ? CLONE_PARENT_SETTID : 0;
+        pid_t pid = clone(exec_bwrap, stack.base + stack.len, CLONE_VM | CLONE_VFORK | settid | SIGCHLD, s,
+                          s->pid_word);
         clone_stack_unmap(&stack); /* exec'd or gone: nothing runs on it */
         if (dumpable >= 0 && prctl(PR_GET_DUMPABLE) != dumpable)
                 prctl(PR_SET_DUMPABLE, dumpable);
@@ -283,7 +296,7 @@ TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_er
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         TB_PHASE("keeper_start");
         int sfd = keeper_signals(trialbox);
-        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, bwrap_pid ? NULL : cpus };
+        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, bwrap_pid ? NULL : cpus, bwrap_pid };
         pid_t bwrap = start_bwrap(&start);
         TB_PHASE("keeper_forked");
         if (bwrap_pid)

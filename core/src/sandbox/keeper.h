@@ -51,8 +51,9 @@ struct session_user;
  * keeper's to just after the fork (supervisor.c says why).
  *
  * `bwrap_pid`, when not NULL (bwrap started before its options are known:
- * supervisor_start_early), gets bwrap's pid once its process is cloned, or
- * -1 when there is none (shared_child_post). bwrap's process then keeps
+ * supervisor_start_early), gets bwrap's pid as its process is cloned (the
+ * kernel writes it there: CLONE_PARENT_SETTID), then a wake-up once the
+ * clone has returned, or -1 when there is none (shared_child_post). bwrap's process then keeps
  * the keeper's CPUs, `cpus` are the keeper's own alone, and trialbox gives
  * bwrap its CPUs back before it sends bwrap's options. */
 void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
