@@ -235,13 +235,47 @@ int guard_snap_tool_files(struct repo_guard *g)
 
 /* ---- after the session: other tools' control files and the host's paths ---- */
 
+/* At most this many names of the repository's own folder are listed once
+ * to spare a look at each control path (root_names); past it, each is
+ * looked at on its own. */
+#define ROOT_NAMES_MAX 4096
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The names in the repository's own folder now, sorted, into *out: after
+ * the session, when nothing of it runs any more, a control path that was
+ * absent before and whose first part is not among them is absent still,
+ * and needs no look of its own (some 30 lookups of names that are not
+ * there, on the path of every Trial's end). false (*out empty) when the
+ * folder cannot be listed or holds more than ROOT_NAMES_MAX names. */
+static bool root_names(const struct repo_guard *g, struct strv *out)
+{
+        if (guard_list_names(g->repo_fd, out) < 0 || out->n > ROOT_NAMES_MAX) {
+                strv_done(out);
+                return false;
+        }
+        if (out->n > 1)
+                qsort(out->v, out->n, sizeof *out->v, cmp_name);
+        return true;
+}
+
+/* Is `rel`'s first part among `root`'s names? */
+static bool root_holds(const struct strv *root, const char *rel)
+{
+        _cleanup_free_ char *first = strndup(rel, strcspn(rel, "/"));
+        return bsearch(&first, root->v, root->n, sizeof *root->v, cmp_name) != NULL;
+}
+
 /* The worktree control path `rel` (snapshot key `key`): a change listed,
  * and with `revert` the session's version moved out and the one before put
  * back. A folder on the way that the session replaced (by a link, a file)
  * is moved out too, and made again, when reverting. */
-static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool revert, bool host)
+static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool revert, bool host,
+                    const struct strv *root)
 {
         bool existed = snapshot_existed(&g->snap, key);
+        if (!existed && root && !root_holds(root, rel))
+                return 0;               /* not there, and was not */
         _cleanup_close_ int owned = -1; /* each folder below the repository's; that one is borrowed */
         int fd = g->repo_fd;
         const char *p = rel;
@@ -293,15 +327,17 @@ static int fix_path(struct repo_guard *g, const char *rel, const char *key, bool
 int guard_fix_paths(struct repo_guard *g)
 {
         int r = 0;
+        _cleanup_strv_ struct strv listed = { 0 };
+        const struct strv *root = root_names(g, &listed) ? &listed : NULL;
         for (size_t i = 0; r == 0 && i < g->host_paths.n; i++) {
                 _cleanup_free_ char *key = xasprintf("host:%s", g->host_paths.v[i]);
-                r = fix_path(g, g->host_paths.v[i], key, true, true);
+                r = fix_path(g, g->host_paths.v[i], key, true, true, root);
         }
         /* New entries of the folders whose matching entries are control files. */
         size_t n;
         const struct tool_file *t = tool_files(&n);
         for (size_t i = 0; i < n; i++) {
-                if (!t[i].prefix)
+                if (!t[i].prefix || (root && !root_holds(root, t[i].path)))
                         continue;
                 _cleanup_close_ int fd = guard_open_dir_at(g->repo_fd, t[i].path);
                 _cleanup_strv_ struct strv names = { 0 };
@@ -320,7 +356,7 @@ int guard_fix_paths(struct repo_guard *g)
                 if (strv_contains(&g->host_paths, g->tool_paths.v[i]))
                         continue;
                 _cleanup_free_ char *key = xasprintf("tool:%s", g->tool_paths.v[i]);
-                r = fix_path(g, g->tool_paths.v[i], key, !g->keep_control_files, false);
+                r = fix_path(g, g->tool_paths.v[i], key, !g->keep_control_files, false, root);
         }
         return r;
 }
