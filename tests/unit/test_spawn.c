@@ -200,7 +200,7 @@ START_TEST(a_shared_child_writes_this_memory_but_not_this_threads_errno)
                 return;
         struct shared_seen s = { 0 };
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, in_shared_memory, &s, NULL), 0);
+        ck_assert_int_eq(shared_child_start(&c, in_shared_memory, &s, NULL, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         errno = ENOTRECOVERABLE; /* the child's close(-1) comes after: EBADF in its own errno */
@@ -232,7 +232,7 @@ static int outlives_nothing(void *arg)
 static int shared_child_status(int (*fn)(void *), void *arg, const cpu_set_t *cpus)
 {
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, fn, arg, cpus), 0);
+        ck_assert_int_eq(shared_child_start(&c, fn, arg, cpus, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         int st;
@@ -270,7 +270,7 @@ START_TEST(a_shared_child_is_never_the_oom_killers_victim)
         if (!shared_child_shares_memory() || strcmp(own_score, "0\n") == 0)
                 return;
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL), 0);
+        ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         char path[64];
@@ -308,6 +308,69 @@ START_TEST(a_shared_child_starts_on_the_cpus_given)
 }
 END_TEST
 
+/* The spare stack, when there is one: its top page written by the child
+ * (a clone of its own would run there). 3 when there is none. */
+static int writes_the_spare_stack(void *arg)
+{
+        char *top = ((const struct shared_child *)arg)->spare_top;
+        if (!top)
+                return 3;
+        memset(top - 4096, 0x5a, 4096);
+        return 0;
+}
+
+/* The protection of the page at `p` in /proc/self/maps ("rw-p", "---p"),
+ * or "" when none maps it. */
+static void protection_at(const void *p, char out[5])
+{
+        out[0] = '\0';
+        FILE *f = fopen("/proc/self/maps", "r");
+        ck_assert_ptr_nonnull(f);
+        unsigned long lo, hi;
+        char prot[5];
+        while (fscanf(f, "%lx-%lx %4s%*[^\n]", &lo, &hi, prot) == 3)
+                if ((unsigned long)p >= lo && (unsigned long)p < hi) {
+                        memcpy(out, prot, 5);
+                        break;
+                }
+        fclose(f);
+}
+
+START_TEST(a_shared_childs_spare_stack_is_mapped_beside_its_own_between_guard_pages)
+{
+        struct shared_child c;
+        ck_assert_int_eq(shared_child_start(&c, writes_the_spare_stack, &c, NULL, 100000), 0);
+        ck_assert_ptr_nonnull(c.spare_top);
+        pid_t pid = shared_child_pid(&c);
+        ck_assert_int_gt(pid, 0);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* it found its top, and wrote there */
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        char prot[5];
+        protection_at(c.spare_top, prot); /* the guard between the spare and the child's stack */
+        ck_assert_str_eq(prot, "---p");
+        protection_at(c.spare_top - page, prot);
+        ck_assert_str_eq(prot, "rw-p");
+        /* Rounded up to pages: 100000 bytes are 25 of 4 KiB; below them, the first guard. */
+        const size_t spare = (100000 + page - 1) / page * page;
+        protection_at(c.spare_top - spare, prot);
+        ck_assert_str_eq(prot, "rw-p");
+        protection_at(c.spare_top - spare - page, prot);
+        ck_assert_str_eq(prot, "---p");
+        ck_assert_ptr_eq(c.spare_top - spare - page, c.stack.base);
+        shared_child_done(&c);
+        struct shared_child none;
+        ck_assert_int_eq(shared_child_start(&none, writes_the_spare_stack, &none, NULL, 0), 0);
+        ck_assert_ptr_null(none.spare_top);
+        pid = shared_child_pid(&none);
+        ck_assert_int_gt(pid, 0);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+        shared_child_done(&none);
+}
+END_TEST
+
 TB_SUITE("spawn", 0)
 {
         tcase_add_test(tc, stdout_and_stderr_are_captured_apart_with_the_exit_status);
@@ -323,4 +386,5 @@ TB_SUITE("spawn", 0)
         tcase_add_test(tc, a_shared_childs_holder_lives_as_long_as_it);
         tcase_add_test(tc, a_shared_child_starts_on_the_cpus_given);
         tcase_add_test(tc, a_shared_child_is_never_the_oom_killers_victim);
+        tcase_add_test(tc, a_shared_childs_spare_stack_is_mapped_beside_its_own_between_guard_pages);
 }

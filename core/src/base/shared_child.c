@@ -93,10 +93,20 @@ static void *hold(void *arg)
         return NULL;
 }
 
-int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus)
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare)
 {
         *c = (struct shared_child){ .fn = fn, .arg = arg, .alive = 1 };
-        int e = -clone_stack_map(&c->stack, SHARED_CHILD_STACK + HOLDER_STACK);
+        /* [guard][spare][guard][the child's stack][the holder's] */
+        const size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+        spare = (spare + guard - 1) / guard * guard;
+        const size_t below = spare ? spare + guard : 0;
+        int e = -clone_stack_map(&c->stack, below + SHARED_CHILD_STACK + HOLDER_STACK);
+        if (e == 0 && spare) {
+                char *child_guard = c->stack.base + guard + spare;
+                if (mprotect(child_guard, guard, PROT_NONE) < 0)
+                        e = errno;
+                c->spare_top = child_guard;
+        }
         pthread_attr_t attr;
         if (e == 0)
                 e = pthread_attr_init(&attr);

@@ -82,17 +82,25 @@ struct shared_child {
         void *arg;
         pthread_t holder;
         bool holding; /* the holder runs: shared_child_done() joins it */
-        struct clone_stack stack; /* the child's stack, then the holder's above it */
+        struct clone_stack stack; /* the spare stack (when asked for), the child's, then the holder's above it */
+        char *spare_top;          /* the spare stack's top, or NULL */
         int tid;      /* the child's pid once cloned (the kernel writes it), or -errno */
         int alive;    /* the child's pid while it runs, 0 once its memory is released (the kernel writes both) */
         int released; /* set by shared_child_done(): a holder whose child outlived the clone may end */
 };
 
 /* Start fn(arg) in a child that shares this memory; `cpus`, when not NULL,
- * are the CPUs it starts on (its holder's, which it inherits). Returns 0
- * once its holder runs (the child is cloned meanwhile), or -errno. `c` must
- * stay in place until shared_child_done(). */
-int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus);
+ * are the CPUs it starts on (its holder's, which it inherits). `spare`,
+ * when not 0, asks for a stack of that many bytes besides, above a guard
+ * page of its own (c->spare_top), for a clone the child makes in turn (the
+ * keeper's of bwrap's process): mapped here, with the child's, before any
+ * other thread runs on this memory. A mapping the child made or changed
+ * while this thread ran on another CPU would stop this one for the
+ * kernel's flush of its address translations (an interrupt, waited for),
+ * and unmapped at once, stop it again. Returns 0 once its holder runs (the
+ * child is cloned meanwhile), or -errno. `c` must stay in place until
+ * shared_child_done(). */
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare);
 
 /* The child's pid, once it is cloned: every fd this process had at that
  * moment is in its table, so none of those may be closed before this

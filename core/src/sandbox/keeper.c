@@ -111,6 +111,7 @@ struct bwrap_start {
         const struct sandbox_cow *cow;
         const cpu_set_t *cpus;
         int *pid_word; /* keeper_run's bwrap_pid: the kernel writes the pid there at the clone */
+        char *stack_top; /* keeper_run's bwrap_stack, or NULL */
 };
 
 /* bwrap's process, from its clone (start_bwrap) to its exec: exec bwrap, or
@@ -184,15 +185,6 @@ static TB_NO_ASAN int exec_bwrap(void *arg)
         _exit(127);
 }
 
-/* bwrap's process's stack until its exec. Its deepest path is the overlay's
- * (cow_overlay_enter, with snprintf's work buffer): under 4 KiB of it were
- * touched, 7 KiB with ASan's redzones and interceptors (measured by filling
- * the stack with a pattern); glibc's posix_spawn gives its child 32 KiB and
- * argv's size. 256 KiB is far more and costs only address space (a page is
- * made when touched). Below it a guard page: an overflow faults in bwrap's
- * process instead of writing over the keeper's memory. */
-#define BWRAP_STACK_SIZE (256u << 10)
-
 /* Start bwrap's process (exec_bwrap) without a copy of the keeper's memory:
  * clone(CLONE_VM | CLONE_VFORK) returns once it has exec'd or exited. Its
  * pid, or -1 when there is none.
@@ -206,9 +198,13 @@ static TB_NO_ASAN int exec_bwrap(void *arg)
  * under it). */
 static pid_t start_bwrap(struct bwrap_start *s)
 {
-        struct clone_stack stack;
-        if (clone_stack_map(&stack, BWRAP_STACK_SIZE) < 0)
-                return -1;
+        struct clone_stack stack = { 0 };
+        char *top = s->stack_top;
+        if (!top) {
+                if (clone_stack_map(&stack, KEEPER_BWRAP_STACK) < 0)
+                        return -1;
+                top = stack.base + stack.len;
+        }
         /* A switch of user in bwrap's process makes the memory it shares
          * with the keeper (and trialbox) not dumpable (the kernel's rule for
          * a changed effective uid): it is put back as it was once bwrap's
@@ -226,9 +222,8 @@ static pid_t start_bwrap(struct bwrap_start *s)
          * The keeper's post after the clone wakes a trialbox already
          * waiting, and says -1 when there is no bwrap. */
         const int settid = s->pid_word ? CLONE_PARENT_SETTID : 0;
-        pid_t pid = clone(exec_bwrap, stack.base + stack.len, CLONE_VM | CLONE_VFORK | settid | SIGCHLD, s,
-                          s->pid_word);
-        clone_stack_unmap(&stack); /* exec'd or gone: nothing runs on it */
+        pid_t pid = clone(exec_bwrap, top, CLONE_VM | CLONE_VFORK | settid | SIGCHLD, s, s->pid_word);
+        clone_stack_unmap(&stack); /* exec'd or gone: nothing runs on it (the one given stays mapped) */
         if (dumpable >= 0 && prctl(PR_GET_DUMPABLE) != dumpable)
                 prctl(PR_SET_DUMPABLE, dumpable);
         return pid;
@@ -291,12 +286,14 @@ static void __attribute__((noreturn)) keep(int sfd, pid_t bwrap)
 }
 
 TB_NO_ASAN void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                           const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid)
+                           const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid, char *bwrap_stack)
 {
         exec_err_w = keep_only_bwraps_fds(exec_err_w, argv);
         TB_PHASE("keeper_start");
         int sfd = keeper_signals(trialbox);
-        struct bwrap_start start = { argv, envp, exec_err_w, user, cow, bwrap_pid ? NULL : cpus, bwrap_pid };
+        struct bwrap_start start = {
+                argv, envp, exec_err_w, user, cow, bwrap_pid ? NULL : cpus, bwrap_pid, bwrap_stack
+        };
         pid_t bwrap = start_bwrap(&start);
         TB_PHASE("keeper_forked");
         if (bwrap_pid)

@@ -56,7 +56,21 @@ struct session_user;
  * clone has returned, or -1 when there is none (shared_child_post). bwrap's process then keeps
  * the keeper's CPUs, `cpus` are the keeper's own alone, and trialbox gives
  * bwrap its CPUs back before it sends bwrap's options. */
+/* bwrap's process's stack until its exec (its top is `bwrap_stack`, when
+ * not NULL: a stack mapped beside the keeper's before it started, which the
+ * keeper then neither maps nor unmaps: shared_child_start's `spare`; else
+ * the keeper maps one and unmaps it after bwrap's exec). Its deepest path
+ * is the overlay's (cow_overlay_enter, with snprintf's work buffer): under
+ * 4 KiB of it were touched, 7 KiB with ASan's redzones and interceptors
+ * (measured by filling the stack with a pattern); glibc's posix_spawn gives
+ * its child 32 KiB and argv's size. 256 KiB is far more and costs only
+ * address space (a page is made when touched). Below it a guard page: an
+ * overflow faults in bwrap's process instead of writing over the keeper's
+ * memory. */
+#define KEEPER_BWRAP_STACK (256u << 10)
+
 void keeper_run(char **argv, char **envp, pid_t trialbox, int exec_err_w, const struct session_user *user,
-                const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid) __attribute__((noreturn));
+                const struct sandbox_cow *cow, const cpu_set_t *cpus, int *bwrap_pid, char *bwrap_stack)
+        __attribute__((noreturn));
 
 #endif

@@ -140,6 +140,7 @@ struct child_start {
         cpu_set_t cpus;   /* trialbox's CPUs, when the keeper starts on others */
         bool narrowed;
         int *bwrap_pid; /* an early start's: bwrap's pid, posted by the keeper (keeper.h) */
+        const struct shared_child *keeper; /* its spare stack is bwrap's process's (keeper.h) */
 };
 
 struct supervisor {
@@ -320,7 +321,7 @@ static void TB_NO_ASAN __attribute__((noreturn)) exec_child(const struct child_s
                 /* Only what bwrap needs crosses: no fd trialbox inherited
                  * from whoever started it (bwrap passes them all on). */
                 keeper_run(cs->argv, run->envp, cs->trialbox, exec_err_w, run->user, run->cow,
-                           cs->narrowed ? &cs->cpus : NULL, cs->bwrap_pid);
+                           cs->narrowed ? &cs->cpus : NULL, cs->bwrap_pid, cs->keeper ? cs->keeper->spare_top : NULL);
         /* Not trialbox's own mask, whatever its starter blocked: a session
          * must get the signals trialbox forwards. */
         spawn_reset_signals(NULL);
@@ -994,7 +995,8 @@ static int keeper_start(struct supervisor *sv, int exec_w, bool early, struct tb
         cpu_set_t others;
         cs->narrowed = early ? cpus_other_free(&cs->cpus, &others) : cpus_other_idle(&cs->cpus, &others);
         cs->bwrap_pid = early ? &sv->bwrap_pid : NULL;
-        int r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL);
+        cs->keeper = &sv->keeper;
+        int r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL, KEEPER_BWRAP_STACK);
         if (r < 0)
                 return tb_fail(err, r, "starting the keeper: %s", strerror(-r));
         TB_PHASE("forked");
