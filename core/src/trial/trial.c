@@ -664,6 +664,20 @@ static void trial_apply_session_env(struct trial *t)
         }
 }
 
+
+/* The host user's git identity into the fresh home (gitguard/identity.h),
+ * for a sandboxed session that runs. 0, or a negative errno with `err`
+ * and t->cause. */
+static int trial_write_identity(struct trial *t, struct tb_error *err)
+{
+        if (t->opt->no_sandbox || t->opt->dry_run)
+                return 0;
+        int r = git_identity_write(t->env->path, t->user_home, t->home, err);
+        TB_PHASE("identity");
+        if (r < 0)
+                t->cause = CAUSE_SESSION_UNAVAILABLE;
+        return r;
+}
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -710,15 +724,12 @@ static int trial_prepare(struct trial *t, struct tb_error *err)
                 t->cause = CAUSE_SESSION_UNAVAILABLE;
                 return r;
         }
-        /* Last: a void Trial leaves nothing in the fresh home. */
-        if (!t->opt->no_sandbox && !t->opt->dry_run) {
-                r = git_identity_write(t->env->path, t->user_home, t->home, err);
-                TB_PHASE("identity");
-                if (r < 0) {
-                        t->cause = CAUSE_SESSION_UNAVAILABLE;
-                        return r;
-                }
-        }
+        /* Last: a void Trial leaves nothing in the fresh home. A session of
+         * trialbox's own user gets it while bwrap starts (trial_start: off
+         * the way to bwrap's options); one of another user's, now, before
+         * the home is handed over to that user. */
+        if (t->user.drop && (r = trial_write_identity(t, err)) < 0)
+                return r;
         for (char **a = t->opt->session_args; a && *a; a++)
                 strv_add(&t->spec.command, *a);
         r = trial_hand_over_home(t, err);
@@ -790,8 +801,8 @@ static int trial_limits_start(struct trial *t, struct tb_error *err)
 static int trial_start(void *ctx, struct tb_error *err)
 {
         struct trial *t = ctx;
-        int r = 0;
-        if (t->guard.repo) {
+        int r = t->user.drop ? 0 : trial_write_identity(t, err);
+        if (r >= 0 && t->guard.repo) {
                 const struct repo_guard_host gh = trial_guard_host(t);
                 r = repo_guard_snapshot(&t->guard, &gh, err);
                 TB_PHASE("guard_snapshot");
