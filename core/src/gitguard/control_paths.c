@@ -262,6 +262,8 @@ static bool root_names(const struct repo_guard *g, struct strv *out)
 /* Is `rel`'s first part among `root`'s names? */
 static bool root_holds(const struct strv *root, const char *rel)
 {
+        if (root->n == 0)
+                return false;
         _cleanup_free_ char *first = strndup(rel, strcspn(rel, "/"));
         return bsearch(&first, root->v, root->n, sizeof *root->v, cmp_name) != NULL;
 }
