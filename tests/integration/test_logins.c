@@ -217,6 +217,21 @@ START_TEST(the_filter_bwrap_reads_is_the_one_its_plugin_asks_for)
         pid_t left = waitpid(-1, &st, WNOHANG);
         ck_assert_msg(left < 0 && errno == ECHILD, "a process (%d) outlived the usage error", (int)left);
         proc_result_free(&r);
+        /* A request its checks refuse (the output folder holds a Trial),
+         * found while bwrap's keeper may wait for it (supervisor_prestart):
+         * that keeper ends too, and nothing outlives trialbox. */
+        struct fixture k;
+        fixture_new(&k);
+        _cleanup_free_ char *held = path_in(k.out, "home");
+        ck_assert_int_eq(mkdir_p(held, 0700), 0);
+        tb_run(&r, "shell", &k, NULL, EXTRA("--", "-c", "true"));
+        ck_assert_msg(r.status == 2, "status %d: %s", r.status, r.err);
+        assert_contains(r.err, "already holds a Trial");
+        usleep(200000);
+        left = waitpid(-1, &st, WNOHANG);
+        ck_assert_msg(left < 0 && errno == ECHILD, "a process (%d) outlived the refused request", (int)left);
+        proc_result_free(&r);
+        fixture_free(&k);
         fixture_free(&f);
         fixture_free(&g);
         fixture_free(&h);

@@ -200,7 +200,7 @@ START_TEST(a_shared_child_writes_this_memory_but_not_this_threads_errno)
                 return;
         struct shared_seen s = { 0 };
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, in_shared_memory, &s, NULL, 0), 0);
+        ck_assert_int_eq(shared_child_start(&c, in_shared_memory, &s, NULL, 0, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         errno = ENOTRECOVERABLE; /* the child's close(-1) comes after: EBADF in its own errno */
@@ -232,7 +232,7 @@ static int outlives_nothing(void *arg)
 static int shared_child_status(int (*fn)(void *), void *arg, const cpu_set_t *cpus)
 {
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, fn, arg, cpus, 0), 0);
+        ck_assert_int_eq(shared_child_start(&c, fn, arg, cpus, 0, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         int st;
@@ -270,7 +270,7 @@ START_TEST(a_shared_child_is_never_the_oom_killers_victim)
         if (!shared_child_shares_memory() || strcmp(own_score, "0\n") == 0)
                 return;
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL, 0), 0);
+        ck_assert_int_eq(shared_child_start(&c, sleeps_a_moment, NULL, NULL, 0, 0), 0);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
         char path[64];
@@ -339,7 +339,7 @@ static void protection_at(const void *p, char out[5])
 START_TEST(a_shared_childs_spare_stack_is_mapped_beside_its_own_between_guard_pages)
 {
         struct shared_child c;
-        ck_assert_int_eq(shared_child_start(&c, writes_the_spare_stack, &c, NULL, 100000), 0);
+        ck_assert_int_eq(shared_child_start(&c, writes_the_spare_stack, &c, NULL, 100000, 0), 0);
         ck_assert_ptr_nonnull(c.spare_top);
         pid_t pid = shared_child_pid(&c);
         ck_assert_int_gt(pid, 0);
@@ -361,7 +361,7 @@ START_TEST(a_shared_childs_spare_stack_is_mapped_beside_its_own_between_guard_pa
         ck_assert_ptr_eq(c.spare_top - spare - page, c.stack.base);
         shared_child_done(&c);
         struct shared_child none;
-        ck_assert_int_eq(shared_child_start(&none, writes_the_spare_stack, &none, NULL, 0), 0);
+        ck_assert_int_eq(shared_child_start(&none, writes_the_spare_stack, &none, NULL, 0, 0), 0);
         ck_assert_ptr_null(none.spare_top);
         pid = shared_child_pid(&none);
         ck_assert_int_gt(pid, 0);

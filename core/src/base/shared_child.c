@@ -84,8 +84,9 @@ static void *hold(void *arg)
         struct shared_child *c = arg;
         const int share = RUNNING_ON_VALGRIND ? 0 : CLONE_VM | CLONE_VFORK;
         int pid = clone(child_entry, c->stack.base + c->stack.len - HOLDER_STACK,
-                        share | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, c, &c->tid,
-                        NULL, &c->alive);
+                        share | c->clone_files | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID |
+                                SIGCHLD,
+                        c, &c->tid, NULL, &c->alive);
         store(&c->tid, pid < 0 ? -errno : pid);
         wake(&c->tid);
         if (pid > 0 && load(&c->alive))
@@ -93,9 +94,12 @@ static void *hold(void *arg)
         return NULL;
 }
 
-int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare)
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare,
+                       unsigned flags)
 {
-        *c = (struct shared_child){ .fn = fn, .arg = arg, .alive = 1 };
+        *c = (struct shared_child){
+                .fn = fn, .arg = arg, .alive = 1, .clone_files = flags & SHARED_CHILD_FILES ? CLONE_FILES : 0
+        };
         /* [guard][spare][guard][the child's stack][the holder's] */
         const size_t guard = (size_t)sysconf(_SC_PAGESIZE);
         spare = (spare + guard - 1) / guard * guard;

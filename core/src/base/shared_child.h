@@ -87,7 +87,14 @@ struct shared_child {
         int tid;      /* the child's pid once cloned (the kernel writes it), or -errno */
         int alive;    /* the child's pid while it runs, 0 once its memory is released (the kernel writes both) */
         int released; /* set by shared_child_done(): a holder whose child outlived the clone may end */
+        int clone_files; /* CLONE_FILES or 0 (shared_child_start's `flags`) */
 };
+
+/* shared_child_start's flags: the child shares this process's fd table
+ * (CLONE_FILES) instead of a copy made at its clone: it sees the fds made
+ * after it started, until it calls unshare(CLONE_FILES) (the keeper
+ * started before its fds exist, supervisor_prestart). */
+#define SHARED_CHILD_FILES 1u
 
 /* Start fn(arg) in a child that shares this memory; `cpus`, when not NULL,
  * are the CPUs it starts on (its holder's, which it inherits). `spare`,
@@ -100,7 +107,8 @@ struct shared_child {
  * and unmapped at once, stop it again. Returns 0 once its holder runs (the
  * child is cloned meanwhile), or -errno. `c` must stay in place until
  * shared_child_done(). */
-int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare);
+int shared_child_start(struct shared_child *c, int (*fn)(void *), void *arg, const cpu_set_t *cpus, size_t spare,
+                       unsigned flags);
 
 /* The child's pid, once it is cloned: every fd this process had at that
  * moment is in its table, so none of those may be closed before this

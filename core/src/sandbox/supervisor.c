@@ -3,17 +3,21 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <json-c/json.h>
+#include <linux/close_range.h>
+#include <linux/futex.h>
 #include <poll.h>
-#include <sched.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -141,6 +145,17 @@ struct child_start {
         bool narrowed;
         int *bwrap_pid; /* an early start's: bwrap's pid, posted by the keeper (keeper.h) */
         const struct shared_child *keeper; /* its spare stack is bwrap's process's (keeper.h) */
+        bool gated;                        /* the keeper was started before this was filled (supervisor_prestart) */
+};
+
+/* A keeper started before its fds and its line exist (supervisor_prestart):
+ * it waits at this gate, sharing trialbox's fd table, until `word` says
+ * go (1: `cs` filled) or end (-1). */
+struct keeper_gate {
+        int word;
+        int unshared; /* 1 once its fd table is its own copy (trialbox may close and open fds again) */
+        pid_t trialbox;
+        const struct child_start *cs;
 };
 
 struct supervisor {
@@ -158,8 +173,6 @@ struct supervisor {
         struct rusage rusage; /* the direct child's, once reaped */
         struct supervisor_watch hold_watch;
         pid_t pid; /* the direct child: the session, or bwrap's keeper */
-        struct child_start child;   /* what it started from: read by the keeper until bwrap's exec */
-        struct shared_child keeper; /* with bwrap: the keeper, in trialbox's memory */
         int sfd, timer, exec_r;
         int status_p[2], err_p[2];
         /* bwrap blocks on this pipe's one byte until the sandbox is set up:
@@ -194,6 +207,11 @@ struct supervisor {
         int bwrap_pid;
         int args_w, args_r, exec_w;
         size_t early_command;
+        /* Last, in this order: a keeper started before the rest
+         * (supervisor_prestart) keeps them in place (supervisor_init). */
+        struct child_start child;   /* what it started from: read by the keeper until bwrap's exec */
+        struct keeper_gate gate;    /* a prestarted keeper's (gate.trialbox set), else zero */
+        struct shared_child keeper; /* with bwrap: the keeper, in trialbox's memory */
 };
 
 static void on_status(char *l, void *ud)
@@ -300,13 +318,17 @@ static void TB_NO_ASAN __attribute__((noreturn)) exec_child(const struct child_s
         /* Every disposition back to default (a SIGINT or SIGQUIT ignored by
          * a background shell is not passed on); the mask stays as the
          * supervisor blocked it until the session's exec, which gets an
-         * empty one (bwrap's, through the keeper). */
-        spawn_reset_signals(&cs->blocked);
-        /* Its own process group: a signal for trialbox's group (Ctrl-C,
-         * timeout(1), a runner's killpg) reaches trialbox alone, which
-         * forwards it. */
-        if (setpgid(0, 0) < 0)
-                goto fail;
+         * empty one (bwrap's, through the keeper). Its own process group: a
+         * signal for trialbox's group (Ctrl-C, timeout(1), a runner's
+         * killpg) reaches trialbox alone, which forwards it. A keeper
+         * started at a gate did both before it (keeper_at_gate). */
+        if (cs->gated) {
+                sigprocmask(SIG_SETMASK, &cs->blocked, NULL);
+        } else {
+                spawn_reset_signals(&cs->blocked);
+                if (setpgid(0, 0) < 0)
+                        goto fail;
+        }
         /* Into the Trial's cgroup before anything of the session exists. */
         if (run->cgroup && (e = cgroup_attach_self(run->cgroup)) < 0) {
                 errno = -e;
@@ -338,6 +360,53 @@ fail:
 
 /* The keeper's start (shared_child_start's function). */
 static int TB_NO_ASAN keeper_child(void *arg) { exec_child(arg); }
+
+/* How long a keeper at its gate looks at the word before it sleeps on it:
+ * trialbox's checks and its pipes take some 0.2 to 0.4 ms here, and a
+ * sleeper on an idle CPU is woken some 0.05 ms after it is told. */
+#define KEEPER_GATE_SPIN_US 2000
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* A keeper started early (supervisor_prestart), on a CPU of its own, while
+ * trialbox checks the request and makes bwrap's pipes: what needs none of
+ * them is done first (the dispositions, its process group, its
+ * parent-death signal), then it waits at its gate, looking at the word
+ * (pause) for up to KEEPER_GATE_SPIN_US, then asleep on it. On go, a fd
+ * table of its own (a copy of trialbox's, as a clone without CLONE_FILES
+ * makes), then on as any keeper (exec_child). On end, or when trialbox is
+ * gone, it ends, having started nothing. */
+static int TB_NO_ASAN keeper_at_gate(void *arg)
+{
+        struct keeper_gate *g = arg;
+        sigset_t now;
+        sigprocmask(SIG_SETMASK, NULL, &now);
+        spawn_reset_signals(&now);
+        if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != g->trialbox)
+                _exit(127);
+        int w;
+        const long long until = now_us() + KEEPER_GATE_SPIN_US;
+        while ((w = __atomic_load_n(&g->word, __ATOMIC_ACQUIRE)) == 0 && now_us() < until)
+                cpu_relax();
+        while ((w = __atomic_load_n(&g->word, __ATOMIC_ACQUIRE)) == 0)
+                (void)syscall(SYS_futex, &g->word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+        if (w < 0)
+                _exit(0);
+        int e = unshare(CLONE_FILES) < 0 ? errno : 0;
+        shared_child_post(&g->unshared, 1);
+        if (e) {
+                if (write(g->cs->fds[3], &e, sizeof e) < 0) {
+                }
+                _exit(127);
+        }
+        exec_child(g->cs);
+}
 
 /* The signal trialbox knows ended the session, or 0; `code` is what was
  * reported (bwrap's exit-code, or the keeper's own status), -1 for none. */
@@ -881,9 +950,9 @@ static void start_deadline(struct supervisor *sv)
         timerfd_settime(sv->deadline, 0, &its, NULL);
 }
 
-static void supervisor_init(struct supervisor *sv, const struct supervisor_run *run)
+static void supervisor_init(struct supervisor *sv, const struct supervisor_run *run, bool prestarted)
 {
-        *sv = (struct supervisor){
+        const struct supervisor fresh = {
                 .run = run,
                 .argv = run->argv,
                 .sfd = -1,
@@ -902,10 +971,15 @@ static void supervisor_init(struct supervisor *sv, const struct supervisor_run *
                 .args_w = -1,
                 .args_r = -1,
                 .exec_w = -1,
-                .seen = { .bwrap = run->bwrap, .program = run->argv[0], .exit_code = -1,
-                          .timeout_ms = run->timeout_ms, .kill_after_ms = run->kill_after_ms,
+                .seen = { .bwrap = run->bwrap,
+                          .program = run->argv[0],
+                          .exit_code = -1,
+                          .timeout_ms = run->timeout_ms,
+                          .kill_after_ms = run->kill_after_ms,
                           .memory_bytes = run->memory_bytes },
         };
+        /* A prestarted keeper's gate and memory stay where it reads them. */
+        memcpy(sv, &fresh, prestarted ? offsetof(struct supervisor, child) : sizeof fresh);
 }
 
 /* Block the signals the loop takes from its signalfd; make that, the kill
@@ -991,12 +1065,29 @@ static int take_pending_operator_signal(struct supervisor *sv)
 static int keeper_start(struct supervisor *sv, int exec_w, bool early, struct tb_error *err)
 {
         struct child_start *cs = &sv->child;
+        if (sv->gate.trialbox) { /* waiting at its gate: its CPUs were chosen then */
+                const cpu_set_t cpus = cs->cpus;
+                const bool narrowed = cs->narrowed;
+                child_start_init(cs, sv, exec_w);
+                cs->cpus = cpus;
+                cs->narrowed = narrowed;
+                cs->bwrap_pid = &sv->bwrap_pid;
+                cs->keeper = &sv->keeper;
+                cs->gated = true;
+                shared_child_post(&sv->gate.word, 1);
+                /* Until it has its own copy of the fd table, this one is
+                 * its too: no fd of it closed or made meanwhile. */
+                if (shared_child_wait_word(&sv->keeper, &sv->gate.unshared) != 1)
+                        return tb_fail(err, -ECHILD, "starting the keeper: it ended at its start");
+                TB_PHASE("forked");
+                return 0;
+        }
         child_start_init(cs, sv, exec_w);
         cpu_set_t others;
         cs->narrowed = early ? cpus_other_free(&cs->cpus, &others) : cpus_other_idle(&cs->cpus, &others);
         cs->bwrap_pid = early ? &sv->bwrap_pid : NULL;
         cs->keeper = &sv->keeper;
-        int r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL, KEEPER_BWRAP_STACK);
+        int r = shared_child_start(&sv->keeper, keeper_child, cs, cs->narrowed ? &others : NULL, KEEPER_BWRAP_STACK, 0);
         if (r < 0)
                 return tb_fail(err, r, "starting the keeper: %s", strerror(-r));
         TB_PHASE("forked");
@@ -1106,7 +1197,7 @@ static int supervisor_fork(struct supervisor *sv, int exec_p[2], struct tb_error
 static int supervisor_start(struct supervisor *sv, const struct supervisor_run *run, struct tb_error *err)
 {
         int exec_p[2] = { -1, -1 };
-        supervisor_init(sv, run);
+        supervisor_init(sv, run, false);
         int r = supervisor_fds(sv, exec_p, err);
         TB_PHASE("sv_fds");
         if (r == 0)
@@ -1162,8 +1253,20 @@ static int supervisor_loop(struct supervisor *sv, struct tb_error *err)
         return 0;
 }
 
+/* A keeper still at its gate (supervisor_prestart) told to end, and reaped. */
+static void gate_end(struct supervisor *sv)
+{
+        if (!sv->gate.trialbox || __atomic_load_n(&sv->gate.word, __ATOMIC_ACQUIRE) != 0)
+                return;
+        shared_child_post(&sv->gate.word, -1);
+        pid_t pid = shared_child_pid(&sv->keeper);
+        if (pid > 0)
+                (void)waitpid(pid, NULL, 0);
+}
+
 static void supervisor_done(struct supervisor *sv)
 {
+        gate_end(sv);
         /* What is still pending was meant for a session that has ended (the
          * rest of a signal sent twice, a relay's SIGPIPE): not for trialbox,
          * which has its Outcome to write. */
@@ -1199,16 +1302,56 @@ static void supervisor_finish(struct supervisor *sv)
                 free(sv);
 }
 
-struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct tb_error *err)
+struct supervisor *supervisor_prestart(void)
 {
+        cpu_set_t all, others;
+        if (!shared_child_shares_memory() || !cpus_other_free(&all, &others))
+                return NULL;
         struct supervisor *sv = xmalloc(sizeof *sv);
+        memset(sv, 0, sizeof *sv);
+        sv->child.cpus = all;
+        sv->child.narrowed = true;
+        sv->gate = (struct keeper_gate){ .trialbox = getpid(), .cs = &sv->child };
+        /* Every signal blocked in the holder (it inherits the mask, and the
+         * supervisor blocks SIGCHLD only later, in this thread): else the
+         * keeper's end could be taken there, SIGCHLD's default ignoring
+         * it, and never reach the supervisor's signalfd. */
+        sigset_t all_signals, old;
+        sigfillset(&all_signals);
+        pthread_sigmask(SIG_SETMASK, &all_signals, &old);
+        int r = shared_child_start(&sv->keeper, keeper_at_gate, &sv->gate, &others, KEEPER_BWRAP_STACK,
+                                   SHARED_CHILD_FILES);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r < 0) {
+                free(sv);
+                return NULL;
+        }
+        return sv;
+}
+
+void supervisor_prestart_cancel(struct supervisor *pre)
+{
+        if (!pre)
+                return;
+        gate_end(pre);
+        shared_child_done(&pre->keeper);
+        free(pre);
+}
+
+struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct supervisor *pre,
+                                          struct tb_error *err)
+{
+        struct supervisor *sv = pre ? pre : xmalloc(sizeof *sv);
         int p[2] = { -1, -1 }, exec_p[2] = { -1, -1 };
         int rd = -1;
         if (pipe2(p, O_CLOEXEC) < 0 || (rd = fcntl(p[0], F_DUPFD_CLOEXEC, SANDBOX_FILTER_FD_MIN)) < 0) {
                 int r = tb_fail(err, -errno, "making bwrap's options pipe: %s", strerror(errno));
                 tb_closep(&p[0]);
                 tb_closep(&p[1]);
-                free(sv);
+                if (pre)
+                        supervisor_prestart_cancel(pre);
+                else
+                        free(sv);
                 errno = -r;
                 return NULL;
         }
@@ -1232,7 +1375,7 @@ struct supervisor *supervisor_start_early(const struct supervisor_early *e, stru
                 .user = e->user,
                 .hold_signals = true,
         };
-        supervisor_init(sv, &run);
+        supervisor_init(sv, &run, pre != NULL);
         sv->early_run = run;
         sv->run = &sv->early_run;
         sv->early_envp[0] = NULL;

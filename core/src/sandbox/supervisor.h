@@ -122,8 +122,25 @@ struct supervisor_early {
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
 };
 
-/* NULL, with `err` (and errno) saying why, when it could not be started. */
-struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct tb_error *err);
+/* NULL, with `err` (and errno) saying why, when it could not be started.
+ * `pre`, when not NULL, is supervisor_prestart's, taken whatever happens. */
+struct supervisor *supervisor_start_early(const struct supervisor_early *e, struct supervisor *pre,
+                                          struct tb_error *err);
+
+/* The keeper of a supervisor_start_early to come, started before anything
+ * of it is known (as trialbox checks the request), when trialbox's memory
+ * can be shared and a CPU besides trialbox's is free: there it does what
+ * needs nothing of the Trial, then waits (looking, then asleep) until
+ * supervisor_start_early says go, which then needs neither to start a
+ * thread nor to clone a process, and on a CPU already awake. It shares
+ * trialbox's fd table until then, and takes a copy of its own on go, as
+ * a keeper cloned then would. NULL when not started (the early start then
+ * starts its keeper itself). */
+struct supervisor *supervisor_prestart(void);
+
+/* A prestarted keeper that will not be used: it ends, having started
+ * nothing, and is reaped. Nothing for NULL. */
+void supervisor_prestart_cancel(struct supervisor *pre);
 
 /* A supervisor started early whose session will not run (the Trial turned
  * void before it): the keeper kills bwrap, which has run nothing, and

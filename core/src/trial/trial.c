@@ -149,12 +149,14 @@ struct trial {
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
         struct supervisor *started;         /* bwrap started early (trial_start_early), until the session takes it */
+        struct supervisor *pre;             /* its keeper, started before the checks (trial_prestart) */
         bool filter_pending;                /* started early: spec.seccomp_fd reserved, its program not yet in */
 };
 
 static void trial_done(struct trial *t)
 {
         supervisor_abort(TAKE_PTR(t->started));
+        supervisor_prestart_cancel(TAKE_PTR(t->pre));
         host_sockets_early_free(t->sockets);
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
@@ -553,15 +555,37 @@ static int trial_setup(struct trial *t, struct tb_error *err)
  * valgrind (the keeper is a fork there: it could not tell trialbox bwrap's
  * pid). Nor when bwrap is not found: trial_setup says so. 0, or a negative
  * errno with `err` and t->cause. */
+static bool trial_may_start_early(const struct trial *t)
+{
+        const struct trial_options *opt = t->opt;
+        return !(opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
+                 t->user.drop || !shared_child_shares_memory());
+}
+
+/* The keeper of bwrap's early start (trial_start_early) started before the
+ * checks, as they are made (supervisor_prestart), when the Trial's options
+ * say bwrap will be started early: the session is trialbox's own user's
+ * (not root's, or --root-session without --user). Taken by the early start,
+ * or ended when there is none. */
+static void trial_prestart(struct trial *t)
+{
+        const struct trial_options *opt = t->opt;
+        if (trial_may_start_early(t) && (geteuid() != 0 || (opt->root_session && !opt->user)))
+                t->pre = supervisor_prestart();
+}
+
 static int trial_start_early(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        if (opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) || t->user.drop ||
-            !shared_child_shares_memory())
+        if (!trial_may_start_early(t)) {
+                supervisor_prestart_cancel(TAKE_PTR(t->pre));
                 return 0;
+        }
         t->bwrap = find_bwrap(t->env);
-        if (!t->bwrap)
+        if (!t->bwrap) {
+                supervisor_prestart_cancel(TAKE_PTR(t->pre));
                 return 0;
+        }
         int r = confine_filter_reserve(&t->spec.seccomp_fd, err);
         if (r >= 0) {
                 t->filter_pending = true;
@@ -572,7 +596,7 @@ static int trial_start_early(struct trial *t, struct tb_error *err)
                 const struct supervisor_early e = {
                         .bwrap = t->bwrap, .seccomp_fd = t->spec.seccomp_fd, .command = command.v, .user = &t->user
                 };
-                t->started = supervisor_start_early(&e, err);
+                t->started = supervisor_start_early(&e, TAKE_PTR(t->pre), err);
                 if (!t->started)
                         r = -errno;
         }
@@ -1126,6 +1150,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
 
         trial_hold_operator_signals();
         TB_PHASE("run");
+        trial_prestart(&t);
         int r = trial_validate(&t, &err);
         TB_PHASE("validated");
         /* A bwrap that cannot be started early (sandbox_unavailable) makes
