@@ -392,7 +392,7 @@ static int TB_NO_ASAN keeper_at_gate(void *arg)
                 _exit(127);
         int w;
         const long long until = now_us() + KEEPER_GATE_SPIN_US;
-        while ((w = __atomic_load_n(&g->word, __ATOMIC_ACQUIRE)) == 0 && now_us() < until)
+        while (__atomic_load_n(&g->word, __ATOMIC_ACQUIRE) == 0 && now_us() < until)
                 cpu_relax();
         while ((w = __atomic_load_n(&g->word, __ATOMIC_ACQUIRE)) == 0)
                 (void)syscall(SYS_futex, &g->word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
