@@ -9,6 +9,7 @@
 static bool cpus_busy;
 
 void cpus_set_busy(bool busy) { cpus_busy = busy; }
+bool cpus_told_busy(void) { return cpus_busy; }
 
 /* How many tasks the kernel has running or ready to run this moment (the
  * fourth field of /proc/loadavg: "1/88"), or -1. */

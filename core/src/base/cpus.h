@@ -10,6 +10,8 @@
  * own for as long as it runs (a batch running at least as many Trials at
  * once as it has CPUs: TRIALBOX_CPUS_BUSY=1). Once, at the command's start. */
 void cpus_set_busy(bool busy);
+/* What cpus_set_busy said last (false when never called). */
+bool cpus_told_busy(void);
 
 /* How many CPUs this process may use (its affinity; 1 when the kernel
  * does not say). */

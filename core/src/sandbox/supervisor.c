@@ -1304,8 +1304,11 @@ static void supervisor_finish(struct supervisor *sv)
 
 struct supervisor *supervisor_prestart(void)
 {
+        /* Not when every CPU is busy with a Trial (a batch): a keeper
+         * waiting, and looking at its gate, on a CPU idle this moment would
+         * take it from the next Trial that needs it. */
         cpu_set_t all, others;
-        if (!shared_child_shares_memory() || !cpus_other_free(&all, &others))
+        if (!shared_child_shares_memory() || cpus_told_busy() || !cpus_others(&all, &others))
                 return NULL;
         struct supervisor *sv = xmalloc(sizeof *sv);
         memset(sv, 0, sizeof *sv);

@@ -129,7 +129,8 @@ struct supervisor *supervisor_start_early(const struct supervisor_early *e, stru
 
 /* The keeper of a supervisor_start_early to come, started before anything
  * of it is known (as trialbox checks the request), when trialbox's memory
- * can be shared and a CPU besides trialbox's is free: there it does what
+ * can be shared, trialbox may use another CPU and was not told that every
+ * CPU is busy (cpus_set_busy: a batch with a Trial on each): there it does what
  * needs nothing of the Trial, then waits (looking, then asleep) until
  * supervisor_start_early says go, which then needs neither to start a
  * thread nor to clone a process, and on a CPU already awake. It shares
