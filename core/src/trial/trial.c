@@ -540,6 +540,29 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* Whether the Trial's bwrap may be started before its options are known
+ * (trial_start_early says when not). */
+static bool trial_may_start_early(const struct trial *t)
+{
+        const struct trial_options *opt = t->opt;
+        return !(opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
+                 t->user.drop || !shared_child_shares_memory());
+}
+
+/* The keeper of bwrap's early start (trial_start_early) started before the
+ * checks, while they are made (supervisor_prestart), when the Trial's
+ * options already say bwrap will be started early: the session runs as
+ * trialbox's own user (trialbox is not root, or has --root-session and no
+ * --user), so the checks never switch trialbox's ids (glibc's set*id()
+ * waits for every thread, and the keeper's holder cannot answer while the
+ * keeper lives). Taken by the early start, or ended when there is none. */
+static void trial_prestart(struct trial *t)
+{
+        const struct trial_options *opt = t->opt;
+        if (trial_may_start_early(t) && (geteuid() != 0 || (opt->root_session && !opt->user)))
+                t->pre = supervisor_prestart();
+}
+
 /* bwrap started now, once the request is checked and before the plugin is
  * loaded and the spec built, so that the keeper's start, bwrap's exec and
  * its loader overlap that work (supervisor_start_early): its line needs
@@ -555,25 +578,6 @@ static int trial_setup(struct trial *t, struct tb_error *err)
  * valgrind (the keeper is a fork there: it could not tell trialbox bwrap's
  * pid). Nor when bwrap is not found: trial_setup says so. 0, or a negative
  * errno with `err` and t->cause. */
-static bool trial_may_start_early(const struct trial *t)
-{
-        const struct trial_options *opt = t->opt;
-        return !(opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
-                 t->user.drop || !shared_child_shares_memory());
-}
-
-/* The keeper of bwrap's early start (trial_start_early) started before the
- * checks, as they are made (supervisor_prestart), when the Trial's options
- * say bwrap will be started early: the session is trialbox's own user's
- * (not root's, or --root-session without --user). Taken by the early start,
- * or ended when there is none. */
-static void trial_prestart(struct trial *t)
-{
-        const struct trial_options *opt = t->opt;
-        if (trial_may_start_early(t) && (geteuid() != 0 || (opt->root_session && !opt->user)))
-                t->pre = supervisor_prestart();
-}
-
 static int trial_start_early(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
@@ -688,7 +692,6 @@ static void trial_apply_session_env(struct trial *t)
         }
 }
 
-
 /* The host user's git identity into the fresh home (gitguard/identity.h),
  * for a sandboxed session that runs. 0, or a negative errno with `err`
  * and t->cause. */
@@ -702,6 +705,7 @@ static int trial_write_identity(struct trial *t, struct tb_error *err)
                 t->cause = CAUSE_SESSION_UNAVAILABLE;
         return r;
 }
+
 /* Build the spec through the plugin's hooks: 0, or a negative errno with
  * `err` and t->cause saying why the Trial is void. */
 static int trial_prepare(struct trial *t, struct tb_error *err)
@@ -814,8 +818,10 @@ static int trial_limits_start(struct trial *t, struct tb_error *err)
         return r;
 }
 
-/* The supervisor's before_start: the repository guard's snapshot, then
- * the final record's space and the `running` record, written durably.
+/* The supervisor's before_start: the host user's git identity in the
+ * fresh home (a session of trialbox's own user: trial_prepare), the
+ * repository guard's snapshot, then the final record's space and the
+ * `running` record, written durably.
  * Called while bwrap sets the sandbox up, whose session waits for it
  * (supervisor.h): the session's program never runs before the snapshot is
  * whole and its record is on disk, and neither costs bwrap's start-up
