@@ -111,7 +111,7 @@ struct bwrap_start {
         const struct sandbox_cow *cow;
         const cpu_set_t *cpus;
         int *pid_word; /* keeper_run's bwrap_pid: the kernel writes the pid there at the clone */
-        char *stack_top; /* keeper_run's bwrap_stack, or NULL */
+        char *stack_top; /* keeper_run's bwrap_stack */
 };
 
 /* bwrap's process, from its clone (start_bwrap) to its exec: exec bwrap, or
@@ -198,13 +198,8 @@ static TB_NO_ASAN int exec_bwrap(void *arg)
  * under it). */
 static pid_t start_bwrap(struct bwrap_start *s)
 {
-        struct clone_stack stack = { 0 };
-        char *top = s->stack_top;
-        if (!top) {
-                if (clone_stack_map(&stack, KEEPER_BWRAP_STACK) < 0)
-                        return -1;
-                top = stack.base + stack.len;
-        }
+        if (!s->stack_top)
+                return -1;
         /* A switch of user in bwrap's process makes the memory it shares
          * with the keeper (and trialbox) not dumpable (the kernel's rule for
          * a changed effective uid): it is put back as it was once bwrap's
@@ -222,8 +217,7 @@ static pid_t start_bwrap(struct bwrap_start *s)
          * The keeper's post after the clone wakes a trialbox already
          * waiting, and says -1 when there is no bwrap. */
         const int settid = s->pid_word ? CLONE_PARENT_SETTID : 0;
-        pid_t pid = clone(exec_bwrap, top, CLONE_VM | CLONE_VFORK | settid | SIGCHLD, s, s->pid_word);
-        clone_stack_unmap(&stack); /* exec'd or gone: nothing runs on it (the one given stays mapped) */
+        pid_t pid = clone(exec_bwrap, s->stack_top, CLONE_VM | CLONE_VFORK | settid | SIGCHLD, s, s->pid_word);
         if (dumpable >= 0 && prctl(PR_GET_DUMPABLE) != dumpable)
                 prctl(PR_SET_DUMPABLE, dumpable);
         return pid;

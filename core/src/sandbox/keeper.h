@@ -56,10 +56,10 @@ struct session_user;
  * clone has returned, or -1 when there is none (shared_child_post). bwrap's process then keeps
  * the keeper's CPUs, `cpus` are the keeper's own alone, and trialbox gives
  * bwrap its CPUs back before it sends bwrap's options. */
-/* bwrap's process's stack until its exec (its top is `bwrap_stack`, when
- * not NULL: a stack mapped beside the keeper's before it started, which the
- * keeper then neither maps nor unmaps: shared_child_start's `spare`; else
- * the keeper maps one and unmaps it after bwrap's exec). Its deepest path
+/* bwrap's process's stack until its exec (its top is `bwrap_stack`: a stack
+ * mapped beside the keeper's before it started, shared_child_start's
+ * `spare`, which the keeper neither maps nor unmaps; NULL: no bwrap, the
+ * keeper ends as when its clone fails). Its deepest path
  * is the overlay's (cow_overlay_enter, with snprintf's work buffer): under
  * 4 KiB of it were touched, 7 KiB with ASan's redzones and interceptors
  * (measured by filling the stack with a pattern); glibc's posix_spawn gives

@@ -212,6 +212,11 @@ static int trial_pick_user(struct trial *t, struct tb_error *err)
         int r = session_user_resolve(opt->user, opt->root_session, geteuid(), &st, &t->user, err);
         if (r < 0 || !t->user.drop)
                 return r;
+        /* The checks below switch trialbox's ids with glibc's set*id(),
+         * which waits for every thread: a prestarted keeper's holder could
+         * not answer. trial_prestart predicts no switch; should it not hold,
+         * that keeper ends here, before any. */
+        supervisor_prestart_cancel(TAKE_PTR(t->pre));
         if (!session_user_can(&t->user, t->repo, R_OK | W_OK | X_OK))
                 return tb_fail(err, -EACCES,
                                "the session runs as '%s' (%s), who cannot write the repository '%s'; make it "
@@ -555,7 +560,9 @@ static bool trial_may_start_early(const struct trial *t)
  * trialbox's own user (trialbox is not root, or has --root-session and no
  * --user), so the checks never switch trialbox's ids (glibc's set*id()
  * waits for every thread, and the keeper's holder cannot answer while the
- * keeper lives). Taken by the early start, or ended when there is none. */
+ * keeper lives; trial_pick_user ends the keeper first, should the
+ * prediction ever not hold). Taken by the early start, or ended when there
+ * is none. */
 static void trial_prestart(struct trial *t)
 {
         const struct trial_options *opt = t->opt;
