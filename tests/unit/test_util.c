@@ -375,6 +375,75 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 }
 END_TEST
 
+/* path_memo_list(): with the folders listed first, the memo answers as
+ * realpath(3) for names there, links, names not there and paths through
+ * them; what it answers of a listed folder comes from the listing (a name
+ * made after it is not there for this memo), but for a folder too big to
+ * list, which is asked name by name as before. */
+START_TEST(a_listed_folder_answers_as_realpath_from_its_listing)
+{
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *d = path_in(dir, "d"), *file = path_in(dir, "d/f");
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        write_text(file, "x", 0644);
+        _cleanup_free_ char *link = path_in(dir, "l"), *ld = path_in(dir, "ld"), *dangling = path_in(dir, "dangling");
+        ck_assert_int_eq(symlink("d/f", link), 0);
+        ck_assert_int_eq(symlink("d", ld), 0);
+        ck_assert_int_eq(symlink("nowhere/x", dangling), 0);
+        const char *const rel[] = { "d",           "d/f",   "l",          "ld",       "ld/f", "missing", "d/missing",
+                                    "d/missing/x", "d/f/x", "ld/missing", "dangling", "l/",   "d/../l",  "ld/../d/f" };
+        struct path_memo memo = { 0 };
+        path_memo_list(&memo, dir);
+        _cleanup_free_ char *via_link = path_in(dir, "ld");
+        path_memo_list(&memo, via_link); /* d, through its link */
+        ck_assert_uint_eq(memo.n_listed, 2);
+        for (int round = 0; round < 2; round++)
+                for (size_t i = 0; i < TB_ARRAY_SIZE(rel); i++) {
+                        _cleanup_free_ char *p = path_in(dir, rel[i]);
+                        errno = 0;
+                        char *want = realpath(p, NULL);
+                        int want_err = want ? 0 : errno;
+                        errno = 0;
+                        char *got = path_memo_realpath(&memo, p);
+                        int got_err = got ? 0 : errno;
+                        ck_assert_msg((!want && !got) || (want && got && strcmp(want, got) == 0),
+                                      "'%s': realpath says '%s', the memo '%s'", p, want ? want : "(none)",
+                                      got ? got : "(none)");
+                        ck_assert_int_eq(got_err, want_err);
+                        free(want);
+                        free(got);
+                }
+        /* Made after the listing: this memo's pass does not see it. */
+        _cleanup_free_ char *late = path_in(dir, "d/late");
+        write_text(late, "x", 0644);
+        errno = 0;
+        ck_assert_ptr_null(path_memo_realpath(&memo, late));
+        ck_assert_int_eq(errno, ENOENT);
+        path_memo_done(&memo);
+        ck_assert_uint_eq(memo.n_listed, 0);
+
+        /* A folder of more than PATH_MEMO_LIST_MAX entries is not listed. */
+        _cleanup_free_ char *big = path_in(dir, "big");
+        ck_assert_int_eq(mkdir(big, 0755), 0);
+        for (int i = 0; i <= PATH_MEMO_LIST_MAX; i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%d", big, i);
+                int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                ck_assert_int_ge(fd, 0);
+                close(fd);
+        }
+        struct path_memo other = { 0 };
+        path_memo_list(&other, big);
+        ck_assert_uint_eq(other.n_listed, 0);
+        _cleanup_free_ char *later = xasprintf("%s/later", big);
+        write_text(later, "x", 0644);
+        char *found = path_memo_realpath(&other, later);
+        ck_assert_str_eq(found, later);
+        free(found);
+        path_memo_done(&other);
+        tmpdir_remove(dir);
+}
+END_TEST
+
 /* close_fds_except(): in a child with fds 3 to 12 open (and one high
  * above them), keeping 9, 4 and -1 (any order, a negative one ignored)
  * from 4 on leaves 3 (below `from`), 4 and 9, and closes the others. Exits
@@ -585,6 +654,7 @@ TB_SUITE("util", 0)
         tcase_add_test(tc, another_cpu_is_free_whatever_runs_unless_told_the_cpus_are_busy);
         tcase_add_test(tc, a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats);
         tcase_add_test(tc, the_realpath_memo_answers_as_realpath_each_time_asked);
+        tcase_add_test(tc, a_listed_folder_answers_as_realpath_from_its_listing);
         tcase_add_test(tc, sha256_gives_the_standard_digests);
         tcase_add_test(tc, a_fork_that_goes_on_without_an_exec_logs_none_of_what_its_parent_held);
         tcase_add_test(tc, close_fds_except_closes_all_but_the_fds_kept_and_those_below_from);

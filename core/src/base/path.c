@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
 #include "base/path.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <stdbool.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -233,7 +235,16 @@ static const char *resolve_part(struct path_memo *memo, const char *real, const 
         char target[PATH_MAX];
         char *out = NULL;
         int err = 0;
-        ssize_t len = readlink(key, target, sizeof target - 1);
+        /* In a listed folder, a name not there and not a link is not at all. */
+        ssize_t len;
+        if (memo->n_listed &&
+            memo_find(memo->listed, memo->slots_listed, memo->n_slots_listed, real, path_hash(real)) &&
+            !memo_find(memo->linked, memo->slots_linked, memo->n_slots_linked, key, h)) {
+                len = -1;
+                errno = ENOENT;
+        } else {
+                len = readlink(key, target, sizeof target - 1);
+        }
         if (len >= 0 && ++*links > MEMO_LINKS_MAX) {
                 err = ELOOP;
         } else if (len >= 0) {
@@ -325,6 +336,51 @@ char *path_memo_realpath(struct path_memo *memo, const char *path)
         return real;
 }
 
+void path_memo_list(struct path_memo *memo, const char *folder)
+{
+        _cleanup_free_ char *real = path_memo_realpath(memo, folder);
+        if (!real || memo_find(memo->listed, memo->slots_listed, memo->n_slots_listed, real, path_hash(real)))
+                return;
+        int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        /* Listed but not searchable, its names would not resolve at all. */
+        if (faccessat(fd, ".", X_OK, AT_EACCESS) < 0) {
+                close(fd);
+                return;
+        }
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        const size_t real_len = strcmp(real, "/") == 0 ? 0 : strlen(real);
+        size_t count = 0;
+        struct dirent *e;
+        for (errno = 0; (e = readdir(d)); errno = 0) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                if (++count > PATH_MEMO_LIST_MAX)
+                        return;
+                _cleanup_free_ char *key = path_join_n(real, real_len, e->d_name);
+                unsigned h = path_hash(key);
+                if (memo_find(memo->parts, memo->slots_parts, memo->n_slots_parts, key, h) ||
+                    memo_find(memo->linked, memo->slots_linked, memo->n_slots_linked, key, h))
+                        continue;
+                if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) /* read when asked */
+                        memo_add(&memo->linked, &memo->n_linked, &memo->cap_linked, &memo->slots_linked,
+                                 &memo->n_slots_linked, (struct path_memo_entry){ TAKE_PTR(key), NULL, h, 0 });
+                else /* what readlink(2) says of it: EINVAL, itself */
+                        memo_add(&memo->parts, &memo->n_parts, &memo->cap_parts, &memo->slots_parts,
+                                 &memo->n_slots_parts, (struct path_memo_entry){ xstrdup(key), xstrdup(key), h, 0 });
+        }
+        if (errno != 0)
+                return;
+        memo_add(&memo->listed, &memo->n_listed, &memo->cap_listed, &memo->slots_listed, &memo->n_slots_listed,
+                 (struct path_memo_entry){ real, NULL, path_hash(real), 0 });
+        real = NULL;
+}
+
 void path_memo_done(struct path_memo *memo)
 {
         for (size_t i = 0; i < memo->n; i++) {
@@ -335,9 +391,17 @@ void path_memo_done(struct path_memo *memo)
                 free(memo->parts[i].path);
                 free(memo->parts[i].real);
         }
+        for (size_t i = 0; i < memo->n_listed; i++)
+                free(memo->listed[i].path);
+        for (size_t i = 0; i < memo->n_linked; i++)
+                free(memo->linked[i].path);
         free(memo->v);
         free(memo->parts);
+        free(memo->listed);
+        free(memo->linked);
         free(memo->slots);
         free(memo->slots_parts);
+        free(memo->slots_listed);
+        free(memo->slots_linked);
         *memo = (struct path_memo){ 0 };
 }

@@ -49,11 +49,27 @@ struct path_memo {
          * (0: free), a power of two more than twice as many slots as entries. */
         unsigned *slots, *slots_parts;
         size_t n_slots, n_slots_parts;
+        /* Folders listed (path_memo_list), by real path, and the entries of
+         * theirs that may be links (asked of readlink(2) when resolved). */
+        struct path_memo_entry *listed, *linked;
+        size_t n_listed, cap_listed, n_linked, cap_linked;
+        unsigned *slots_listed, *slots_linked;
+        size_t n_slots_listed, n_slots_linked;
 };
 
 /* As realpath(path, NULL): malloc'd, or NULL with errno set; through
  * `memo` when it is not NULL. */
 char *path_memo_realpath(struct path_memo *memo, const char *path);
+
+/* List the folder `folder` once for the memo: then each name of it that is
+ * not a link resolves without a system call, and a name it does not hold
+ * fails with ENOENT without one (as realpath(3) does); links are read as
+ * before. For a folder many asked paths are in (the secret places, in the
+ * home): one listing instead of a readlink(2) each. A folder that cannot
+ * be listed, searched, or holds more than PATH_MEMO_LIST_MAX entries is
+ * left as it was. */
+#define PATH_MEMO_LIST_MAX 4096
+void path_memo_list(struct path_memo *memo, const char *folder);
 
 /* Free what the memo holds; it is empty again. */
 void path_memo_done(struct path_memo *memo);

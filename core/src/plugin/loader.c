@@ -58,22 +58,36 @@ static int check_owner_mode(const struct stat *st, const char *what, const char 
 
 /* Does every part of the ELF file the dynamic loader maps lie inside the
  * file? A truncated library passes the magic check, and dlopen would map
- * pages past its end and die of SIGBUS touching them. */
-static bool elf_fits(int fd, off_t size)
+ * pages past its end and die of SIGBUS touching them. `head` holds the
+ * file's first `n` bytes (the header, and in a library as linked, the
+ * program headers right after it); a table past them is read whole. */
+static bool elf_fits(int fd, off_t size, const unsigned char *head, size_t n)
 {
         Elf64_Ehdr eh;
-        if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-            eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > (Elf64_Off)size ||
-            (Elf64_Off)size - eh.e_phoff < (Elf64_Off)eh.e_phnum * sizeof(Elf64_Phdr))
+        if (n < sizeof eh)
+                return false;
+        memcpy(&eh, head, sizeof eh);
+        if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+            eh.e_phoff > (Elf64_Off)size || (Elf64_Off)size - eh.e_phoff < (Elf64_Off)eh.e_phnum * sizeof(Elf64_Phdr))
                 return false;
         /* The section headers come last in a whole file: cut, it is truncated. */
         if (eh.e_shoff != 0 && (eh.e_shoff > (Elf64_Off)size ||
                                 (Elf64_Off)size - eh.e_shoff < (Elf64_Off)eh.e_shnum * eh.e_shentsize))
                 return false;
+        const size_t table = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
+        _cleanup_free_ unsigned char *read = NULL;
+        const unsigned char *ph_at;
+        if (eh.e_phoff <= n && n - eh.e_phoff >= table) {
+                ph_at = head + eh.e_phoff;
+        } else {
+                read = xmalloc(table);
+                if (pread(fd, read, table, (off_t)eh.e_phoff) != (ssize_t)table)
+                        return false;
+                ph_at = read;
+        }
         for (unsigned i = 0; i < eh.e_phnum; i++) {
                 Elf64_Phdr ph;
-                if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
-                        return false;
+                memcpy(&ph, ph_at + i * sizeof ph, sizeof ph);
                 if (ph.p_type == PT_LOAD &&
                     (ph.p_offset > (Elf64_Off)size || ph.p_filesz > (Elf64_Off)size - ph.p_offset))
                         return false;
@@ -188,11 +202,13 @@ static int open_library(const char *path, int *out_fd, struct tb_error *err)
         r = check_owner_mode(&st, "plugin", path, err);
         if (r < 0)
                 return r;
-        unsigned char magic[4] = { 0 };
-        if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, "\177ELF", 4) != 0)
+        /* The header and the program headers in one read. */
+        unsigned char head[1024];
+        ssize_t n = pread(fd, head, sizeof head, 0);
+        if (n < 4 || memcmp(head, "\177ELF", 4) != 0)
                 return tb_fail(err, -ENOEXEC, "plugin '%s' is not a loadable library (no ELF header); remove it",
                                path);
-        if (!elf_fits(fd, st.st_size))
+        if (!elf_fits(fd, st.st_size, head, (size_t)n))
                 return tb_fail(err, -ENOEXEC,
                                "plugin '%s' is not a loadable library (truncated or not a 64-bit ELF); reinstall it",
                                path);

@@ -119,6 +119,28 @@ void secret_places_list(const struct secret_homes *h, struct strv *out)
         add_extra(h, out);
 }
 
+/* A folder holding this many places or more is listed rather than asked
+ * of once per place (a listing: an open, two getdents(2) and a close). */
+#define PRIME_MIN_PLACES 6
+
+void secret_places_prime(const struct secret_homes *h, const struct strv *paths)
+{
+        if (!h->memo)
+                return;
+        _cleanup_strv_ struct strv dirs = { 0 };
+        _cleanup_free_ size_t *count = xcalloc(paths->n ? paths->n : 1, sizeof *count);
+        for (size_t i = 0; i < paths->n; i++) {
+                _cleanup_free_ char *dir = path_dirname(paths->v[i]);
+                size_t k = 0;
+                while (k < dirs.n && strcmp(dirs.v[k], dir) != 0)
+                        k++;
+                if (k == dirs.n)
+                        strv_add(&dirs, dir);
+                if (++count[k] == PRIME_MIN_PLACES)
+                        path_memo_list(h->memo, dir);
+        }
+}
+
 bool secret_file_has_token(const char *path)
 {
         enum { MAX = 1 << 20 };
@@ -161,6 +183,7 @@ static size_t existing_masks(const struct secret_homes *h, struct mask **out)
         size_t n = 0;
 
         secret_places_list(h, &paths);
+        secret_places_prime(h, &paths);
         m = xmalloc((paths.n ? paths.n : 1) * sizeof *m);
         for (size_t i = 0; i < paths.n; i++) {
                 char *real = path_memo_realpath(h->memo, paths.v[i]);

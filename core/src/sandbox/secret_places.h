@@ -32,6 +32,11 @@ struct secret_homes {
  * order then `extra`'s, without duplicates. Appended to `out`. */
 void secret_places_list(const struct secret_homes *h, struct strv *out);
 
+/* Before `paths` (secret_places_list's) are resolved through h->memo: each
+ * folder that holds many of them (the home) listed once (path_memo_list),
+ * so that those not there cost no readlink(2) each. Nothing without a memo. */
+void secret_places_prime(const struct secret_homes *h, const struct strv *paths);
+
 /* Does the file at `path` name a registry `token` (a Cargo config.toml)?
  * Such a file is a secret place; one without is not. A file that cannot be
  * read as a regular file of at most 1 MiB counts as holding one. */

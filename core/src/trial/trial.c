@@ -69,11 +69,11 @@ static char *make_absolute(const char *p)
 }
 
 /* The real path `p` will have, malloc'd into *out: its existing part
- * resolved (links followed), the parts that do not exist yet appended. 0, or
- * -EINVAL for a "." or ".." among those. */
-static int resolve_new_path(const char *p, char **out)
+ * resolved (links followed, through `memo`), the parts that do not exist
+ * yet appended. 0, or -EINVAL for a "." or ".." among those. */
+static int resolve_new_path(struct path_memo *memo, const char *p, char **out)
 {
-        *out = realpath(p, NULL);
+        *out = path_memo_realpath(memo, p);
         if (*out)
                 return 0;
         _cleanup_free_ char *abs = make_absolute(p);
@@ -87,7 +87,7 @@ static int resolve_new_path(const char *p, char **out)
         /* Resolve the parent, then put the last part back on it. */
         *slash = '\0';
         _cleanup_free_ char *parent_real = NULL;
-        int r = resolve_new_path(slash == abs ? "/" : abs, &parent_real);
+        int r = resolve_new_path(memo, slash == abs ? "/" : abs, &parent_real);
         *slash = '/';
         if (r < 0)
                 return r;
@@ -239,6 +239,8 @@ static int trial_validate(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
         struct stat st;
+        /* The repository and the output folder share their parents, most often. */
+        _cleanup_(path_memo_done) struct path_memo memo = { 0 };
 
         if (!plugin_name_valid(opt->harness))
                 return tb_fail(err, -EINVAL,
@@ -252,7 +254,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
                 return tb_fail(err, -ENOTDIR,
                                "repository '%s' is not a folder; pass the prepared repository's folder with --repo",
                                opt->repo);
-        t->repo = realpath(opt->repo, NULL);
+        t->repo = path_memo_realpath(&memo, opt->repo);
         if (!t->repo)
                 return tb_fail(err, -errno, "repository '%s': %s", opt->repo, strerror(errno));
         if (opt->skills) {
@@ -273,7 +275,7 @@ static int trial_validate(struct trial *t, struct tb_error *err)
         } else if (errno != ENOENT) {
                 return tb_fail(err, -errno, "output folder '%s': %s", opt->output_dir, strerror(errno));
         }
-        if (resolve_new_path(opt->output_dir, &t->output) < 0)
+        if (resolve_new_path(&memo, opt->output_dir, &t->output) < 0)
                 return tb_fail(err, -EINVAL,
                                "output folder '%s' has '.' or '..' where it does not exist yet; pass a plain path",
                                opt->output_dir);
