@@ -127,17 +127,31 @@ void secret_places_prime(const struct secret_homes *h, const struct strv *paths)
 {
         if (!h->memo)
                 return;
-        _cleanup_strv_ struct strv dirs = { 0 };
-        _cleanup_free_ size_t *count = xcalloc(paths->n ? paths->n : 1, sizeof *count);
+        /* Each folder (a place's path up to its last '/') and how many
+         * places it holds: few folders, counted without a copy. */
+        struct folder {
+                const char *at;
+                size_t len, n;
+        } dirs[32];
+        size_t n_dirs = 0;
         for (size_t i = 0; i < paths->n; i++) {
-                _cleanup_free_ char *dir = path_dirname(paths->v[i]);
+                const char *p = paths->v[i], *slash = strrchr(p, '/');
+                if (!slash || slash == p)
+                        continue;
+                const size_t len = (size_t)(slash - p);
                 size_t k = 0;
-                while (k < dirs.n && strcmp(dirs.v[k], dir) != 0)
+                while (k < n_dirs && (dirs[k].len != len || memcmp(dirs[k].at, p, len) != 0))
                         k++;
-                if (k == dirs.n)
-                        strv_add(&dirs, dir);
-                if (++count[k] == PRIME_MIN_PLACES)
-                        path_memo_list(h->memo, dir);
+                if (k == n_dirs) {
+                        if (n_dirs == TB_ARRAY_SIZE(dirs))
+                                continue;
+                        dirs[n_dirs++] = (struct folder){ p, len, 0 };
+                }
+                if (++dirs[k].n == PRIME_MIN_PLACES) {
+                        _cleanup_free_ char *dir = strndup(p, len);
+                        if (dir)
+                                path_memo_list(h->memo, dir);
+                }
         }
 }
 

@@ -366,6 +366,12 @@ static int TB_NO_ASAN keeper_child(void *arg) { exec_child(arg); }
  * sleeper on an idle CPU is woken some 0.05 ms after it is told. */
 #define KEEPER_GATE_SPIN_US 2000
 
+/* How long trialbox looks at the word that says a keeper let through its
+ * gate has its own fd table (it copies it on its CPU in some microseconds)
+ * before it sleeps on it: asleep and woken, trialbox went on 0.02 to 0.03 ms
+ * later here (bench/phases.sh, 80 Trials each way). */
+#define KEEPER_UNSHARE_SPIN_US 200
+
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
 #elif defined(__aarch64__)
@@ -1077,6 +1083,9 @@ static int keeper_start(struct supervisor *sv, int exec_w, bool early, struct tb
                 shared_child_post(&sv->gate.word, 1);
                 /* Until it has its own copy of the fd table, this one is
                  * its too: no fd of it closed or made meanwhile. */
+                const long long until = now_us() + KEEPER_UNSHARE_SPIN_US;
+                while (__atomic_load_n(&sv->gate.unshared, __ATOMIC_ACQUIRE) == 0 && now_us() < until)
+                        cpu_relax();
                 if (shared_child_wait_word(&sv->keeper, &sv->gate.unshared) != 1)
                         return tb_fail(err, -ECHILD, "starting the keeper: it ended at its start");
                 TB_PHASE("forked");
