@@ -2,6 +2,7 @@
  * for each way a plugin must be refused. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +278,48 @@ START_TEST(a_file_that_is_not_a_library_is_refused)
 }
 END_TEST
 
+/* The program headers are read with the ELF header, in the file's first
+ * KiB; a table past it is read on its own and checked as well: a segment
+ * past the file's end is refused as truncated, one inside it is left to
+ * dlopen (which refuses this one: it is no library). */
+static void write_elf(const char *to, Elf64_Xword filesz)
+{
+        unsigned char file[4096] = { 0 };
+        Elf64_Ehdr eh = { .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT },
+                          .e_type = ET_DYN,
+                          .e_machine = EM_X86_64,
+                          .e_version = EV_CURRENT,
+                          .e_phoff = 3000,
+                          .e_ehsize = sizeof(Elf64_Ehdr),
+                          .e_phentsize = sizeof(Elf64_Phdr),
+                          .e_phnum = 1 };
+        Elf64_Phdr ph = { .p_type = PT_LOAD, .p_offset = 0, .p_filesz = filesz, .p_memsz = filesz };
+        memcpy(file, &eh, sizeof eh);
+        memcpy(file + eh.e_phoff, &ph, sizeof ph);
+        int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, file, sizeof file), (ssize_t)sizeof file);
+        close(fd);
+}
+
+START_TEST(program_headers_past_the_first_kib_are_checked_too)
+{
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
+        char to[1024];
+        struct plugin p;
+        struct tb_error err = { 0 };
+        snprintf(to, sizeof to, "%s/far.so", dir);
+        write_elf(to, 8192);
+        ck_assert_int_eq(plugin_load_file(to, "far", &p, &err), -ENOEXEC);
+        assert_contains(err.msg, "truncated or not a 64-bit ELF");
+        write_elf(to, 100);
+        err = (struct tb_error){ 0 };
+        ck_assert_int_eq(plugin_load_file(to, "far", &p, &err), -ENOEXEC);
+        ck_assert_ptr_null(strstr(err.msg, "truncated"));
+        assert_contains(err.msg, "far.so' is not a loadable library");
+}
+END_TEST
+
 START_TEST(the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed)
 {
         char *a = tmpdir_new(), *b = tmpdir_new();
@@ -340,6 +383,7 @@ TB_SUITE("loader", 0)
         tcase_add_test(tc, a_plugin_or_folder_writable_by_others_is_refused);
         tcase_add_test(tc, the_tokens_hook_of_abi_1_4_is_read_only_when_the_plugins_size_reaches_it);
         tcase_add_test(tc, a_file_that_is_not_a_library_is_refused);
+        tcase_add_test(tc, program_headers_past_the_first_kib_are_checked_too);
         tcase_add_test(tc, the_plugin_path_is_searched_in_order_and_a_missing_harness_lists_the_installed);
         tcase_add_test(tc, harness_names_are_checked_before_any_file_is_looked_up);
 }
