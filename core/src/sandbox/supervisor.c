@@ -369,7 +369,8 @@ static int TB_NO_ASAN keeper_child(void *arg) { exec_child(arg); }
 /* How long trialbox looks at the word that says a keeper let through its
  * gate has its own fd table (it copies it on its CPU in some microseconds)
  * before it sleeps on it: asleep and woken, trialbox went on 0.02 to 0.03 ms
- * later here (bench/phases.sh, 80 Trials each way). */
+ * later here (the TB_PHASE marks of bench/phases.sh's build, 80 Trials each
+ * way, twice). */
 #define KEEPER_UNSHARE_SPIN_US 200
 
 #if defined(__x86_64__) || defined(__i386__)
