@@ -244,12 +244,20 @@ START_TEST(a_prestarted_keeper_waits_at_its_gate_and_ends_when_told)
         unsigned long long mask = strtoull(blocked, NULL, 16);
         ck_assert_msg(mask & (1ULL << (SIGCHLD - 1)), "the holder takes SIGCHLD (SigBlk %s)", blocked);
         ck_assert_msg(mask & (1ULL << (SIGTERM - 1)), "the holder takes SIGTERM (SigBlk %s)", blocked);
-        /* The keeper: the holder's child, waiting (running or asleep). */
+        /* The keeper: the holder's child, waiting (running or asleep). The
+         * prestart returns once the holder thread exists, not once it has
+         * cloned the keeper (on a busy CPU that comes a little later):
+         * looked for until it is there, for 5 s at most. */
         _cleanup_free_ char *children_path = NULL;
         ck_assert_int_gt(asprintf(&children_path, "/proc/self/task/%d/children", (int)holder), 0);
-        _cleanup_free_ char *children = read_file(children_path, 4096, NULL);
-        ck_assert_ptr_nonnull(children);
-        pid_t keeper = (pid_t)atoi(children);
+        pid_t keeper = 0;
+        for (int tries = 0; keeper <= 0 && tries < 5000; tries++) {
+                _cleanup_free_ char *children = read_file(children_path, 4096, NULL);
+                ck_assert_ptr_nonnull(children);
+                keeper = (pid_t)atoi(children);
+                if (keeper <= 0)
+                        usleep(1000);
+        }
         ck_assert_int_gt(keeper, 0);
         _cleanup_free_ char *keeper_status = NULL;
         ck_assert_int_gt(asprintf(&keeper_status, "/proc/%d/status", (int)keeper), 0);

@@ -341,41 +341,48 @@ void path_memo_list(struct path_memo *memo, const char *folder)
         _cleanup_free_ char *real = path_memo_realpath(memo, folder);
         if (!real || memo_find(memo->listed, memo->slots_listed, memo->n_slots_listed, real, path_hash(real)))
                 return;
-        int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return;
+        _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         /* Listed but not searchable, its names would not resolve at all. */
-        if (faccessat(fd, ".", X_OK, AT_EACCESS) < 0) {
-                close(fd);
+        if (fd < 0 || faccessat(fd, ".", X_OK, AT_EACCESS) < 0)
                 return;
-        }
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
         const size_t real_len = strcmp(real, "/") == 0 ? 0 : strlen(real);
         size_t count = 0;
-        struct dirent *e;
-        for (errno = 0; (e = readdir(d)); errno = 0) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                        continue;
-                if (++count > PATH_MEMO_LIST_MAX)
+        /* getdents64(2) itself, into this buffer: no DIR to allocate. */
+        _Alignas(struct dirent64) char buf[8192];
+        for (;;) {
+                ssize_t got = getdents64(fd, buf, sizeof buf);
+                if (got < 0)
                         return;
-                _cleanup_free_ char *key = path_join_n(real, real_len, e->d_name);
-                unsigned h = path_hash(key);
-                if (memo_find(memo->parts, memo->slots_parts, memo->n_slots_parts, key, h) ||
-                    memo_find(memo->linked, memo->slots_linked, memo->n_slots_linked, key, h))
-                        continue;
-                if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) /* read when asked */
-                        memo_add(&memo->linked, &memo->n_linked, &memo->cap_linked, &memo->slots_linked,
-                                 &memo->n_slots_linked, (struct path_memo_entry){ TAKE_PTR(key), NULL, h, 0 });
-                else /* what readlink(2) says of it: EINVAL, itself */
-                        memo_add(&memo->parts, &memo->n_parts, &memo->cap_parts, &memo->slots_parts,
-                                 &memo->n_slots_parts, (struct path_memo_entry){ xstrdup(key), xstrdup(key), h, 0 });
+                if (got == 0)
+                        break;
+                for (ssize_t at = 0; at < got;) {
+                        const struct dirent64 *e = (const struct dirent64 *)(buf + at);
+                        at += e->d_reclen;
+                        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                                continue;
+                        if (++count > PATH_MEMO_LIST_MAX)
+                                return;
+                        /* The key as resolve_part makes it: the folder, '/', the name. */
+                        char key[PATH_MAX];
+                        const size_t name_len = strlen(e->d_name);
+                        if (real_len + 1 + name_len >= sizeof key)
+                                continue; /* asked, it fails with ENAMETOOLONG before any lookup */
+                        memcpy(key, real, real_len);
+                        key[real_len] = '/';
+                        memcpy(key + real_len + 1, e->d_name, name_len + 1);
+                        unsigned h = path_hash(key);
+                        if (memo_find(memo->parts, memo->slots_parts, memo->n_slots_parts, key, h) ||
+                            memo_find(memo->linked, memo->slots_linked, memo->n_slots_linked, key, h))
+                                continue;
+                        if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) /* read when asked */
+                                memo_add(&memo->linked, &memo->n_linked, &memo->cap_linked, &memo->slots_linked,
+                                         &memo->n_slots_linked, (struct path_memo_entry){ xstrdup(key), NULL, h, 0 });
+                        else /* what readlink(2) says of it: EINVAL, itself */
+                                memo_add(&memo->parts, &memo->n_parts, &memo->cap_parts, &memo->slots_parts,
+                                         &memo->n_slots_parts,
+                                         (struct path_memo_entry){ xstrdup(key), xstrdup(key), h, 0 });
+                }
         }
-        if (errno != 0)
-                return;
         memo_add(&memo->listed, &memo->n_listed, &memo->cap_listed, &memo->slots_listed, &memo->n_slots_listed,
                  (struct path_memo_entry){ real, NULL, path_hash(real), 0 });
         real = NULL;

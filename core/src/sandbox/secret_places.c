@@ -120,9 +120,8 @@ void secret_places_list(const struct secret_homes *h, struct strv *out)
 }
 
 /* A folder holding this many places or more is listed rather than asked
- * of once per place (a readlink(2) each; a listing is 8 calls: an open, a
- * check that the folder can be searched, fdopendir's three, two getdents(2)
- * and a close). */
+ * of once per place (a readlink(2) each; a listing is 5 calls: an open, a
+ * check that the folder can be searched, two getdents(2) and a close). */
 #define PRIME_MIN_PLACES 10
 
 void secret_places_prime(const struct secret_homes *h, const struct strv *paths)
