@@ -367,7 +367,7 @@ void path_memo_list(struct path_memo *memo, const char *folder)
                         const size_t name_len = strlen(e->d_name);
                         if (real_len + 1 + name_len >= sizeof key)
                                 continue; /* asked, it fails with ENAMETOOLONG before any lookup */
-                        memcpy(key, real, real_len);
+                        memcpy(key, real, real_len + 1); /* its NUL, or for "/" its '/', overwritten */
                         key[real_len] = '/';
                         memcpy(key + real_len + 1, e->d_name, name_len + 1);
                         unsigned h = path_hash(key);
