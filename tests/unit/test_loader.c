@@ -296,10 +296,7 @@ static void write_elf(const char *to, Elf64_Xword filesz)
         Elf64_Phdr ph = { .p_type = PT_LOAD, .p_offset = 0, .p_filesz = filesz, .p_memsz = filesz };
         memcpy(file, &eh, sizeof eh);
         memcpy(file + eh.e_phoff, &ph, sizeof ph);
-        int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, file, sizeof file), (ssize_t)sizeof file);
-        close(fd);
+        write_bytes(to, file, sizeof file, 0644);
 }
 
 START_TEST(program_headers_past_the_first_kib_are_checked_too)

@@ -313,6 +313,23 @@ START_TEST(a_program_is_found_on_path_in_its_first_folder_whatever_path_repeats)
 }
 END_TEST
 
+/* The memo answers `p` as realpath(3) does: the same path, or none and the
+ * same errno. */
+static void assert_memo_as_realpath(struct path_memo *memo, const char *p)
+{
+        errno = 0;
+        char *want = realpath(p, NULL);
+        int want_err = want ? 0 : errno;
+        errno = 0;
+        char *got = path_memo_realpath(memo, p);
+        int got_err = got ? 0 : errno;
+        ck_assert_msg((!want && !got) || (want && got && strcmp(want, got) == 0),
+                      "'%s': realpath says '%s', the memo '%s'", p, want ? want : "(none)", got ? got : "(none)");
+        ck_assert_int_eq(got_err, want_err);
+        free(want);
+        free(got);
+}
+
 START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
 {
         _cleanup_free_ char *dir = tmpdir_new();
@@ -339,18 +356,7 @@ START_TEST(the_realpath_memo_answers_as_realpath_each_time_asked)
         for (int round = 0; round < 2; round++) /* the second time from the memo */
                 for (size_t i = 0; i < TB_ARRAY_SIZE(rel); i++) {
                         _cleanup_free_ char *p = rel[i][0] ? path_in(dir, rel[i]) : xstrdup("");
-                        errno = 0;
-                        char *want = realpath(p, NULL);
-                        int want_err = want ? 0 : errno;
-                        errno = 0;
-                        char *got = path_memo_realpath(&memo, p);
-                        int got_err = got ? 0 : errno;
-                        ck_assert_msg((!want && !got) || (want && got && strcmp(want, got) == 0),
-                                      "'%s': realpath says '%s', the memo '%s'", p, want ? want : "(none)",
-                                      got ? got : "(none)");
-                        ck_assert_int_eq(got_err, want_err);
-                        free(want);
-                        free(got);
+                        assert_memo_as_realpath(&memo, p);
                 }
         ck_assert_uint_eq(memo.n, TB_ARRAY_SIZE(rel)); /* each asked of the file system once */
         /* Enough paths that the memo's index grows several times over. */
@@ -400,18 +406,7 @@ START_TEST(a_listed_folder_answers_as_realpath_from_its_listing)
         for (int round = 0; round < 2; round++)
                 for (size_t i = 0; i < TB_ARRAY_SIZE(rel); i++) {
                         _cleanup_free_ char *p = path_in(dir, rel[i]);
-                        errno = 0;
-                        char *want = realpath(p, NULL);
-                        int want_err = want ? 0 : errno;
-                        errno = 0;
-                        char *got = path_memo_realpath(&memo, p);
-                        int got_err = got ? 0 : errno;
-                        ck_assert_msg((!want && !got) || (want && got && strcmp(want, got) == 0),
-                                      "'%s': realpath says '%s', the memo '%s'", p, want ? want : "(none)",
-                                      got ? got : "(none)");
-                        ck_assert_int_eq(got_err, want_err);
-                        free(want);
-                        free(got);
+                        assert_memo_as_realpath(&memo, p);
                 }
         /* Made after the listing: this memo's pass does not see it. */
         _cleanup_free_ char *late = path_in(dir, "d/late");
@@ -427,9 +422,7 @@ START_TEST(a_listed_folder_answers_as_realpath_from_its_listing)
         ck_assert_int_eq(mkdir(big, 0755), 0);
         for (int i = 0; i <= PATH_MEMO_LIST_MAX; i++) {
                 _cleanup_free_ char *p = xasprintf("%s/%d", big, i);
-                int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                ck_assert_int_ge(fd, 0);
-                close(fd);
+                write_text(p, "", 0644);
         }
         struct path_memo other = { 0 };
         path_memo_list(&other, big);

@@ -381,6 +381,16 @@ static int TB_NO_ASAN keeper_child(void *arg) { exec_child(arg); }
 #define cpu_relax() ((void)0)
 #endif
 
+/* Look at `word` (pause between looks) while it is 0, for `us` µs at most:
+ * for a word another CPU sets within microseconds, where a sleeper would
+ * be woken tens of microseconds late. The caller sleeps on it after. */
+static void spin_while_zero(const int *word, long long us)
+{
+        const long long until = now_us() + us;
+        while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0 && now_us() < until)
+                cpu_relax();
+}
+
 /* A keeper started early (supervisor_prestart), on a CPU of its own, while
  * trialbox checks the request and makes bwrap's pipes: what needs none of
  * them is done first (the dispositions, its process group, its
@@ -398,9 +408,7 @@ static int TB_NO_ASAN keeper_at_gate(void *arg)
         if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != g->trialbox)
                 _exit(127);
         int w;
-        const long long until = now_us() + KEEPER_GATE_SPIN_US;
-        while (__atomic_load_n(&g->word, __ATOMIC_ACQUIRE) == 0 && now_us() < until)
-                cpu_relax();
+        spin_while_zero(&g->word, KEEPER_GATE_SPIN_US);
         while ((w = __atomic_load_n(&g->word, __ATOMIC_ACQUIRE)) == 0)
                 (void)syscall(SYS_futex, &g->word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
         if (w < 0)
@@ -1084,9 +1092,7 @@ static int keeper_start(struct supervisor *sv, int exec_w, bool early, struct tb
                 shared_child_post(&sv->gate.word, 1);
                 /* Until it has its own copy of the fd table, this one is
                  * its too: no fd of it closed or made meanwhile. */
-                const long long until = now_us() + KEEPER_UNSHARE_SPIN_US;
-                while (__atomic_load_n(&sv->gate.unshared, __ATOMIC_ACQUIRE) == 0 && now_us() < until)
-                        cpu_relax();
+                spin_while_zero(&sv->gate.unshared, KEEPER_UNSHARE_SPIN_US);
                 if (shared_child_wait_word(&sv->keeper, &sv->gate.unshared) != 1)
                         return tb_fail(err, -ECHILD, "starting the keeper: it ended at its start");
                 TB_PHASE("forked");
