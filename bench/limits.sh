@@ -2,8 +2,9 @@
 # The cost of limits: a no-op Trial (--harness shell --harness-bin /bin/true)
 # with --memory --pids --cpus against the same Trial without, side by side in
 # one hyperfine series. The difference is the Trial's cgroup: the probe, its
-# creation with the limits written, the keeper joining it, the usage read and
-# its removal (well under 2 ms). Needs root or a delegated cgroup
+# creation with the limits written, the keeper joining it, the kernel's
+# accounting of what bwrap and the session do inside it, the usage read and
+# its removal (under 2 ms). Needs root or a delegated cgroup
 # (see `trialbox check`'s limits line); elsewhere it says why and stops.
 #
 # The two commands alternate, in rounds (lib.sh: hf_rounds): a slow spell
@@ -42,4 +43,4 @@ dmin=$(awk -v a="$m1" -v b="$m0" 'BEGIN { printf "%.2f", a - b }')
 row limits "no-op Trial without limits, median" "$t0 ms" "" ""
 row limits "no-op Trial with --memory --pids --cpus, median" "$t1 ms" "" ""
 row limits "cost of the Trial's cgroup, medians (and fastest runs)" "$d ms ($dmin ms)" "< 2 ms" "$(verdict_le "$d" 2)"
-method "limits: one hyperfine series without a shell (-N), in $ROUNDS rounds (one warm-up run of each command per round) so that the two commands alternate, $(pool_count "$W/runs" limits) runs of each in all (a new output folder each run), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` and the same with \`--memory 512M --pids 256 --cpus 1\` (mechanism here: ${mechanism:-?}). The difference of the medians is the cost of the probe, the cgroup's creation with its limits, the keeper joining it, reading its usage and removing it."
+method "limits: one hyperfine series without a shell (-N), in $ROUNDS rounds (one warm-up run of each command per round) so that the two commands alternate, $(pool_count "$W/runs" limits) runs of each in all (a new output folder each run), of \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` and the same with \`--memory 512M --pids 256 --cpus 1\` (mechanism here: ${mechanism:-?}). The difference of the medians is the cost of the probe, the cgroup's creation with its limits, the keeper joining it, the kernel's accounting of what bwrap and the session do inside it (a memory cgroup's charges), reading its usage and removing it. Both Trials start bwrap early (docs/sandbox.md): the cgroup is made before it."

@@ -61,6 +61,16 @@ static char *cgroups_left_behind(void)
         return sb.s;
 }
 
+/* No cgroup left behind (cgroups_left_behind) but those in `before`. */
+static void assert_none_left_behind_but(const char *before, const char *how)
+{
+        _cleanup_free_ char *after = cgroups_left_behind();
+        for (char *line = after, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+                *nl = '\0';
+                ck_assert_msg(has_line(before, line), "after %s: the cgroup '%s' is left behind", how, line);
+        }
+}
+
 /* OUTPUT/outcome.json's usage.FIELD as a number; -1 for null; fails when absent. */
 static long long usage_of(const struct fixture *f, const char *field)
 {
@@ -392,15 +402,67 @@ START_TEST(a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom)
                         if (ends[i].status < 0)
                                 assert_outcome(&f, "cause", "out_of_memory");
                 }
-                _cleanup_free_ char *after = cgroups_left_behind();
-                for (char *line = after, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
-                        *nl = '\0';
-                        ck_assert_msg(has_line(before, line), "after %s: the cgroup '%s' is left behind", ends[i].how,
-                                      line);
-                }
+                assert_none_left_behind_but(before, ends[i].how);
                 proc_result_free(&r);
                 fixture_free(&f);
         }
+}
+END_TEST
+
+/* With limits, bwrap is started early too (before the plugin is loaded:
+ * its options come through --args) and in the Trial's cgroup from its
+ * first instruction: the keeper made it there. A limited Trial that turns
+ * void after that start (its Harness binary missing) kills that bwrap and
+ * removes the cgroup. Where limits cannot be enforced, bwrap never starts. */
+START_TEST(a_limited_trials_bwrap_starts_early_and_inside_its_cgroup)
+{
+        struct fixture f;
+        fixture_new(&f);
+        struct proc_result r;
+        _cleanup_free_ char *before = cgroups_left_behind();
+        tb_shell(&r, &f, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")),
+                 EXTRA("--memory", "256M", "--pids", "64", "--cpus", "1", "--", "-c", "touch RAN", f.dir));
+        _cleanup_free_ char *line = read_text_in(f.dir, "bwrap-started");
+        if (!have_cgroup()) {
+                assert_void_with_fix(&f, &r);
+                ck_assert_msg(!line, "bwrap was started for limits that cannot be enforced: %s", line);
+                proc_result_free(&r);
+                fixture_free(&f);
+                return;
+        }
+        ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+        ck_assert_msg(line && strstr(line, " --args ") && !strstr(line, f.repo),
+                      "a limited Trial's bwrap was not started early: %s", line ? line : "(never)");
+        _cleanup_free_ char *ran = path_in(f.repo, "RAN");
+        ck_assert_msg(access(ran, F_OK) == 0, "the session did not run");
+        /* Its first line on cgroup v2, else its memory hierarchy's. */
+        struct cgroup_probe p;
+        bool v2 = cgroup_probe(NULL, &p) == CGROUP_V2;
+        _cleanup_free_ char *cgroups = read_text_in(f.dir, "bwrap-cgroup");
+        ck_assert_msg(cgroups != NULL, "bwrap did not say its cgroups");
+        bool inside = false;
+        for (char *l = cgroups, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+                *nl = '\0';
+                bool mine = v2 ? strncmp(l, "0::", 3) == 0 : strstr(l, ":memory:") != NULL;
+                if (mine)
+                        inside = strstr(l, "/trialbox-") != NULL;
+        }
+        ck_assert_msg(inside, "bwrap started outside the Trial's cgroup:\n%s", read_text_in(f.dir, "bwrap-cgroup"));
+        proc_result_free(&r);
+        assert_none_left_behind_but(before, "a limited Trial");
+
+        struct fixture g;
+        fixture_new(&g);
+        tb_shell(&r, &g, ENV("TRIALBOX_BWRAP=" FAKE("bwrap-logs-start")),
+                 EXTRA("--memory", "256M", "--pids", "64", "--harness-bin", "no-such-agent-cli", "--", "-c",
+                       "touch RAN", g.dir));
+        assert_void(&g, &r, "session_unavailable", "'no-such-agent-cli' was not found on the PATH");
+        assert_none_left_behind_but(before, "a limited Trial void before its session");
+        _cleanup_free_ char *void_ran = path_in(g.repo, "RAN");
+        ck_assert_msg(access(void_ran, F_OK) < 0, "the void Trial's session ran");
+        proc_result_free(&r);
+        fixture_free(&g);
+        fixture_free(&f);
 }
 END_TEST
 
@@ -490,6 +552,7 @@ TB_SUITE("limits_trial", 120)
         tcase_add_loop_test(tc, a_busy_second_and_a_300_mib_allocation_show_in_usage, 0, 2);
         tcase_add_loop_test(tc, a_busy_second_shows_as_about_1000_ms, 0, 2);
         tcase_add_test(tc, a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom);
+        tcase_add_test(tc, a_limited_trials_bwrap_starts_early_and_inside_its_cgroup);
         tcase_add_test(tc, the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end);
         tcase_add_test(tc, a_disk_filled_by_the_session_still_gets_the_final_outcome);
         tcase_add_test(tc, bad_limit_values_are_usage_errors_in_one_line);

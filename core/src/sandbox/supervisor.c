@@ -1392,6 +1392,7 @@ struct supervisor *supervisor_start_early(const struct supervisor_early *e, stru
                 .envp = sv->early_envp,
                 .bwrap = true,
                 .user = e->user,
+                .cgroup = e->cgroup,
                 .hold_signals = true,
         };
         supervisor_init(sv, &run, pre != NULL);
@@ -1467,6 +1468,8 @@ static int send_options(struct supervisor *sv, const struct supervisor_run *run,
                 same = words_equal(a[n - cmd + i], started_cmd[i]);
         if (!same)
                 return tb_fail(err, -EINVAL, "the sandbox's command line is not the one bwrap was started with");
+        if (run->cgroup != sv->early_run.cgroup)
+                return tb_fail(err, -EINVAL, "the session's cgroup is not the one bwrap's keeper joined");
         struct strbuf b = { 0 };
         for (size_t i = 3; i < n - cmd - 1; i++)
                 strbuf_addn(&b, a[i], strlen(a[i]) + 1);

@@ -95,8 +95,8 @@ struct supervisor_run {
          * sandbox_argv makes it) must name the filter fd and the command
          * it was started with; supervisor_run sends bwrap the rest of argv
          * and envp, and goes on as it would have. It owns it from then on.
-         * Not with a cgroup or a cow layer: the keeper would have needed
-         * them at its start. */
+         * `cgroup` must be the one it was started with (the keeper joined
+         * it at its start); not with a cow layer (mounted before bwrap). */
         struct supervisor *started;
 };
 
@@ -120,6 +120,7 @@ struct supervisor_early {
         int seccomp_fd;                  /* the filter's (confine_filter_fd): its program, on bwrap's line */
         char *const *command;            /* what follows "--": the session's program and its arguments */
         const struct session_user *user; /* NULL, or who bwrap runs as (session_user.h) */
+        struct cgroup *cgroup;           /* NULL, or the Trial's: the keeper joins it before it starts bwrap */
 };
 
 /* NULL, with `err` (and errno) saying why, when it could not be started.

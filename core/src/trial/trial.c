@@ -139,7 +139,7 @@ struct trial {
         long long start_ms;
         /* Limits and the record. */
         struct cgroup_probe probe; /* when a limit needs a cgroup */
-        struct cgroup *cgroup;     /* the Trial's, while the session runs */
+        struct cgroup *cgroup;     /* the Trial's, from bwrap's start (early or not) to the session's end */
         struct outcome_file final; /* the final record's reserved space */
         struct trial_net net; /* the network mode, its proxy */
         struct session_user user; /* who the session runs as */
@@ -157,6 +157,11 @@ static void trial_done(struct trial *t)
 {
         supervisor_abort(TAKE_PTR(t->started));
         supervisor_prestart_cancel(TAKE_PTR(t->pre));
+        /* Made for bwrap started early, for a Trial that turned void before
+         * its session: empty now (its keeper and bwrap are reaped). */
+        struct tb_error cg_err = { 0 };
+        if (t->cgroup && cgroup_destroy(TAKE_PTR(t->cgroup), &cg_err) < 0)
+                log_warn("%s", cg_err.msg);
         host_sockets_early_free(t->sockets);
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
@@ -547,13 +552,39 @@ static int trial_setup(struct trial *t, struct tb_error *err)
         return 0;
 }
 
+/* Whether the limits asked can be enforced here: else the Trial is void
+ * with the probe's reason and fix (never run unenforced). 0, or a negative
+ * errno with `err` and t->cause. */
+static int trial_limits_probe(struct trial *t, struct tb_error *err)
+{
+        const struct trial_limits *l = &t->opt->limits;
+        if (!trial_limits_need_cgroup(l) || t->cgroup || cgroup_probe(l, &t->probe) != CGROUP_NONE)
+                return 0;
+        t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
+}
+
+/* Before the session: the Trial's cgroup, which the keeper joins when it
+ * is forked (made already when bwrap was started early: trial_start_early).
+ * 0, or a negative errno with `err` and t->cause. */
+static int trial_limits_start(struct trial *t, struct tb_error *err)
+{
+        if (!trial_limits_need_cgroup(&t->opt->limits) || t->cgroup)
+                return 0;
+        char name[64];
+        snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
+        int r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
+        if (r < 0)
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+        return r;
+}
+
 /* Whether the Trial's bwrap may be started before its options are known
  * (trial_start_early says when not). */
 static bool trial_may_start_early(const struct trial *t)
 {
         const struct trial_options *opt = t->opt;
-        return !(opt->no_sandbox || opt->dry_run || opt->grader || trial_limits_need_cgroup(&opt->limits) ||
-                 t->user.drop || !shared_child_shares_memory());
+        return !(opt->no_sandbox || opt->dry_run || opt->grader || t->user.drop || !shared_child_shares_memory());
 }
 
 /* The keeper of bwrap's early start (trial_start_early) started before the
@@ -578,10 +609,12 @@ static void trial_prestart(struct trial *t)
  * only the filter's fd (reserved here, its program written once the plugin
  * is loaded: trial_load; bwrap reads it after its options), and the
  * session's command (the Harness's place in the sandbox, named by the
- * Harness, and the session's arguments: no plugin adds to it). Not for a
- * dry run, unsandboxed, for a grader (its layer is mounted before bwrap
- * starts), with a cgroup (the keeper joins it before bwrap starts), for a
- * session of another user (the checks of what that user can reach switch
+ * Harness, and the session's arguments: no plugin adds to it). With
+ * limits that need a cgroup, the cgroup is made first (the keeper joins it
+ * before it starts bwrap): limits that cannot be enforced here make the
+ * Trial void, as they do when bwrap starts late. Not for a dry run,
+ * unsandboxed, for a grader (its layer is mounted before bwrap starts), for
+ * a session of another user (the checks of what that user can reach switch
  * trialbox's ids with glibc's set*id(), which waits for every thread, and
  * the keeper's holder cannot answer while the keeper lives), or under
  * valgrind (the keeper is a fork there: it could not tell trialbox bwrap's
@@ -599,16 +632,26 @@ static int trial_start_early(struct trial *t, struct tb_error *err)
                 supervisor_prestart_cancel(TAKE_PTR(t->pre));
                 return 0;
         }
-        int r = confine_filter_reserve(&t->spec.seccomp_fd, err);
+        /* The cgroup the keeper joins first, as it does when started late. */
+        int r = trial_limits_probe(t, err);
+        if (r >= 0)
+                r = trial_limits_start(t, err);
+        if (r < 0) {
+                supervisor_prestart_cancel(TAKE_PTR(t->pre));
+                return r;
+        }
+        r = confine_filter_reserve(&t->spec.seccomp_fd, err);
         if (r >= 0) {
                 t->filter_pending = true;
                 _cleanup_strv_ struct strv command = { 0 };
                 strv_add_take(&command, sandbox_harness_path(opt->harness));
                 for (char **a = opt->session_args; a && *a; a++)
                         strv_add(&command, *a);
-                const struct supervisor_early e = {
-                        .bwrap = t->bwrap, .seccomp_fd = t->spec.seccomp_fd, .command = command.v, .user = &t->user
-                };
+                const struct supervisor_early e = { .bwrap = t->bwrap,
+                                                    .seccomp_fd = t->spec.seccomp_fd,
+                                                    .command = command.v,
+                                                    .user = &t->user,
+                                                    .cgroup = t->cgroup };
                 t->started = supervisor_start_early(&e, TAKE_PTR(t->pre), err);
                 if (!t->started)
                         r = -errno;
@@ -791,17 +834,15 @@ static void logins_finish(void *set)
                 log_warn("%s", err.msg);
 }
 
-/* The limits' part of the spec: can they be enforced here (else the Trial
- * is void with the probe's reason and fix: never run unenforced), /tmp's
- * size, the deadline the session sees. 0, or a negative errno with `err`
- * and t->cause. */
+/* The limits' part of the spec: can they be enforced here (trial_limits_probe),
+ * /tmp's size, the deadline the session sees. 0, or a negative errno with
+ * `err` and t->cause. */
 static int trial_limits_prepare(struct trial *t, struct tb_error *err)
 {
         const struct trial_limits *l = &t->opt->limits;
-        if (trial_limits_need_cgroup(l) && cgroup_probe(l, &t->probe) == CGROUP_NONE) {
-                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
-        }
+        int r = trial_limits_probe(t, err);
+        if (r < 0)
+                return r;
         if (!t->opt->no_sandbox)
                 t->spec.tmpfs_size = trial_limits_tmpfs_size(l);
         long long deadline = trial_limits_deadline(l, outcome_realtime_ms());
@@ -811,20 +852,6 @@ static int trial_limits_prepare(struct trial *t, struct tb_error *err)
                 sandbox_setenv(&t->spec, "TRIALBOX_DEADLINE", buf, false);
         }
         return 0;
-}
-
-/* Before the session: the Trial's cgroup, which the keeper joins when it
- * is forked. 0, or a negative errno with `err` and t->cause. */
-static int trial_limits_start(struct trial *t, struct tb_error *err)
-{
-        if (!trial_limits_need_cgroup(&t->opt->limits))
-                return 0;
-        char name[64];
-        snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
-        int r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
-        if (r < 0)
-                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-        return r;
 }
 
 /* The supervisor's before_start: the host user's git identity in the
