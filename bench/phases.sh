@@ -65,7 +65,7 @@ what = {
     "masked_secrets": "the secret places masked",
     "masked_sockets": "the host's sockets masked (the listing joined)",
     "finish_spec": "unreachable binds dropped, limits prepared",
-    "cgroup": "the Trial's cgroup made (with limits)",
+    "cgroup": "the Trial's cgroup made (with limits, when bwrap starts late; with bwrap started early it is made before the keeper starts)",
     "guard_snapshot": "(while bwrap starts) the repository guard's snapshot",
     "records": "(while bwrap starts) the final record reserved, the running record written",
     "sv_fds": "the supervisor's pipes and fds (with bwrap started early: right after the checks)",
