@@ -466,6 +466,31 @@ START_TEST(a_limited_trials_bwrap_starts_early_and_inside_its_cgroup)
 }
 END_TEST
 
+/* Whether limits can be enforced is asked at one point, before the
+ * Harness's login is looked for, whichever way bwrap starts: a Codex Trial
+ * without its login is void for its limits where they cannot be enforced,
+ * for its login where they can; with --dry-run (bwrap never starts) alike. */
+START_TEST(a_void_for_limits_or_for_a_login_is_the_same_with_dry_run)
+{
+        for (int dry = 0; dry < 2; dry++) {
+                struct fixture f;
+                fixture_new(&f);
+                struct proc_result r;
+                _cleanup_free_ char *env_home = xasprintf("CODEX_HOME=%s/nowhere", f.dir);
+                if (dry)
+                        tb_run(&r, "codex", &f, ENV(env_home), EXTRA("--memory", "64M", "--dry-run"));
+                else
+                        tb_run(&r, "codex", &f, ENV(env_home), EXTRA("--memory", "64M"));
+                const char *want = have_cgroup() ? "void (session_unavailable): no Codex login at"
+                                                 : "void (sandbox_unavailable): the limits asked cannot be enforced";
+                ck_assert_msg(r.status == 125 && strstr(r.err, want), "%s: status %d, stderr: %s",
+                              dry ? "--dry-run" : "a run", r.status, r.err);
+                proc_result_free(&r);
+                fixture_free(&f);
+        }
+}
+END_TEST
+
 START_TEST(the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end)
 {
         struct fixture f;
@@ -553,6 +578,7 @@ TB_SUITE("limits_trial", 120)
         tcase_add_loop_test(tc, a_busy_second_shows_as_about_1000_ms, 0, 2);
         tcase_add_test(tc, a_limited_trial_leaves_no_cgroup_after_a_timeout_a_kill_or_an_oom);
         tcase_add_test(tc, a_limited_trials_bwrap_starts_early_and_inside_its_cgroup);
+        tcase_add_test(tc, a_void_for_limits_or_for_a_login_is_the_same_with_dry_run);
         tcase_add_test(tc, the_running_record_is_there_while_the_session_runs_and_replaced_at_the_end);
         tcase_add_test(tc, a_disk_filled_by_the_session_still_gets_the_final_outcome);
         tcase_add_test(tc, bad_limit_values_are_usage_errors_in_one_line);

@@ -139,6 +139,7 @@ struct trial {
         long long start_ms;
         /* Limits and the record. */
         struct cgroup_probe probe; /* when a limit needs a cgroup */
+        bool probed;               /* the probe found a mechanism (trial_limits_probe) */
         struct cgroup *cgroup;     /* the Trial's, from bwrap's start (early or not) to the session's end */
         struct outcome_file final; /* the final record's reserved space */
         struct trial_net net; /* the network mode, its proxy */
@@ -553,12 +554,15 @@ static int trial_setup(struct trial *t, struct tb_error *err)
 }
 
 /* Whether the limits asked can be enforced here: else the Trial is void
- * with the probe's reason and fix (never run unenforced). 0, or a negative
- * errno with `err` and t->cause. */
+ * with the probe's reason and fix (never run unenforced). Asked once. 0, or
+ * a negative errno with `err` and t->cause. */
 static int trial_limits_probe(struct trial *t, struct tb_error *err)
 {
         const struct trial_limits *l = &t->opt->limits;
-        if (!trial_limits_need_cgroup(l) || t->cgroup || cgroup_probe(l, &t->probe) != CGROUP_NONE)
+        if (!trial_limits_need_cgroup(l) || t->probed)
+                return 0;
+        t->probed = cgroup_probe(l, &t->probe) != CGROUP_NONE;
+        if (t->probed)
                 return 0;
         t->cause = CAUSE_SANDBOX_UNAVAILABLE;
         return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
@@ -609,10 +613,12 @@ static void trial_prestart(struct trial *t)
  * only the filter's fd (reserved here, its program written once the plugin
  * is loaded: trial_load; bwrap reads it after its options), and the
  * session's command (the Harness's place in the sandbox, named by the
- * Harness, and the session's arguments: no plugin adds to it). With
- * limits that need a cgroup, the cgroup is made first (the keeper joins it
- * before it starts bwrap): limits that cannot be enforced here make the
- * Trial void, as they do when bwrap starts late. Not for a dry run,
+ * Harness, and the session's arguments: no plugin adds to it). First, for
+ * every Trial, whether its limits can be enforced here (a dry run's, one
+ * started late, too: one answer at one point, before the logins and the
+ * hooks, whichever way bwrap starts); with limits that need a cgroup, the
+ * cgroup is made before bwrap starts (the keeper joins it first, as when
+ * bwrap starts late). Not for a dry run,
  * unsandboxed, for a grader (its layer is mounted before bwrap starts), for
  * a session of another user (the checks of what that user can reach switch
  * trialbox's ids with glibc's set*id(), which waits for every thread, and
@@ -623,9 +629,12 @@ static void trial_prestart(struct trial *t)
 static int trial_start_early(struct trial *t, struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
-        if (!trial_may_start_early(t)) {
+        /* Every Trial, started early or not (a dry run too), asks here
+         * whether its limits can be enforced: one answer, at one point. */
+        int r = trial_limits_probe(t, err);
+        if (r < 0 || !trial_may_start_early(t)) {
                 supervisor_prestart_cancel(TAKE_PTR(t->pre));
-                return 0;
+                return r;
         }
         t->bwrap = find_bwrap(t->env);
         if (!t->bwrap) {
@@ -633,9 +642,7 @@ static int trial_start_early(struct trial *t, struct tb_error *err)
                 return 0;
         }
         /* The cgroup the keeper joins first, as it does when started late. */
-        int r = trial_limits_probe(t, err);
-        if (r >= 0)
-                r = trial_limits_start(t, err);
+        r = trial_limits_start(t, err);
         if (r < 0) {
                 supervisor_prestart_cancel(TAKE_PTR(t->pre));
                 return r;
@@ -1195,8 +1202,9 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         trial_prestart(&t);
         int r = trial_validate(&t, &err);
         TB_PHASE("validated");
-        /* A bwrap that cannot be started early (sandbox_unavailable) makes
-         * a void Trial, whose record is written: after the setup. */
+        /* A bwrap that cannot be started early, or limits that cannot be
+         * enforced (sandbox_unavailable), make a void Trial, whose record
+         * is written: after the setup. */
         struct tb_error early_err = { 0 };
         int early = r >= 0 ? trial_start_early(&t, &early_err) : 0;
         /* Listed while the spec is built, by a thread on another CPU (in a
