@@ -10,9 +10,9 @@
 # The two commands alternate, in rounds (lib.sh: hf_rounds): a slow spell
 # of the machine falls on both alike instead of on one of the two medians.
 #
-#   bench/limits.sh            (BUILD=folder, RUNS=60 of each, ROUNDS=6)
-RUNS=${RUNS:-60}
-ROUNDS=${ROUNDS:-6}
+#   bench/limits.sh            (BUILD=folder, RUNS=240 of each, ROUNDS=24)
+RUNS=${RUNS:-240}
+ROUNDS=${ROUNDS:-24}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need hyperfine hyperfine
