@@ -435,19 +435,15 @@ START_TEST(a_limited_trials_bwrap_starts_early_and_inside_its_cgroup)
                       "a limited Trial's bwrap was not started early: %s", line ? line : "(never)");
         _cleanup_free_ char *ran = path_in(f.repo, "RAN");
         ck_assert_msg(access(ran, F_OK) == 0, "the session did not run");
-        /* Its first line on cgroup v2, else its memory hierarchy's. */
+        /* Its "0::" line on cgroup v2, else its memory hierarchy's. */
         struct cgroup_probe p;
         bool v2 = cgroup_probe(NULL, &p) == CGROUP_V2;
         _cleanup_free_ char *cgroups = read_text_in(f.dir, "bwrap-cgroup");
         ck_assert_msg(cgroups != NULL, "bwrap did not say its cgroups");
-        bool inside = false;
-        for (char *l = cgroups, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
-                *nl = '\0';
-                bool mine = v2 ? strncmp(l, "0::", 3) == 0 : strstr(l, ":memory:") != NULL;
-                if (mine)
-                        inside = strstr(l, "/trialbox-") != NULL;
-        }
-        ck_assert_msg(inside, "bwrap started outside the Trial's cgroup:\n%s", read_text_in(f.dir, "bwrap-cgroup"));
+        const char *mine = v2 ? strstr(cgroups, "0::") : strstr(cgroups, ":memory:");
+        const char *trialbox = mine ? strstr(mine, "/trialbox-") : NULL;
+        ck_assert_msg(trialbox && trialbox < mine + strcspn(mine, "\n"),
+                      "bwrap started outside the Trial's cgroup:\n%s", cgroups);
         proc_result_free(&r);
         assert_none_left_behind_but(before, "a limited Trial");
 

@@ -112,19 +112,14 @@ static void add_extra(const struct secret_homes *h, struct strv *out)
         }
 }
 
-void secret_places_list(const struct secret_homes *h, struct strv *out)
-{
-        for (size_t i = 0; i < TB_ARRAY_SIZE(places); i++)
-                place_paths(h, &places[i], out);
-        add_extra(h, out);
-}
-
 /* A folder holding this many places or more is listed rather than asked
  * of once per place (a readlink(2) each; a listing is 5 calls: an open, a
  * check that the folder can be searched, two getdents(2) and a close). */
 #define PRIME_MIN_PLACES 10
 
-void secret_places_prime(const struct secret_homes *h, const struct strv *paths)
+/* Each folder that holds many of `paths` (the home) listed once for
+ * h->memo (path_memo_list): those not there then cost no readlink(2) each. */
+static void prime(const struct secret_homes *h, const struct strv *paths)
 {
         if (!h->memo)
                 return;
@@ -154,6 +149,14 @@ void secret_places_prime(const struct secret_homes *h, const struct strv *paths)
                                 path_memo_list(h->memo, dir);
                 }
         }
+}
+
+void secret_places_list(const struct secret_homes *h, struct strv *out)
+{
+        for (size_t i = 0; i < TB_ARRAY_SIZE(places); i++)
+                place_paths(h, &places[i], out);
+        add_extra(h, out);
+        prime(h, out);
 }
 
 bool secret_file_has_token(const char *path)
@@ -198,7 +201,6 @@ static size_t existing_masks(const struct secret_homes *h, struct mask **out)
         size_t n = 0;
 
         secret_places_list(h, &paths);
-        secret_places_prime(h, &paths);
         m = xmalloc((paths.n ? paths.n : 1) * sizeof *m);
         for (size_t i = 0; i < paths.n; i++) {
                 char *real = path_memo_realpath(h->memo, paths.v[i]);

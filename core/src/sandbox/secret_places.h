@@ -29,13 +29,11 @@ struct secret_homes {
 };
 
 /* The absolute host paths of every secret place (existing or not), in table
- * order then `extra`'s, without duplicates. Appended to `out`. */
+ * order then `extra`'s, without duplicates. Appended to `out`. With h->memo,
+ * each folder that holds many of them (the home) is listed for it once
+ * (path_memo_list), so that resolving them through it costs no readlink(2)
+ * for each place that is not there. */
 void secret_places_list(const struct secret_homes *h, struct strv *out);
-
-/* Before `paths` (secret_places_list's) are resolved through h->memo: each
- * folder that holds many of them (the home) listed once (path_memo_list),
- * so that those not there cost no readlink(2) each. Nothing without a memo. */
-void secret_places_prime(const struct secret_homes *h, const struct strv *paths);
 
 /* Does the file at `path` name a registry `token` (a Cargo config.toml)?
  * Such a file is a secret place; one without is not. A file that cannot be

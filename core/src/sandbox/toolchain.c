@@ -492,7 +492,6 @@ static void note_secrets(struct tools_ctx *c)
         const struct secret_homes h = secret_homes_of(c->host);
         _cleanup_strv_ struct strv all = { 0 };
         secret_places_list(&h, &all);
-        secret_places_prime(&h, &all);
         for (size_t i = 0; i < all.n; i++) {
                 char *real = path_memo_realpath(c->host->memo, all.v[i]);
                 if (real && strcmp(real, "/") != 0)

@@ -139,7 +139,6 @@ struct trial {
         long long start_ms;
         /* Limits and the record. */
         struct cgroup_probe probe; /* when a limit needs a cgroup */
-        bool probed;               /* the probe found a mechanism (trial_limits_probe) */
         struct cgroup *cgroup;     /* the Trial's, from bwrap's start (early or not) to the session's end */
         struct outcome_file final; /* the final record's reserved space */
         struct trial_net net; /* the network mode, its proxy */
@@ -554,15 +553,13 @@ static int trial_setup(struct trial *t, struct tb_error *err)
 }
 
 /* Whether the limits asked can be enforced here: else the Trial is void
- * with the probe's reason and fix (never run unenforced). Asked once. 0, or
- * a negative errno with `err` and t->cause. */
+ * with the probe's reason and fix (never run unenforced). Asked once, by
+ * trial_start_early, for every Trial. 0, or a negative errno with `err`
+ * and t->cause. */
 static int trial_limits_probe(struct trial *t, struct tb_error *err)
 {
         const struct trial_limits *l = &t->opt->limits;
-        if (!trial_limits_need_cgroup(l) || t->probed)
-                return 0;
-        t->probed = cgroup_probe(l, &t->probe) != CGROUP_NONE;
-        if (t->probed)
+        if (!trial_limits_need_cgroup(l) || cgroup_probe(l, &t->probe) != CGROUP_NONE)
                 return 0;
         t->cause = CAUSE_SANDBOX_UNAVAILABLE;
         return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
@@ -841,15 +838,12 @@ static void logins_finish(void *set)
                 log_warn("%s", err.msg);
 }
 
-/* The limits' part of the spec: can they be enforced here (trial_limits_probe),
- * /tmp's size, the deadline the session sees. 0, or a negative errno with
- * `err` and t->cause. */
-static int trial_limits_prepare(struct trial *t, struct tb_error *err)
+/* The limits' part of the spec (whether they can be enforced here was
+ * asked before: trial_limits_probe): /tmp's size, the deadline the session
+ * sees. */
+static void trial_limits_prepare(struct trial *t)
 {
         const struct trial_limits *l = &t->opt->limits;
-        int r = trial_limits_probe(t, err);
-        if (r < 0)
-                return r;
         if (!t->opt->no_sandbox)
                 t->spec.tmpfs_size = trial_limits_tmpfs_size(l);
         long long deadline = trial_limits_deadline(l, outcome_realtime_ms());
@@ -858,7 +852,6 @@ static int trial_limits_prepare(struct trial *t, struct tb_error *err)
                 snprintf(buf, sizeof buf, "%lld", deadline);
                 sandbox_setenv(&t->spec, "TRIALBOX_DEADLINE", buf, false);
         }
-        return 0;
 }
 
 /* The supervisor's before_start: the host user's git identity in the
@@ -1030,7 +1023,7 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
         }
         int r = trial_drop_unreachable(t, err);
         if (r >= 0)
-                r = trial_limits_prepare(t, err);
+                trial_limits_prepare(t);
         return r;
 }
 
