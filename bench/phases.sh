@@ -49,8 +49,8 @@ import collections, glob, statistics, sys
 what = {
     "main": "trialbox's main()",
     "run": "the options read",
-    "validated": "the request checked (repository, output folder); bwrap started early from here, then the host's sockets listed in a thread when a CPU is left",
-    "loaded": "the plugin loaded (its filter written for bwrap started early), the output folder made",
+    "validated": "the request checked (repository, output folder); bwrap started early from here",
+    "loaded": "the plugin loaded (its filter written for bwrap started early), the output folder made; then the host's sockets listed in a thread when a CPU is left",
     "setup": "the Outcome begun, the Harness binary (and bwrap, when not started early) found",
     "tc_system": "the system folders bound",
     "tc_tools": "the toolchains and PATH folders resolved and bound",

@@ -282,7 +282,9 @@ static int is_folder(const char *real)
  * with errno. */
 static char *resolve(struct path_memo *memo, const char *path, int *links)
 {
-        char real[PATH_MAX] = "/"; /* a link costs a level of 12 KiB of stack, 40 at most */
+        char real[PATH_MAX]; /* a link costs a level of 12 KiB of stack, 40 at most */
+        real[0] = '/';       /* not "= "/"": that would clear all of it, each call */
+        real[1] = '\0';
         bool folder = true; /* `real` is known to be a folder */
         for (const char *p = path;;) {
                 while (*p == '/')
