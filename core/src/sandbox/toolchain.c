@@ -8,6 +8,7 @@
 #include "base/path.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -28,16 +29,13 @@ void toolchain_add_system(struct sandbox_spec *spec, const char *resolv_conf)
         if (is_dir("/usr"))
                 sandbox_add(spec, SANDBOX_RO_BIND, "/usr", "/usr");
         for (size_t i = 0; i < TB_ARRAY_SIZE(merged); i++) {
-                if (lstat(merged[i], &st) < 0)
-                        continue;
-                if (S_ISLNK(st.st_mode)) {
-                        char target[PATH_MAX];
-                        ssize_t n = readlink(merged[i], target, sizeof target - 1);
-                        if (n <= 0)
-                                continue;
+                /* Mostly links (a merged /usr): read first, one call each. */
+                char target[PATH_MAX];
+                ssize_t n = readlink(merged[i], target, sizeof target - 1);
+                if (n > 0) {
                         target[n] = '\0';
                         sandbox_add(spec, SANDBOX_SYMLINK, target, merged[i]);
-                } else if (S_ISDIR(st.st_mode)) {
+                } else if (n < 0 && errno == EINVAL && lstat(merged[i], &st) == 0 && S_ISDIR(st.st_mode)) {
                         sandbox_add(spec, SANDBOX_RO_BIND, merged[i], merged[i]);
                 }
         }
@@ -78,6 +76,7 @@ struct ro_dirs {
         struct ro_dir *v;
         size_t n, cap;
         struct path_memo *memo; /* the pass's (toolchain_host), or NULL */
+        bool cargo_added;       /* add_cargo ran (cargo and rustc share the Cargo home) */
 };
 
 /* Add `dest` when it is a folder, or with `file_ok` a regular file. */
@@ -269,7 +268,9 @@ static void add_tool(struct ro_dirs *dirs, struct sandbox_spec *spec, const stru
                 return;
         _cleanup_free_ char *cargo = home_path(host, host->cargo_home, ".cargo");
         if (cargo && (path_is_under(found, cargo) || path_is_under(real, cargo))) {
-                add_cargo(dirs, spec, host, cargo);
+                if (!dirs->cargo_added)
+                        add_cargo(dirs, spec, host, cargo);
+                dirs->cargo_added = true;
                 return;
         }
         add_tool_home(dirs, host, real);

@@ -138,7 +138,7 @@ struct trial {
         struct repo_guard guard;
         long long start_ms;
         /* Limits and the record. */
-        struct cgroup_probe probe; /* when a limit needs a cgroup */
+        struct cgroup_probe *probe; /* when a limit needs a cgroup (17 KiB: not on the stack for every Trial) */
         struct cgroup *cgroup;     /* the Trial's, from bwrap's start (early or not) to the session's end */
         struct outcome_file final; /* the final record's reserved space */
         struct trial_net net; /* the network mode, its proxy */
@@ -162,6 +162,7 @@ static void trial_done(struct trial *t)
         struct tb_error cg_err = { 0 };
         if (t->cgroup && cgroup_destroy(TAKE_PTR(t->cgroup), &cg_err) < 0)
                 log_warn("%s", cg_err.msg);
+        free(t->probe);
         host_sockets_early_free(t->sockets);
         outcome_file_done(&t->final);
         json_object_put(t->outcome.network);
@@ -559,10 +560,13 @@ static int trial_setup(struct trial *t, struct tb_error *err)
 static int trial_limits_probe(struct trial *t, struct tb_error *err)
 {
         const struct trial_limits *l = &t->opt->limits;
-        if (!trial_limits_need_cgroup(l) || cgroup_probe(l, &t->probe) != CGROUP_NONE)
+        if (!trial_limits_need_cgroup(l))
+                return 0;
+        t->probe = xcalloc(1, sizeof *t->probe);
+        if (cgroup_probe(l, t->probe) != CGROUP_NONE)
                 return 0;
         t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-        return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe.reason);
+        return tb_fail(err, -EOPNOTSUPP, "the limits asked cannot be enforced here: %s", t->probe->reason);
 }
 
 /* Before the session: the Trial's cgroup, which the keeper joins when it
@@ -572,9 +576,13 @@ static int trial_limits_start(struct trial *t, struct tb_error *err)
 {
         if (!trial_limits_need_cgroup(&t->opt->limits) || t->cgroup)
                 return 0;
+        if (!t->probe) { /* every Trial is probed first (trial_start_early) */
+                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
+                return tb_fail(err, -EINVAL, "the limits were not probed before the cgroup was made; report this");
+        }
         char name[64];
         snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
-        int r = cgroup_create(&t->probe, &t->opt->limits, name, &t->cgroup, err);
+        int r = cgroup_create(t->probe, &t->opt->limits, name, &t->cgroup, err);
         if (r < 0)
                 t->cause = CAUSE_SANDBOX_UNAVAILABLE;
         return r;
