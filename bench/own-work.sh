@@ -4,17 +4,17 @@
 # hooks, render the bwrap line) and runs nothing. Counted in instructions by
 # callgrind (the whole process, the dynamic loader included) with 1, 7 and 70
 # plugins in the plugin folder (`run --harness shell` loads shell.so and no
-# other, so the count must stay flat), and timed in wall time by hyperfine
-# against /bin/true (the cost of starting any process).
+# other, so the count must stay flat), and timed in wall time against
+# /bin/true (the cost of starting any process), run by run in a random order
+# (bench/interleave.c, built here).
 #
-#   bench/own-work.sh              (BUILD=folder, OWN_RUNS=120 per command, OWN_ROUNDS=6)
+#   bench/own-work.sh              (BUILD=folder, OWN_ROUNDS=400: runs of each)
 #
-# Needs valgrind (apt-get install -y valgrind) and hyperfine.
+# Needs valgrind (apt-get install -y valgrind) and cmake.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need valgrind valgrind
 need callgrind_annotate valgrind
-need hyperfine hyperfine
 need_trialbox
 scratch
 mkdir "$W/repo"
@@ -79,21 +79,30 @@ ir1=${c1%% *} main1=${c1#* }
 ir7=${c7%% *} main7=${c7#* }
 ir70=${c70%% *} main70=${c70#* }
 
-# In rounds, so that the four commands alternate: a millisecond's
-# difference is below what a shared machine drifts by in one long series.
-own_runs=${OWN_RUNS:-120}
-own_rounds=${OWN_ROUNDS:-6}
-say "own work: hyperfine, --dry-run with 1/7/70 plugins against /bin/true, $own_rounds rounds"
-hf_rounds "$W/h.tsv" "$own_rounds" "$own_runs" \
-        -n dry-run-1 "env TRIALBOX_PLUGIN_PATH=$W/p1 $(dry)" \
-        -n dry-run-7 "env TRIALBOX_PLUGIN_PATH=$W/p7 $(dry)" \
-        -n dry-run-70 "env TRIALBOX_PLUGIN_PATH=$W/p70 $(dry)" \
-        -n env-true "env TRIALBOX_PLUGIN_PATH=$W/p1 /bin/true"
+# Run by run, in a new random order each round (bench/interleave.c): the
+# figure is a difference of two commands of about a millisecond, and with
+# hyperfine's rounds (each command's runs one after another) a command's
+# place in the round moved its median by up to 0.19 ms (the same dry run
+# in four places, 120 runs each in 6 rounds). Own work is the median of the
+# rounds' differences, dry run minus /bin/true, each pair run in the same
+# round.
+own_rounds=${OWN_ROUNDS:-400}
+bench_driver interleave
+say "own work: --dry-run with 1/7/70 plugins against /bin/true, $own_rounds rounds in random order"
+"$BUILD/bench/interleave" "$own_rounds" 5 \
+        dry-run-1 "env TRIALBOX_PLUGIN_PATH=$W/p1 $(dry)" \
+        dry-run-7 "env TRIALBOX_PLUGIN_PATH=$W/p7 $(dry)" \
+        dry-run-70 "env TRIALBOX_PLUGIN_PATH=$W/p70 $(dry)" \
+        env-true "env TRIALBOX_PLUGIN_PATH=$W/p1 /bin/true" >"$W/h.tsv" || die "bench/interleave failed"
 d1=$(pool_median "$W/h.tsv" dry-run-1)
 d7=$(pool_median "$W/h.tsv" dry-run-7)
 d70=$(pool_median "$W/h.tsv" dry-run-70)
 t=$(pool_median "$W/h.tsv" env-true)
-own=$(awk -v a="$d1" -v b="$t" 'BEGIN { printf "%.3f", a - b }')
+# The median of dry-run-1 − env-true over the rounds (both run in each).
+own=$(awk -F'\t' '$1 == "dry-run-1" { d[$3] = $2 } $1 == "env-true" { e[$3] = $2 }
+        END { for (r in d) if (r in e) print (d[r] - e[r]) * 1000 }' "$W/h.tsv" | sort -g |
+        awk '{ v[NR] = $1 } END { if (!NR) exit 1; printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }') ||
+        die "no rounds with both a dry run and /bin/true"
 flat=$(ratio "$ir70" "$ir1")
 
 fmt() { # 1234567 → 1,234,567
@@ -107,4 +116,4 @@ row "own work" "of which main() and below (trialbox's code, not the loader), 1 /
 row "own work" "\`run --dry-run\` wall time, median, 1 / 7 / 70 plugins" "$d1 / $d7 / $d70 ms" "" ""
 row "own work" "\`/bin/true\` wall time, median (any process's start)" "$t ms" "" ""
 row "own work" "own work in wall time: dry-run (1 plugin) − /bin/true" "$own ms" "< 1 ms" "$(verdict_le "$own" 0.999)"
-method "own work: \`valgrind --tool=callgrind trialbox run --harness shell --harness-bin /bin/true --repo R --output-dir O --dry-run\` with TRIALBOX_PLUGIN_PATH a folder of 1 (shell.so), 7 (+ the 6 other compiled plugins) or 70 files (+ renamed copies of the plugins and of gemini.json); instructions (Ir) of the whole process, and main() inclusive from callgrind_annotate. Wall time: hyperfine -N in $own_rounds rounds (OWN_ROUNDS; one warm-up run each per round) of the same three dry runs and of \`/bin/true\`, each started through env(1), alternating, $own_runs runs of each in all (OWN_RUNS); medians over all of them."
+method "own work: \`valgrind --tool=callgrind trialbox run --harness shell --harness-bin /bin/true --repo R --output-dir O --dry-run\` with TRIALBOX_PLUGIN_PATH a folder of 1 (shell.so), 7 (+ the 6 other compiled plugins) or 70 files (+ renamed copies of the plugins and of gemini.json); instructions (Ir) of the whole process, and main() inclusive from callgrind_annotate. Wall time: bench/interleave.c, $own_rounds rounds (OWN_ROUNDS; 5 more first, not kept), each running the same three dry runs and \`/bin/true\`, each started through env(1), once, in an order shuffled anew, from just before the fork to just after the wait; medians over all the runs, and own work as the median over the rounds of a round's dry run (1 plugin) minus its \`/bin/true\` (hyperfine's rounds, each command's runs one after another, moved the same dry run's median by up to 0.19 ms with its place in the round)."
