@@ -54,8 +54,10 @@ struct host_sockets_report {
  * has already given work that must not wait (a keeper about to start
  * bwrap: trial.c); the thread is started only when one more is left. NULL
  * when none is, when trialbox was told every CPU is busy and none looks
- * idle (base/cpus.h: the thread would only wait its turn), or no thread
- * could be started: the mask then lists them itself.
+ * idle (base/cpus.h: the thread would only wait its turn), when it is not
+ * root (the list is then this namespace's alone: cheaper in line than a
+ * thread's start), or no thread could be started: the mask then lists
+ * them itself.
  * host_sockets_start_thread() starts it whatever the CPUs (for the tests). */
 struct host_sockets_early;
 struct host_sockets_early *host_sockets_start(int taken);
