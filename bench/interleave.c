@@ -57,8 +57,10 @@ static long long run(const struct command *c, int null)
                 _exit(127);
         }
         int status;
-        if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+                fprintf(stderr, "interleave: %s: %s: %m\n", c->name, pid < 0 ? "fork" : "waitpid");
                 return -1;
+        }
         long long t1 = now_us();
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 fprintf(stderr, "interleave: %s: %s %d\n", c->name, WIFEXITED(status) ? "exit status" : "signal",

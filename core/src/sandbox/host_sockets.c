@@ -225,6 +225,10 @@ size_t host_sockets_kernel_threads(pid_t **out)
         return n;
 }
 
+/* Whether the list asks every other network namespace too: as root only
+ * (joining another's needs CAP_SYS_ADMIN there). */
+static bool lists_other_namespaces(void) { return geteuid() == 0; }
+
 /* As root, every other network namespace a process is in: a container's
  * daemon may write its socket into a folder a Trial sees, and the kernel
  * lists each namespace's sockets to its own. kthreadd's children are not
@@ -234,7 +238,7 @@ size_t host_sockets_kernel_threads(pid_t **out)
  * a core dump's pipe), which start in those namespaces too. */
 static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
 {
-        if (geteuid() != 0)
+        if (!lists_other_namespaces())
                 return;
         /* This thread's namespace: the one it comes back to. */
         _cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -330,11 +334,11 @@ struct host_sockets_early *host_sockets_start(int taken)
          * other CPU of a 2-CPU machine, are what the session waits for,
          * and the thread there made them wait for it (the listing in line
          * instead: 0.2 to 0.5 ms sooner, spawn to reaped, medians). */
-        /* Only as root: then the list asks every other network namespace
-         * too (a walk of /proc, some 0.25 ms); otherwise it is this one's
-         * alone (some 0.04 ms), less than starting the thread costs this
-         * one (a dry run as nobody 0.085 ms sooner with the list in line). */
-        if (geteuid() != 0)
+        /* Only when the list asks every other network namespace too (a
+         * walk of /proc, some 0.25 ms); otherwise it is this one's alone
+         * (some 0.04 ms), less than starting the thread costs this one (a
+         * dry run as nobody 0.085 ms sooner with the list in line). */
+        if (!lists_other_namespaces())
                 return NULL;
         cpu_set_t all, others;
         return cpus_other_free(&all, &others) && CPU_COUNT(&others) > taken ? host_sockets_start_thread() : NULL;

@@ -571,15 +571,13 @@ static int trial_limits_probe(struct trial *t, struct tb_error *err)
 
 /* Before the session: the Trial's cgroup, which the keeper joins when it
  * is forked (made already when bwrap was started early: trial_start_early).
- * 0, or a negative errno with `err` and t->cause. */
+ * After trial_limits_probe, which every Trial passes first (t->probe is set
+ * whenever a cgroup is needed). 0, or a negative errno with `err` and
+ * t->cause. */
 static int trial_limits_start(struct trial *t, struct tb_error *err)
 {
         if (!trial_limits_need_cgroup(&t->opt->limits) || t->cgroup)
                 return 0;
-        if (!t->probe) { /* every Trial is probed first (trial_start_early) */
-                t->cause = CAUSE_SANDBOX_UNAVAILABLE;
-                return tb_fail(err, -EINVAL, "the limits were not probed before the cgroup was made; report this");
-        }
         char name[64];
         snprintf(name, sizeof name, "%d-%lld", (int)getpid(), outcome_realtime_ms());
         int r = cgroup_create(t->probe, &t->opt->limits, name, &t->cgroup, err);
