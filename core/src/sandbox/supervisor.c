@@ -163,10 +163,8 @@ struct supervisor {
         char **argv; /* run->argv, with bwrap's --block-fd */
         sigset_t old_mask;
         struct termios saved_termios;
-        struct relay input;
         struct source *input_sink;
         long long forwarded_at; /* now_ms() when a signal was forwarded */
-        struct line_reader status_lines, err_lines;
         struct source sources[SUPERVISOR_MAX_SOURCES];
         size_t n_sources;
         struct supervisor_seen seen;
@@ -207,11 +205,17 @@ struct supervisor {
         int bwrap_pid;
         int args_w, args_r, exec_w;
         size_t early_command;
-        /* Last, in this order: a keeper started before the rest
+        /* Then, in this order: a keeper started before the rest
          * (supervisor_prestart) keeps them in place (supervisor_init). */
         struct child_start child;   /* what it started from: read by the keeper until bwrap's exec */
         struct keeper_gate gate;    /* a prestarted keeper's (gate.trialbox set), else zero */
         struct shared_child keeper; /* with bwrap: the keeper, in trialbox's memory */
+        /* Last, the buffers (32 KiB of the struct's 36): never cleared, only
+         * their lengths (supervisor_init), so that a page of them is made
+         * only when it is written (a Trial's first touch of a page cost 1.2
+         * to 1.8 us here; most Trials write a few hundred bytes of them). */
+        struct relay input;
+        struct line_reader status_lines, err_lines;
 };
 
 static void on_status(char *l, void *ud)
@@ -967,34 +971,26 @@ static void start_deadline(struct supervisor *sv)
 
 static void supervisor_init(struct supervisor *sv, const struct supervisor_run *run, bool prestarted)
 {
-        const struct supervisor fresh = {
-                .run = run,
-                .argv = run->argv,
-                .sfd = -1,
-                .timer = -1,
-                .exec_r = -1,
-                .status_p = { -1, -1 },
-                .err_p = { -1, -1 },
-                .block_p = { -1, -1 },
-                .in_p = { -1, -1 },
-                .out_p = { -1, -1 },
-                .pty_master = -1,
-                .pty_slave = -1,
-                .out_sink = { .fd = -1, .own_fd = -1 },
-                .err_sink = { .fd = -1, .own_fd = -1 },
-                .deadline = -1,
-                .args_w = -1,
-                .args_r = -1,
-                .exec_w = -1,
-                .seen = { .bwrap = run->bwrap,
-                          .program = run->argv[0],
-                          .exit_code = -1,
-                          .timeout_ms = run->timeout_ms,
-                          .kill_after_ms = run->kill_after_ms,
-                          .memory_bytes = run->memory_bytes },
-        };
-        /* A prestarted keeper's gate and memory stay where it reads them. */
-        memcpy(sv, &fresh, prestarted ? offsetof(struct supervisor, child) : sizeof fresh);
+        /* A prestarted keeper's gate and memory stay where it reads them;
+         * the buffers are not cleared (see struct supervisor). */
+        memset(sv, 0, prestarted ? offsetof(struct supervisor, child) : offsetof(struct supervisor, input));
+        sv->run = run;
+        sv->argv = run->argv;
+        sv->sfd = sv->timer = sv->exec_r = -1;
+        sv->status_p[0] = sv->status_p[1] = sv->err_p[0] = sv->err_p[1] = -1;
+        sv->block_p[0] = sv->block_p[1] = sv->in_p[0] = sv->in_p[1] = sv->out_p[0] = sv->out_p[1] = -1;
+        sv->pty_master = sv->pty_slave = -1;
+        sv->out_sink.fd = sv->out_sink.own_fd = sv->err_sink.fd = sv->err_sink.own_fd = -1;
+        sv->deadline = sv->args_w = sv->args_r = sv->exec_w = -1;
+        sv->seen.bwrap = run->bwrap;
+        sv->seen.program = run->argv[0];
+        sv->seen.exit_code = -1;
+        sv->seen.timeout_ms = run->timeout_ms;
+        sv->seen.kill_after_ms = run->kill_after_ms;
+        sv->seen.memory_bytes = run->memory_bytes;
+        sv->input.len = sv->input.off = 0;
+        sv->input.ended = false;
+        sv->status_lines.len = sv->err_lines.len = 0;
 }
 
 /* Block the signals the loop takes from its signalfd; make that, the kill
@@ -1327,7 +1323,7 @@ struct supervisor *supervisor_prestart(void)
         if (!shared_child_shares_memory() || cpus_told_busy() || !cpus_others(&all, &others))
                 return NULL;
         struct supervisor *sv = xmalloc(sizeof *sv);
-        memset(sv, 0, sizeof *sv);
+        memset(sv, 0, offsetof(struct supervisor, input)); /* the buffers: supervisor_init */
         sv->child.cpus = all;
         sv->child.narrowed = true;
         sv->gate = (struct keeper_gate){ .trialbox = getpid(), .cs = &sv->child };
