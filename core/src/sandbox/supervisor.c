@@ -1534,8 +1534,10 @@ static int supervisor_resume(struct supervisor *sv, const struct supervisor_run 
 
 int supervisor_run(const struct supervisor_run *run, struct session_result *res, struct tb_error *err)
 {
-        struct supervisor local;
-        struct supervisor *sv = &local;
+        /* Not on the stack: 36 KiB there would put every frame below it
+         * (the loop's, its handlers') on stack pages of their own, each
+         * one more page made (a Trial started early has its own). */
+        struct supervisor *local = NULL, *sv;
         int r;
 
         memset(res, 0, sizeof *res);
@@ -1543,10 +1545,12 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
                 sv = run->started;
                 r = supervisor_resume(sv, run, err);
         } else {
+                sv = local = xmalloc(sizeof *sv);
                 r = supervisor_start(sv, run, err);
         }
         if (r < 0) {
                 supervisor_finish(sv);
+                free(local);
                 return r;
         }
         if (!sv->seen.before_start)
@@ -1572,5 +1576,6 @@ int supervisor_run(const struct supervisor_run *run, struct session_result *res,
         if (r == 0)
                 supervisor_result(&sv->seen, res);
         supervisor_finish(sv);
+        free(local);
         return r;
 }
