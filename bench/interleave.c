@@ -1,14 +1,18 @@
-/* Commands timed run by run, in a new random order each round, for a
- * difference of two short commands (bench/own-work.sh: a dry run against
- * /bin/true, each about a millisecond): hyperfine runs each command's runs
- * of a round one after another, and a command's place in the round moved
- * its median by up to 0.19 ms here, for the same command in four places.
+/* Commands timed run by run, in a new random order each round, for
+ * figures compared across commands (bench/own-work.sh: a dry run against
+ * /bin/true, each about a millisecond; bench/noop-trial.sh: a no-op Trial
+ * against the floor and bare bwrap): hyperfine runs each command's runs of
+ * a round one after another, and a command's place in the round moved its
+ * median by up to 0.19 ms here, for the same command in four places; what
+ * ran just before a command moves it too (bench/noop-trial.sh).
  *
  *   interleave ROUNDS WARMUP NAME COMMAND [NAME COMMAND]...
  *
  * COMMAND is its words separated by spaces (no quoting: the bench's paths
- * have none). Each round runs every command once, in an order shuffled
- * anew, with stdin, stdout and stderr on /dev/null; WARMUP rounds first,
+ * have none); "{n}" in a word is replaced by the round's number, counted
+ * from 0 over the warm-up rounds too (a Trial's new output folder each run:
+ * bench/noop-trial.sh). Each round runs every command once, in an order
+ * shuffled anew, with stdin, stdout and stderr on /dev/null; WARMUP rounds first,
  * not kept. Prints one line per run, "NAME<TAB>SECONDS<TAB>ROUND" (the
  * format of bench/lib.sh's hf_rounds, with the round: runs of one round are
  * paired), the time from just before the fork to just after the wait.
@@ -25,12 +29,51 @@
 #include "base/clock.h" /* now_us (bench/CMakeLists.txt compiles it in) */
 
 #define MAX_COMMANDS 16
-#define MAX_WORDS 64
+#define MAX_WORDS 1024
 
 struct command {
         const char *name;
         char *argv[MAX_WORDS + 1];
+        char *run_argv[MAX_WORDS + 1]; /* argv with "{n}" replaced */
+        char *numbered[MAX_WORDS];     /* the words made for run_argv (malloc) */
 };
+
+/* c->run_argv: c->argv with every "{n}" replaced by `number`. 0, or -1 when
+ * out of memory. */
+static int number_words(struct command *c, int number)
+{
+        char num[16];
+        const size_t num_len = (size_t)snprintf(num, sizeof num, "%d", number);
+        int i = 0;
+        for (; c->argv[i]; i++) {
+                free(c->numbered[i]);
+                c->numbered[i] = NULL;
+                c->run_argv[i] = c->argv[i];
+                size_t marks = 0;
+                for (const char *p = c->argv[i]; (p = strstr(p, "{n}")); p += 3)
+                        marks++;
+                if (!marks)
+                        continue;
+                char *w = malloc(strlen(c->argv[i]) + marks * num_len + 1), *out = w;
+                if (!w)
+                        return -1;
+                for (const char *p = c->argv[i];;) {
+                        const char *m = strstr(p, "{n}");
+                        size_t k = m ? (size_t)(m - p) : strlen(p);
+                        memcpy(out, p, k);
+                        out += k;
+                        if (!m)
+                                break;
+                        memcpy(out, num, num_len);
+                        out += num_len;
+                        p = m + 3;
+                }
+                *out = '\0';
+                c->run_argv[i] = c->numbered[i] = w;
+        }
+        c->run_argv[i] = NULL;
+        return 0;
+}
 
 static int split(char *line, char **argv)
 {
@@ -45,15 +88,19 @@ static int split(char *line, char **argv)
 }
 
 /* Spawn, wait: the microseconds between, or -1 when it did not exit 0. */
-static long long run(const struct command *c, int null)
+static long long run(struct command *c, int number, int null)
 {
+        if (number_words(c, number) < 0) {
+                fprintf(stderr, "interleave: %s: out of memory\n", c->name);
+                return -1;
+        }
         long long t0 = now_us();
         pid_t pid = fork();
         if (pid == 0) {
                 dup2(null, 0);
                 dup2(null, 1);
                 dup2(null, 2);
-                execvp(c->argv[0], c->argv);
+                execvp(c->run_argv[0], c->run_argv);
                 _exit(127);
         }
         int status;
@@ -78,7 +125,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         int rounds = atoi(argv[1]), warmup = atoi(argv[2]), n = (argc - 3) / 2;
-        struct command cmds[MAX_COMMANDS];
+        static struct command cmds[MAX_COMMANDS];
         for (int i = 0; i < n; i++) {
                 cmds[i].name = argv[3 + 2 * i];
                 if (split(argv[4 + 2 * i], cmds[i].argv) <= 0) {
@@ -103,7 +150,7 @@ int main(int argc, char **argv)
                         order[j] = k;
                 }
                 for (int i = 0; i < n; i++) {
-                        took[order[i]] = run(&cmds[order[i]], null);
+                        took[order[i]] = run(&cmds[order[i]], r + warmup, null);
                         if (took[order[i]] < 0)
                                 return 1;
                 }

@@ -16,10 +16,22 @@
 #     are installed: firejail and Anthropic's sandbox-runtime (srt).
 # Repository, output folders and the bare line's home on tmpfs (TMPFS_DIR,
 # default /dev/shm), but for the disk rows (DISK_DIR, default bench/.cache).
-# All but srt in one hyperfine series without a shell, run in ROUNDS rounds so that
-# the commands alternate (lib.sh: hf_rounds); medians over every run.
+# The targets' three (bare bwrap, the floor, the Trial) run by run, in a new
+# random order each round (bench/interleave.c, INTERLEAVE_ROUNDS, default
+# 600). hyperfine runs each command's runs of a round one after another, and
+# there a command's place moved its median (the floor in two places of one
+# series: 7.194 and 7.337 ms; the Trial: 8.244 and 8.126 ms, 1.15x and
+# 1.11x the floor beside it), and so does what ran just before it (in 600
+# rounds of the three in a random order: a Trial after a Trial 6.614 ms,
+# after the floor 6.896, after bare bwrap 6.871; the floor after itself
+# 5.632, after the others 5.747 and 5.788): each more than the target's
+# margin, and a series of one command's runs gives each its own best case.
+# All but srt also in one hyperfine series without a shell, run in ROUNDS
+# rounds so that the commands alternate (lib.sh: hf_rounds), for the other
+# rows; medians over every run.
 #
 #   bench/noop-trial.sh            (BUILD=folder, RUNS=200 per command, ROUNDS=20,
+#                                   INTERLEAVE_ROUNDS=600,
 #                                   OTHER_BUILD=folder or OTHER=0)
 #
 # Needs hyperfine and jq (apt-get install -y hyperfine jq); builds the floor
@@ -46,6 +58,7 @@ need hyperfine hyperfine
 need jq jq
 need_trialbox
 bench_driver floor
+bench_driver interleave
 FLOOR="$BUILD/bench/floor"
 scratch_tmpfs
 scratch_disk
@@ -174,12 +187,28 @@ if [ -n "$srt_cmd" ] && [ -z "${srt_fail:-}" ]; then
 fi
 runs=$(pool_count "$T/runs" trialbox)
 
-bare=$(pool_median "$T/runs" bare-bwrap)
-fl=$(pool_median "$T/runs" floor)
-t=$(pool_median "$T/runs" trialbox)
+# The targets' three, run by run in a new random order each round, each
+# Trial a new output folder ({n}: the run's number), removed after.
+IL_ROUNDS=${INTERLEAVE_ROUNDS:-600}
+say "start-up: bare bwrap, the floor and the Trial, $IL_ROUNDS rounds in a random order each (bench/interleave)"
+mkdir "$T/il"
+# shellcheck disable=SC2046 # the line's words
+"$BUILD/bench/interleave" "$IL_ROUNDS" 5 \
+        bare-bwrap "$FLOOR --exec $(cat "$T/floor.args")" \
+        floor "$FLOOR $(cat "$T/floor.args")" \
+        trialbox "$TB run $ROOT_SESSION -q --harness shell --harness-bin /bin/true --repo $T/repo --output-dir $T/il/{n}" \
+        >"$T/il.runs" || die "bench/interleave failed"
+rm -rf "$T/il"
+bare=$(pool_median "$T/il.runs" bare-bwrap)
+fl=$(pool_median "$T/il.runs" floor)
+t=$(pool_median "$T/il.runs" trialbox)
+# The hyperfine series' own, for the rows judged beside its other commands.
+hf_fl=$(pool_median "$T/runs" floor)
+hf_t=$(pool_median "$T/runs" trialbox)
+hf_bare=$(pool_median "$T/runs" bare-bwrap)
 td=$(pool_median "$T/runs" trialbox-disk)
 r_floor=$(ratio "$t" "$fl")
-rmin_floor=$(ratio "$(pool_min "$T/runs" trialbox)" "$(pool_min "$T/runs" floor)")
+rmin_floor=$(ratio "$(pool_min "$T/il.runs" trialbox)" "$(pool_min "$T/il.runs" floor)")
 row start-up "no-op Trial, tmpfs, median" "$t ms" "" ""
 row start-up "the floor (bench/floor.c: a subreaper keeper that runs the bare line), median" "$fl ms" "" ""
 row start-up "bare bwrap (its --dry-run line), median" "$bare ms" "" ""
@@ -188,23 +217,25 @@ row start-up "the floor / bare bwrap, medians (what keeping a sandbox costs at l
 r=$(ratio "$t" "$bare")
 v=$(verdict_le "$r" 1.10)
 [ "$v" = met ] && [ "$(verdict_le "$r" 1.05)" = met ] && v="met (ideal ≤ 1.05× too)"
-rmin=$(ratio "$(pool_min "$T/runs" trialbox)" "$(pool_min "$T/runs" bare-bwrap)")
+rmin=$(ratio "$(pool_min "$T/il.runs" trialbox)" "$(pool_min "$T/il.runs" bare-bwrap)")
 row start-up "no-op Trial / bare bwrap, medians (and of the fastest runs)" "$r× ($rmin×)" "≤ 1.10× (ideally 1.05×)" "$v"
-row start-up "no-op Trial on disk ($(fs_type "$D")), median (ratio to the floor; to the tmpfs Trial)" \
-        "$td ms ($(ratio "$td" "$fl")×; $(signed_minus "$td" "$t") ms)" "" ""
+row start-up "diagnostic: the same three in the hyperfine series (each command's runs of a round one after another): Trial / floor (Trial, floor, bare bwrap, medians)" \
+        "$(ratio "$hf_t" "$hf_fl")× ($hf_t / $hf_fl / $hf_bare ms)" "" ""
+row start-up "no-op Trial on disk ($(fs_type "$D")), median (ratio to the floor; to the tmpfs Trial; both in the hyperfine series)" \
+        "$td ms ($(ratio "$td" "$hf_fl")×; $(signed_minus "$td" "$hf_t") ms)" "" ""
 tu=$(pool_median "$T/runs" true-unsandboxed)
-row start-up "/bin/true unsandboxed, median (ratio to bare bwrap)" "$tu ms ($(ratio "$tu" "$bare")×)" "" ""
+row start-up "/bin/true unsandboxed, median (ratio to bare bwrap)" "$tu ms ($(ratio "$tu" "$hf_bare")×)" "" ""
 if [ -n "$user_trial" ] && [ -z "${user_fail:-}" ]; then
         tn=$(pool_median "$T/runs" trialbox-user)
         row start-up "diagnostic: no-op Trial as a session user (--user nobody), median (ratio to bare bwrap)" \
-                "$tn ms ($(ratio "$tn" "$bare")×)" "" ""
+                "$tn ms ($(ratio "$tn" "$hf_bare")×)" "" ""
 elif [ -n "$user_trial" ]; then
         row start-up "diagnostic: no-op Trial as --user nobody" "could not run: ${user_fail}" "" ""
 fi
 if [ -n "$other_trial" ]; then
         tst=$(pool_median "$T/runs" trialbox-other)
         row start-up "diagnostic: no-op Trial, json-c, libffi and libseccomp $other_what" \
-                "$tst ms ($(signed_minus "$tst" "$t") ms; $(ratio "$tst" "$fl")×)" "" ""
+                "$tst ms ($(signed_minus "$tst" "$hf_t") ms; $(ratio "$tst" "$hf_fl")×)" "" ""
 elif [ -n "${other_fail:-}" ]; then
         row start-up "diagnostic: no-op Trial, TRIALBOX_STATIC_DEPS=$other_deps" "could not build: ${other_fail}" "" ""
 fi
@@ -217,7 +248,7 @@ if [ -n "$eatmydata" ]; then
 fi
 if [ -n "$firejail_cmd" ] && [ -z "${firejail_fail:-}" ]; then
         f=$(pool_median "$T/runs" firejail)
-        row start-up "firejail $(firejail --version | sed -n '1s/.*version //p'), median (ratio to bare bwrap)" "$f ms ($(ratio "$f" "$bare")×)" "" ""
+        row start-up "firejail $(firejail --version | sed -n '1s/.*version //p'), median (ratio to bare bwrap)" "$f ms ($(ratio "$f" "$hf_bare")×)" "" ""
 elif [ -n "$firejail_cmd" ]; then
         row start-up "firejail" "could not run: ${firejail_fail}" "" ""
 else
@@ -225,10 +256,10 @@ else
 fi
 if [ -n "$srt_cmd" ] && [ -z "${srt_fail:-}" ]; then
         s=$(pool_median "$T/srt.runs" srt)
-        row start-up "srt $srt_version, median (ratio to bare bwrap)" "$s ms ($(ratio "$s" "$bare")×)" "" ""
+        row start-up "srt $srt_version, median (ratio to bare bwrap)" "$s ms ($(ratio "$s" "$hf_bare")×)" "" ""
 elif [ -n "$srt_cmd" ]; then
         row start-up "srt $srt_version" "could not run: ${srt_fail}" "" ""
 else
         row start-up "srt" "not installed (npm and @anthropic-ai/sandbox-runtime needed)" "" ""
 fi
-method "start-up: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$other_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=$other_deps\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp), after the series in one of its own, $SRT_RUNS runs in 2 rounds (SRT_RUNS: a run takes some 0.4 s)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
+method "start-up: the targets (no-op Trial / the floor, / bare bwrap) and the three rows before them: bench/interleave.c, $IL_ROUNDS rounds (INTERLEAVE_ROUNDS; 5 more first, not kept), each running bare bwrap, the floor and the Trial once, in an order shuffled anew, from just before the fork to just after the wait, each Trial a new output folder; medians over all the runs (hyperfine runs each command's runs of a round one after another, and a command's place in the round moved its median by more than the target's margin: see the diagnostic row). The rest: one hyperfine series without a shell (-N), run in $ROUNDS rounds of $((RUNS / ROUNDS)) runs of each command (one warm-up run each per round) so that the commands alternate, $runs runs of each in all; medians over all of them. Repository, output folders and the bare line's home on $(fs_type "$T") (${TMPFS_DIR:-/dev/shm}); the disk rows on $(fs_type "$D") (${DISK_DIR:-bench/.cache}). Commands: \`trialbox run -q --harness shell --harness-bin /bin/true --repo R --output-dir O\` with a new O each run (--prepare 'rm -rf O'), and the same on the disk; the bare line: the \`env -i … bwrap …\` line that \`--dry-run\` prints for it, $bare_line_words, run against a home made beforehand by \`floor --exec NAME=VALUE… bwrap …\` (bench/floor.c: the environment of the line's words, fd 3 /dev/null, bwrap executed in place: the same one small exec before bwrap's that the floor pays, and no env(1) or shell); the floor: \`floor NAME=VALUE… bwrap …\`, which forks a keeper (PR_SET_CHILD_SUBREAPER) that forks and executes the same line and reaps every process that comes to it, and ends with bwrap's status;$([ -n "$other_trial" ] && echo " the tmpfs Trial from a build configured with \`-DTRIALBOX_STATIC_DEPS=$other_deps\` (in $SB, BUILD's build type; BUILD's plugins);")$([ -n "$user_trial" ] && echo " the tmpfs Trial with \`--user nobody\` (a repository owned by nobody) instead of \`--root-session\`;") \`/bin/true\`$([ -n "$eatmydata" ] && echo "; the disk Trial started by \`env\` and by \`env LD_PRELOAD=libeatmydata.so\` (fsync made a no-op)")$([ -n "$firejail_cmd" ] && echo "; \`firejail --quiet --noprofile --private=H --whitelist=R --read-only=/ --read-write=R --private-tmp /bin/true\` (mount and pid namespaces, private home, repository read-write, / read-only, private /tmp; run as $(id -un))")$([ -n "$srt_cmd" ] && echo "; \`srt --settings S /bin/true\` with S = {filesystem: {denyRead: [~], allowWrite: [R]}, network: {allowedDomains: []}} (bwrap with / read-only, no network but its host proxies, seccomp), after the series in one of its own, $SRT_RUNS runs in 2 rounds (SRT_RUNS: a run takes some 0.4 s)"). The target is the issue's: a no-op Trial at most 1.15× the floor on tmpfs, with every guarantee kept (the keeper, the records, the seccomp filter, the repository guard's snapshot)."
