@@ -22,10 +22,11 @@
 # there a command's place moved its median (the floor in two places of one
 # series: 7.194 and 7.337 ms; the Trial: 8.244 and 8.126 ms, 1.15x and
 # 1.11x the floor beside it), and so does what ran just before it (in 600
-# rounds of the three in a random order: a Trial after a Trial 6.614 ms,
-# after the floor 6.896, after bare bwrap 6.871; the floor after itself
-# 5.632, after the others 5.747 and 5.788): each more than the target's
-# margin, and a series of one command's runs gives each its own best case.
+# rounds of the three in a random order, by a driver that did not yet wait
+# for what a command left running: a Trial after a Trial 6.614 ms, after
+# the floor 6.896, after bare bwrap 6.871; the floor after itself 5.632,
+# after the others 5.747 and 5.788): each more than the target's margin,
+# and a series of one command's runs gives each its own best case.
 # bench/interleave.c is a subreaper and waits, untimed, for what a command
 # left running: a bare bwrap's sandbox (its pid 1) outlives it by some
 # 0.3 ms while its namespaces are torn down, and a Trial right after it
@@ -193,7 +194,7 @@ fi
 runs=$(pool_count "$T/runs" trialbox)
 
 # The targets' three, run by run in a new random order each round, each
-# Trial a new output folder ({n}: the run's number), removed after.
+# Trial a new output folder ({n}: the round's number), removed after.
 IL_ROUNDS=${INTERLEAVE_ROUNDS:-600}
 say "start-up: bare bwrap, the floor and the Trial, $IL_ROUNDS rounds in a random order each (bench/interleave)"
 mkdir "$T/il"
