@@ -36,8 +36,7 @@
 struct command {
         const char *name;
         char *argv[MAX_WORDS + 1];
-        char *run_argv[MAX_WORDS + 1]; /* argv with "{n}" replaced */
-        char *numbered[MAX_WORDS];     /* the words made for run_argv (malloc) */
+        char *run_argv[MAX_WORDS + 1]; /* argv with "{n}" replaced: a word made (malloc) where it differs */
 };
 
 /* c->run_argv: c->argv with every "{n}" replaced by `number`. 0, or -1 when
@@ -48,8 +47,8 @@ static int number_words(struct command *c, int number)
         const size_t num_len = (size_t)snprintf(num, sizeof num, "%d", number);
         int i = 0;
         for (; c->argv[i]; i++) {
-                free(c->numbered[i]);
-                c->numbered[i] = NULL;
+                if (c->run_argv[i] != c->argv[i])
+                        free(c->run_argv[i]);
                 c->run_argv[i] = c->argv[i];
                 size_t marks = 0;
                 for (const char *p = c->argv[i]; (p = strstr(p, "{n}")); p += 3)
@@ -71,7 +70,7 @@ static int number_words(struct command *c, int number)
                         p = m + 3;
                 }
                 *out = '\0';
-                c->run_argv[i] = c->numbered[i] = w;
+                c->run_argv[i] = w;
         }
         c->run_argv[i] = NULL;
         return 0;

@@ -152,10 +152,15 @@ hf_rounds() {
         rm -f "$hf_out.json"
 }
 
+# The median of the numbers on stdin, one a line, with 3 decimals (the mean
+# of the middle two when they are even); fails when there are none.
+median3() {
+        sort -g | awk '{ v[NR] = $1 } END { if (!NR) exit 1; printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # The median (and the fastest) of NAME's runs in an hf_rounds file, in ms.
 pool_median() { # FILE NAME
-        awk -F'\t' -v n="$2" '$1 == n { print $2 * 1000 }' "$1" | sort -g |
-                awk '{ v[NR] = $1 } END { if (!NR) exit 1; printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        awk -F'\t' -v n="$2" '$1 == n { print $2 * 1000 }' "$1" | median3
 }
 pool_min() { # FILE NAME
         awk -F'\t' -v n="$2" '$1 == n { print $2 * 1000 }' "$1" | sort -g | awk 'NR == 1 { printf "%.3f", $1 } END { if (!NR) exit 1 }'

@@ -100,8 +100,7 @@ d70=$(pool_median "$W/h.tsv" dry-run-70)
 t=$(pool_median "$W/h.tsv" env-true)
 # The median of dry-run-1 − env-true over the rounds (both run in each).
 own=$(awk -F'\t' '$1 == "dry-run-1" { d[$3] = $2 } $1 == "env-true" { e[$3] = $2 }
-        END { for (r in d) if (r in e) print (d[r] - e[r]) * 1000 }' "$W/h.tsv" | sort -g |
-        awk '{ v[NR] = $1 } END { if (!NR) exit 1; printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }') ||
+        END { for (r in d) if (r in e) print (d[r] - e[r]) * 1000 }' "$W/h.tsv" | median3) ||
         die "no rounds with both a dry run and /bin/true"
 flat=$(ratio "$ir70" "$ir1")
 
