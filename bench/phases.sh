@@ -60,6 +60,7 @@ what = {
     "thread_start": "(the listing thread, when it began before the masks) it runs",
     "sockets_here": "(the listing thread) this network namespace's sockets listed",
     "sockets_others": "(the listing thread, as root) every other namespace's listed",
+    "masked_others": "(bwrap started early, as root; while bwrap starts) every other network namespace's sockets listed and masked",
     "identity": "the git identity written to the fresh home (for a session of trialbox's own user: while bwrap starts, before the guard's snapshot)",
     "prepared": "the home handed over, the seccomp filter ready",
     "masked_secrets": "the secret places masked",

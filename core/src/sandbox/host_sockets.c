@@ -273,22 +273,33 @@ static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap
         }
 }
 
-int host_sockets_list(struct host_socket **out)
+bool host_sockets_lists_others(void) { return lists_other_namespaces(); }
+
+/* The list of the namespaces `scope` names, into *out: how many, or a
+ * negative errno when this namespace's was asked for and the kernel
+ * cannot list it (another namespace that cannot be asked adds nothing). */
+static int list_scope(enum host_sockets_scope scope, struct host_socket **out)
 {
         struct host_socket *v = NULL;
         size_t n = 0, cap = 0;
-        _cleanup_close_ int fd = diag_socket();
-        int r = fd < 0 ? fd : list_by(fd, &v, &n, &cap);
-        if (r < 0) {
-                host_sockets_free(v, n);
-                return r;
+        if (scope != HOST_SOCKETS_OTHERS) {
+                _cleanup_close_ int fd = diag_socket();
+                int r = fd < 0 ? fd : list_by(fd, &v, &n, &cap);
+                if (r < 0) {
+                        host_sockets_free(v, n);
+                        return r;
+                }
+                TB_PHASE("sockets_here");
         }
-        TB_PHASE("sockets_here");
-        list_other_namespaces(&v, &n, &cap);
-        TB_PHASE("sockets_others");
+        if (scope != HOST_SOCKETS_HERE) {
+                list_other_namespaces(&v, &n, &cap);
+                TB_PHASE("sockets_others");
+        }
         *out = v;
         return (int)n;
 }
+
+int host_sockets_list(struct host_socket **out) { return list_scope(HOST_SOCKETS_ALL, out); }
 
 /* Who lists: whichever comes first, the thread as it starts or the mask
  * when it needs the list; the other does none of it. */
@@ -429,9 +440,16 @@ static char *seen_through(const struct sandbox_op *op, const char *real)
         return strcmp(op->dest, "/") == 0 ? xstrdup(rest[0] ? rest : "/") : xasprintf("%s%s", op->dest, rest);
 }
 
-/* Cover `dest` with /dev/null right after op `i`. */
+/* Cover `dest` with /dev/null right after op `i`, unless a mask of it
+ * comes after op `i` already (one an earlier pass made: it covers `dest`
+ * from a later place, so one here would cover nothing more). */
 static void mask_after(struct sandbox_spec *spec, size_t i, const char *dest, struct host_sockets_report *rep)
 {
+        for (size_t j = i + 1; j < spec->n_ops; j++) {
+                const struct sandbox_op *op = &spec->ops[j];
+                if (op->kind == SANDBOX_RO_BIND && strcmp(op->dest, dest) == 0 && strcmp(op->src, "/dev/null") == 0)
+                        return;
+        }
         sandbox_insert(spec, i + 1, SANDBOX_RO_BIND, "/dev/null", dest);
         rep->masked++;
 }
@@ -521,12 +539,14 @@ static void walk_op(struct sandbox_spec *spec, size_t i, const unsigned long lon
         free(dest.s);
 }
 
-void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, struct host_sockets_report *rep)
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, enum host_sockets_scope scope,
+                       struct host_sockets_report *rep)
 {
         *rep = (struct host_sockets_report){ 0 };
         struct host_socket *v = NULL;
         bool in_line = true;
-        int n = early ? early_take(early, &v, &in_line) : host_sockets_list(&v);
+        /* The thread lists them all: it is for a whole pass only. */
+        int n = early && scope == HOST_SOCKETS_ALL ? early_take(early, &v, &in_line) : list_scope(scope, &v);
         rep->in_line = in_line;
         if (n < 0) {
                 log_info("the kernel does not list its unix sockets (%s): walking the bound folders for them",

@@ -67,12 +67,28 @@ struct host_sockets_early *host_sockets_start_thread(void);
  * fine. */
 void host_sockets_early_free(struct host_sockets_early *early);
 
-/* Mask every host socket a bind of `spec` shows (see above), from the
- * list `early` made (its list taken; `early` is still the caller's to
- * free), or one made now when it is NULL. Call it once, when the spec has
- * all its binds, after toolchain_mask_secrets(). Never fails: what it
- * could not do is in `rep`. */
-void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, struct host_sockets_report *rep);
+/* Which network namespaces' sockets a pass of host_sockets_mask asks. */
+enum host_sockets_scope {
+        HOST_SOCKETS_ALL,    /* this one's, and as root every other one's */
+        HOST_SOCKETS_HERE,   /* this one's */
+        HOST_SOCKETS_OTHERS, /* as root, every other one's (none otherwise) */
+};
+
+/* Whether the list asks the other network namespaces too (as root: a walk
+ * of /proc, a few tenths of a millisecond). */
+bool host_sockets_lists_others(void);
+
+/* Mask every host socket a bind of `spec` shows (see above), of the
+ * namespaces `scope` names: for HOST_SOCKETS_ALL, from the list `early`
+ * made (its list taken; `early` is still the caller's to free), or one
+ * made now when it is NULL (`early` is not used for the others). Call it
+ * when the spec has all its binds, after toolchain_mask_secrets(): once
+ * for all of them, or once for HERE and then once for OTHERS (a mask the
+ * spec has after the bind already is not added again, so rep->masked of
+ * the second pass counts what the first did not cover). Never fails:
+ * what it could not do is in `rep`. */
+void host_sockets_mask(struct sandbox_spec *spec, struct host_sockets_early *early, enum host_sockets_scope scope,
+                       struct host_sockets_report *rep);
 
 /* The pathname unix sockets bound in this network namespace (the
  * kernel's list), and, as root, in every other one a process is in: one

@@ -148,6 +148,8 @@ struct trial {
                                      could not be had: the session never ran */
         struct strv session_env;  /* --env-file's "NAME=VALUE" (secrets) */
         struct host_sockets_early *sockets; /* the host's unix sockets, listed as the Trial starts */
+        bool sockets_others_pending;        /* the other network namespaces' are masked in trial_start */
+        bool restart;                       /* their masks came after bwrap's options: bwrap starts again */
         struct supervisor *started;         /* bwrap started early (trial_start_early), until the session takes it */
         struct supervisor *pre;             /* its keeper, started before the checks (trial_prestart) */
         bool filter_pending;                /* started early: spec.seccomp_fd reserved, its program not yet in */
@@ -860,7 +862,12 @@ static void trial_limits_prepare(struct trial *t)
         }
 }
 
-/* The supervisor's before_start: the host user's git identity in the
+/* The supervisor's before_start: with bwrap started early, as root, first
+ * the other network namespaces' sockets masked (their list, a walk of
+ * /proc, was left out of bwrap's options: trial_finish_spec); when that
+ * adds a mask, nothing else, and -EAGAIN with t->restart: bwrap is ended
+ * before its session's byte and started again with it (trial_session).
+ * Then the host user's git identity in the
  * fresh home (a session of trialbox's own user: trial_prepare), the
  * repository guard's snapshot, then the final record's space and the
  * `running` record, written durably.
@@ -873,6 +880,18 @@ static void trial_limits_prepare(struct trial *t)
 static int trial_start(void *ctx, struct tb_error *err)
 {
         struct trial *t = ctx;
+        if (t->sockets_others_pending) {
+                t->sockets_others_pending = false;
+                struct host_sockets_report hs;
+                host_sockets_mask(&t->spec, NULL, HOST_SOCKETS_OTHERS, &hs);
+                TB_PHASE("masked_others");
+                log_info("host unix sockets of the other network namespaces: %zu listed, %zu masked%s", hs.listed,
+                         hs.masked, hs.masked ? " (bwrap is started again with them)" : "");
+                if (hs.masked > 0) {
+                        t->restart = true;
+                        return tb_fail(err, -EAGAIN, "bwrap's options had not every mask");
+                }
+        }
         int r = t->user.drop ? 0 : trial_write_identity(t, err);
         if (r >= 0 && t->guard.repo) {
                 const struct repo_guard_host gh = trial_guard_host(t);
@@ -1016,15 +1035,22 @@ static int trial_finish_spec(struct trial *t, struct tb_error *err)
         }
         TB_PHASE("masked_secrets");
         /* Without the host's network, none of its unix sockets either. The
-         * listing thread is joined in trial_done(). */
+         * listing thread is joined in trial_done(). With bwrap started
+         * early, as root, this namespace's only: the other namespaces'
+         * (a walk of /proc, the longest step before bwrap's options) are
+         * masked while bwrap sets the sandbox up (trial_start), and in the
+         * rare Trial where they add a mask, bwrap starts again with it. */
         if (!t->opt->no_sandbox && t->net.mode != TRIAL_NETWORK_HOST) {
                 struct host_sockets_report hs;
-                host_sockets_mask(&t->spec, t->sockets, &hs);
+                t->sockets_others_pending = t->started && host_sockets_lists_others();
+                host_sockets_mask(&t->spec, t->sockets,
+                                  t->sockets_others_pending ? HOST_SOCKETS_HERE : HOST_SOCKETS_ALL, &hs);
                 TB_PHASE("masked_sockets");
                 log_info("host unix sockets: %zu listed%s, %zu masked%s", hs.listed,
-                         !hs.in_line  ? ""
-                         : t->sockets ? " (in line: the thread had not begun)"
-                                      : " (in line: no other CPU free)",
+                         t->sockets_others_pending ? " (this network namespace's: the others' as bwrap starts)"
+                         : !hs.in_line             ? ""
+                         : t->sockets              ? " (in line: the thread had not begun)"
+                                                   : " (in line)",
                          hs.masked, hs.walked ? " (the bound folders were walked)" : "");
         }
         int r = trial_drop_unreachable(t, err);
@@ -1045,8 +1071,13 @@ static void trial_command(const struct trial *t, struct strv *argv, struct strv 
 }
 
 /* Run the session under the supervisor, its logins watched and its usage
- * counted; with the network allowed, held until the proxy is ready. */
-static int trial_session(struct trial *t, char **argv, char **envp, struct session_result *res,
+ * counted; with the network allowed, held until the proxy is ready. When
+ * the other network namespaces' sockets, masked while bwrap started early
+ * sets the sandbox up (trial_start), need a mask its options did not
+ * have, that bwrap is ended before the session's byte (nothing ran) and
+ * the session runs under a bwrap started now, its line (argv, envp: made
+ * again) with every mask. */
+static int trial_session(struct trial *t, struct strv *argv, struct strv *envp, struct session_result *res,
                          struct tb_error *err)
 {
         const struct trial_options *opt = t->opt;
@@ -1057,8 +1088,8 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
                 .ctx = &t->host.logins,
         };
         struct supervisor_run run = {
-                .argv = argv,
-                .envp = envp,
+                .argv = argv->v,
+                .envp = envp->v,
                 .cwd = t->spec.chdir,
                 .bwrap = t->bwrap != NULL,
                 .watches = t->host.logins.watching ? &logins : NULL,
@@ -1081,6 +1112,21 @@ static int trial_session(struct trial *t, char **argv, char **envp, struct sessi
                 run.hold_ctx = &t->net;
         }
         int r = supervisor_run(&run, res, err);
+        if (r < 0 && t->restart) {
+                t->restart = false;
+                strv_done(argv);
+                strv_done_erase(envp);
+                trial_command(t, argv, envp);
+                run.argv = argv->v;
+                run.envp = envp->v;
+                run.started = NULL;
+                /* The filter's memfd: its offset, shared with the first
+                 * bwrap's copy, where that one's read left it. */
+                if (lseek(t->spec.seccomp_fd, 0, SEEK_SET) < 0)
+                        r = tb_fail(err, -errno, "rewinding the seccomp filter: %s", strerror(errno));
+                else
+                        r = supervisor_run(&run, res, err);
+        }
         if (r < 0)
                 res->started = false;
         trial_limits_end(t, &ru, res);
@@ -1133,7 +1179,7 @@ static int trial_execute(struct trial *t, struct tb_error *err)
                 return r;
         }
         struct session_result res;
-        r = trial_session(t, argv.v, envp.v, &res, err);
+        r = trial_session(t, &argv, &envp, &res, err);
         TB_PHASE("session");
         trial_after_session(t);
         TB_PHASE("after_session");
@@ -1209,16 +1255,19 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
         if (r >= 0)
                 r = trial_load(&t, &err);
         /* Listed while the spec is built, by a thread on another CPU (in a
-         * batch whose Trials fill the CPUs, only when one looks idle), but
-         * not on the one the keeper took; else, or when the masks need the
-         * list before it began, the masks make it. Joined in trial_done().
+         * batch whose Trials fill the CPUs, only when one looks idle); else,
+         * or when the masks need the list before it began, the masks make
+         * it. Joined in trial_done(). Not with bwrap started early: then
+         * the other namespaces' are listed after bwrap's options are sent
+         * (trial_finish_spec), and this one's alone costs less than a
+         * thread's start.
          * After the plugin is loaded: while a thread of trialbox runs on
          * another CPU, each change dlopen makes to the mappings (its
          * mprotect and munmap calls) must be flushed from that CPU too (an
          * interrupt there; in a virtual machine, a costly one): dlopen took
          * 0.15 ms with the thread started before it, 0.07 ms without. */
         if (r >= 0 && !opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
-                t.sockets = host_sockets_start(t.started ? 1 : 0);
+                t.sockets = t.started ? NULL : host_sockets_start(0);
         TB_PHASE("loaded");
         if (r < 0) {
                 log_error("%s", err.msg);
