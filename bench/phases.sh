@@ -50,7 +50,7 @@ what = {
     "main": "trialbox's main()",
     "run": "the options read",
     "validated": "the request checked (repository, output folder); bwrap started early from here",
-    "loaded": "the plugin loaded (its filter written for bwrap started early), the output folder made; then the host's sockets listed in a thread when a CPU is left",
+    "loaded": "the plugin loaded (its filter written for bwrap started early), the output folder made; then, with bwrap not started early, the host's sockets listed in a thread when a CPU is left",
     "setup": "the Outcome begun, the Harness binary (and bwrap, when not started early) found",
     "tc_system": "the system folders bound",
     "tc_tools": "the toolchains and PATH folders resolved and bound",
@@ -58,9 +58,9 @@ what = {
     "spec": "the spec built",
     "hooks": "the plugin's hooks (preflight, login, env)",
     "thread_start": "(the listing thread, when it began before the masks) it runs",
-    "sockets_here": "(the listing thread) this network namespace's sockets listed",
-    "sockets_others": "(the listing thread, as root) every other namespace's listed",
-    "masked_others": "(bwrap started early, as root; while bwrap starts) every other network namespace's sockets listed and masked",
+    "sockets_here": "this network namespace's sockets listed (with bwrap started early, by the masks themselves; else by the listing thread when it began first)",
+    "sockets_others": "(as root) every other network namespace's sockets listed (with bwrap started early: after its options, while it sets the sandbox up)",
+    "masked_others": "(bwrap started early, as root; while bwrap starts) their masks added (none here: else bwrap would be started again)",
     "identity": "the git identity written to the fresh home (for a session of trialbox's own user: while bwrap starts, before the guard's snapshot)",
     "prepared": "the home handed over, the seccomp filter ready",
     "masked_secrets": "the secret places masked",
@@ -150,5 +150,5 @@ if all(k in fl and k in tb for k, _ in steps):
 else:
     print("| start-up gap | no marks from the floor (bench/floor.c --marks) or from the phases build | | | |")
 PY
-method "start-up phases: the marks of a build with -DTRIALBOX_PHASES=ON (core/src/base/phase.h; configured by bench/phases.sh in BUILD-phases), one write(2) of a CLOCK_MONOTONIC timestamp each, in the trialbox process and in the keeper and bwrap's process before its exec; $n no-op Trials (\`run --harness shell --harness-bin /bin/true\`, $ROOT_SESSION) on tmpfs, each mark's median time from main() and, in brackets, the step from the mark before it (medians of different runs: the steps need not add up). What comes before main() (the loader) and after its return is not in it: see own work. The listing thread starts only when /proc/loadavg shows fewer tasks running than CPUs (base/cpus.h), which a task the launcher or the kernel still runs can prevent: a mark some Trials did not pass says in how many it was."
+method "start-up phases: the marks of a build with -DTRIALBOX_PHASES=ON (core/src/base/phase.h; configured by bench/phases.sh in BUILD-phases), one write(2) of a CLOCK_MONOTONIC timestamp each, in the trialbox process and in the keeper and bwrap's process before its exec; $n no-op Trials (\`run --harness shell --harness-bin /bin/true\`, $ROOT_SESSION) on tmpfs, each mark's median time from main() and, in brackets, the step from the mark before it (medians of different runs: the steps need not add up). What comes before main() (the loader) and after its return is not in it: see own work. With bwrap started early (these Trials: a session of trialbox's own user) no listing thread is started: this namespace's sockets are listed in line, the other namespaces' after bwrap's options are sent; a mark some Trials did not pass says in how many it was."
 method "start-up gap: the same $n no-op Trials, each after a run of the floor (bench/floor.c --marks: the bwrap line of bench/noop-trial.sh's floor, \`--dry-run\`'s without the seccomp filter, $ROOT_SESSION; its marks in the same form at the same steps: main(), the keeper forked, each line bwrap writes on its status fd, which the floor then reads through a pipe, and the keeper reaped), both started by bench/stamp.c, which marks the spawn (before its fork) and the reaping (after its wait); each mark's median time from the spawn, floor / trialbox, the step from the mark before, and how much the step adds to the gap (medians of different runs: the steps need not add up). trialbox's build has its ~30 marks (a write(2) each), the floor its 6. The gap's steps say where trialbox's time beyond the floor's goes; the targets are judged on start-up's rows, without marks."

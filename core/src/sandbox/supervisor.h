@@ -71,8 +71,9 @@ struct supervisor_run {
         int (*hold)(pid_t sandbox_pid, struct supervisor_watch *watch, void *ctx, struct tb_error *err);
         void *hold_ctx;
         /* When set: what must be done before the session's program may
-         * run, but need not keep bwrap waiting (the repository guard's
-         * snapshot, the `running` record).
+         * run, but need not keep bwrap waiting (the other network
+         * namespaces' socket masks, the repository guard's snapshot, the
+         * `running` record: trial.c).
          * Through bwrap it is called once bwrap's keeper is forked, while
          * bwrap sets the sandbox up, and the session's --block-fd byte is
          * written only after it returns 0; unsandboxed, right before the
