@@ -326,7 +326,7 @@ static void *list_early(void *arg)
         return NULL;
 }
 
-struct host_sockets_early *host_sockets_start(int taken)
+struct host_sockets_early *host_sockets_start(void)
 {
         /* Whenever trialbox may use another CPU; once told every one is
          * busy (a batch running as many Trials as it has CPUs, or more),
@@ -340,11 +340,8 @@ struct host_sockets_early *host_sockets_start(int taken)
          * started anyway, the thread began in time for 97 in 100, and the
          * keeper started 0.3 ms sooner. When the other CPU is taken after
          * all, the mask lists them itself and the thread, once it runs,
-         * does nothing. Not when the other CPUs are all `taken`: with bwrap
-         * started early, its keeper, bwrap's exec and its loader, on the
-         * other CPU of a 2-CPU machine, are what the session waits for,
-         * and the thread there made them wait for it (the listing in line
-         * instead: 0.2 to 0.5 ms sooner, spawn to reaped, medians). */
+         * does nothing. (With bwrap started early, trial.c starts none:
+         * the other namespaces' list waits until bwrap has its options.) */
         /* Only when the list asks every other network namespace too (a
          * walk of /proc, some 0.25 ms); otherwise it is this one's alone
          * (some 0.04 ms), less than starting the thread costs this one (a
@@ -352,7 +349,7 @@ struct host_sockets_early *host_sockets_start(int taken)
         if (!lists_other_namespaces())
                 return NULL;
         cpu_set_t all, others;
-        return cpus_other_free(&all, &others) && CPU_COUNT(&others) > taken ? host_sockets_start_thread() : NULL;
+        return cpus_other_free(&all, &others) ? host_sockets_start_thread() : NULL;
 }
 
 struct host_sockets_early *host_sockets_start_thread(void)

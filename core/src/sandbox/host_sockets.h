@@ -50,17 +50,14 @@ struct host_sockets_report {
  * when it needs the list (every other CPU was busy, and the thread has
  * not run yet); the other does nothing, so the list is made once and a
  * CPU taken meanwhile pays only the thread's start. Every signal is
- * blocked in that thread. `taken`: how many of the other CPUs the caller
- * has already given work that must not wait (a keeper about to start
- * bwrap: trial.c); the thread is started only when one more is left. NULL
- * when none is, when trialbox was told every CPU is busy and none looks
- * idle (base/cpus.h: the thread would only wait its turn), when it is not
- * root (the list is then this namespace's alone: cheaper in line than a
- * thread's start), or no thread could be started: the mask then lists
- * them itself.
+ * blocked in that thread. NULL when trialbox may use no other CPU, when
+ * it was told every CPU is busy and none looks idle (base/cpus.h: the
+ * thread would only wait its turn), when it is not root (the list is then
+ * this namespace's alone: cheaper in line than a thread's start), or no
+ * thread could be started: the mask then lists them itself.
  * host_sockets_start_thread() starts it whatever the CPUs (for the tests). */
 struct host_sockets_early;
-struct host_sockets_early *host_sockets_start(int taken);
+struct host_sockets_early *host_sockets_start(void);
 struct host_sockets_early *host_sockets_start_thread(void);
 /* Join the thread and free `early` and what is left of its list (all of
  * it, for a Trial that ends before its sockets are masked). NULL is

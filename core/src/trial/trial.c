@@ -1267,7 +1267,7 @@ int trial_run(const struct trial_options *opt, const struct tb_env *env)
          * interrupt there; in a virtual machine, a costly one): dlopen took
          * 0.15 ms with the thread started before it, 0.07 ms without. */
         if (r >= 0 && !opt->no_sandbox && t.net.mode != TRIAL_NETWORK_HOST)
-                t.sockets = t.started ? NULL : host_sockets_start(0);
+                t.sockets = t.started ? NULL : host_sockets_start();
         TB_PHASE("loaded");
         if (r < 0) {
                 log_error("%s", err.msg);
