@@ -57,9 +57,11 @@ throughput() {
         done >"$W/bare-lines"
 
         say "batch: $n no-op Trials, --jobs 2, against parallel -j2 over $n bare bwrap lines; $runs runs each in $rounds rounds"
+        # sync before each run: the write-back of what the last one left
+        # (200 output folders removed) otherwise falls into the next runs.
         hf_rounds "$W/runs" "$rounds" "$runs" \
-                --prepare "rm -rf $W/out $W/plan.results.jsonl" -n batch "$TB batch $W/plan.jsonl --jobs 2 -q" \
-                --prepare true -n parallel "parallel -j2 -a $W/bare-lines"
+                --prepare "sh -c 'rm -rf $W/out $W/plan.results.jsonl; sync'" -n batch "$TB batch $W/plan.jsonl --jobs 2 -q" \
+                --prepare "sync" -n parallel "parallel -j2 -a $W/bare-lines"
         completed=$(grep -c '"outcome":"completed"' "$W/plan.results.jsonl" || true)
         mb=$(pool_median "$W/runs" batch)
         mp=$(pool_median "$W/runs" parallel)
@@ -69,7 +71,7 @@ throughput() {
                 "$mb ms vs $mp ms (${r}×); $completed of $n completed" "≤ 1.15×" "$(verdict_le "$r" 1.15)"
         per=$(awk -v m="$mb" -v n="$n" 'BEGIN { printf "%.1f", m / n }')
         row batch "wall time per Trial at --jobs 2 (batch median / $n)" "$per ms" "" ""
-        method "batch: one hyperfine series without a shell (-N) in $rounds rounds (one warm-up run of each command per round), so that the two commands alternate, $all runs of each in all, medians over all of them: \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run), and \`parallel -j2 -a LINES\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
+        method "batch: one hyperfine series without a shell (-N) in $rounds rounds (one warm-up run of each command per round), so that the two commands alternate, $all runs of each in all, medians over all of them: \`trialbox batch PLAN --jobs 2 -q\` over $n lines \`{\"harness\":\"shell\",\"args\":[\"-c\",\"true\"],…}\` (output folders removed before each run, then \`sync\`, untimed; \`sync\` before each parallel run too: without it, the write-back of the removed folders fell into the runs that followed, and the ratio read 1.07× to 1.47× in six series minutes apart, two builds; with it, 1.17× to 1.22×), and \`parallel -j2 -a LINES\` over $n copies of that Trial's \`--dry-run\` line (one shared home), $bare_line_words; $(nproc) cores here."
 }
 
 # The memory of the batch alone: plans whose Trials are all final, each
