@@ -75,7 +75,7 @@ what = {
     "options": "(bwrap started early) its CPUs given back and its options sent",
     "cloned": "(after the guard's snapshot and the records) the keeper seen cloned",
     "keeper_start": "the keeper runs (its fds closed; a prestarted one: past its gate)",
-    "keeper_forked": "bwrap's process started (the keeper resumes once it has exec'd)",
+    "keeper_forked": "bwrap's process exec'd (the keeper resumes then, but runs once it has a CPU: on bwrap's, bound to it for the start, often only when bwrap first blocks)",
     "bwrap_signals": "bwrap's process: signals reset",
     "bwrap_confined": "its keyring and filter fd ready",
     "exec_read": "bwrap exec'd (seen by trialbox)",
