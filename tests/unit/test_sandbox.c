@@ -1044,6 +1044,44 @@ START_TEST(a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there
 }
 END_TEST
 
+/* A walk (here: a socket moved from where it was bound) stops at 256
+ * folders deep and covers the folder below with a tmpfs; a second pass
+ * over the same spec adds that cover no more than a /dev/null one. */
+START_TEST(a_walk_covers_a_folder_too_deep_with_a_tmpfs_once)
+{
+        _cleanup_tmpdir_ char *dir = tmpdir_new();
+        struct strbuf deep = { 0 };
+        strbuf_add(&deep, dir);
+        for (int i = 0; i < 258; i++) {
+                strbuf_add(&deep, "/d");
+                ck_assert_int_eq(mkdir(deep.s, 0755), 0);
+        }
+        _cleanup_free_ char *bound_at = path_in(dir, "a.sock"), *moved_to = path_in(dir, "b.sock");
+        int moved = listening_at(bound_at);
+        ck_assert_int_eq(rename(bound_at, moved_to), 0);
+        /* The folder 257 below the bind's: where the walk stops. */
+        deep.len = strlen(dir) + 257 * 2;
+        deep.s[deep.len] = '\0';
+        struct sandbox_spec s = { 0 };
+        sandbox_add(&s, SANDBOX_TMPFS, NULL, "/usr");
+        sandbox_add(&s, SANDBOX_RO_BIND, dir, dir);
+        struct host_sockets_report rep;
+        host_sockets_mask(&s, NULL, HOST_SOCKETS_ALL, &rep);
+        ck_assert(rep.walked);
+        size_t covers = 0;
+        for (size_t i = 0; i < s.n_ops; i++)
+                covers += op_is(&s.ops[i], SANDBOX_TMPFS, NULL, deep.s);
+        ck_assert_uint_eq(covers, 1);
+        size_t before = s.n_ops;
+        host_sockets_mask(&s, NULL, HOST_SOCKETS_ALL, &rep);
+        ck_assert_uint_eq(rep.masked, 0);
+        ck_assert_uint_eq(s.n_ops, before);
+        sandbox_spec_done(&s);
+        close(moved);
+        free(deep.s);
+}
+END_TEST
+
 /* Pin this thread to the CPU it is on (trialbox may then use one); its
  * CPUs before, into *all. */
 static void pin_here(cpu_set_t *all)
@@ -1204,6 +1242,7 @@ TB_SUITE("sandbox", 0)
         tcase_add_test(tc, as_root_the_other_namespaces_pass_masks_what_this_ones_did_not);
         tcase_add_test(tc, the_kernels_threads_are_told_apart_from_processes);
         tcase_add_test(tc, a_host_socket_is_masked_after_every_bind_that_shows_it_and_only_there);
+        tcase_add_test(tc, a_walk_covers_a_folder_too_deep_with_a_tmpfs_once);
         tcase_add_test(tc, an_early_listing_dropped_unused_leaves_no_thread_and_the_main_thread_as_it_was);
         tcase_add_test(tc, no_listing_thread_is_started_on_one_cpu);
         tcase_add_test(tc, no_listing_thread_is_started_unless_root);

@@ -225,9 +225,8 @@ size_t host_sockets_kernel_threads(pid_t **out)
         return n;
 }
 
-/* Whether the list asks every other network namespace too: as root only
- * (joining another's needs CAP_SYS_ADMIN there). */
-static bool lists_other_namespaces(void) { return geteuid() == 0; }
+/* As root only: joining another network namespace needs CAP_SYS_ADMIN there. */
+bool host_sockets_lists_others(void) { return geteuid() == 0; }
 
 /* As root, every other network namespace a process is in: a container's
  * daemon may write its socket into a folder a Trial sees, and the kernel
@@ -238,7 +237,7 @@ static bool lists_other_namespaces(void) { return geteuid() == 0; }
  * a core dump's pipe), which start in those namespaces too. */
 static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap)
 {
-        if (!lists_other_namespaces())
+        if (!host_sockets_lists_others())
                 return;
         /* This thread's namespace: the one it comes back to. */
         _cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -272,8 +271,6 @@ static void list_other_namespaces(struct host_socket **v, size_t *n, size_t *cap
                 list_there(ns_path, own, v, n, cap);
         }
 }
-
-bool host_sockets_lists_others(void) { return lists_other_namespaces(); }
 
 /* The list of the namespaces `scope` names, into *out: how many, or a
  * negative errno when this namespace's was asked for and the kernel
@@ -346,7 +343,7 @@ struct host_sockets_early *host_sockets_start(void)
          * walk of /proc, some 0.25 ms); otherwise it is this one's alone
          * (some 0.04 ms), less than starting the thread costs this one (a
          * dry run as nobody 0.085 ms sooner with the list in line). */
-        if (!lists_other_namespaces())
+        if (!host_sockets_lists_others())
                 return NULL;
         cpu_set_t all, others;
         return cpus_other_free(&all, &others) ? host_sockets_start_thread() : NULL;
@@ -437,18 +434,27 @@ static char *seen_through(const struct sandbox_op *op, const char *real)
         return strcmp(op->dest, "/") == 0 ? xstrdup(rest[0] ? rest : "/") : xasprintf("%s%s", op->dest, rest);
 }
 
-/* Cover `dest` with /dev/null right after op `i`, unless a mask of it
- * comes after op `i` already (one an earlier pass made: it covers `dest`
- * from a later place, so one here would cover nothing more). */
-static void mask_after(struct sandbox_spec *spec, size_t i, const char *dest, struct host_sockets_report *rep)
+/* Cover `dest` with `kind` (a /dev/null bind, or a tmpfs: src NULL) right
+ * after op `i`, unless the same cover comes after op `i` already (one an
+ * earlier pass made: it covers `dest` from a later place, so one here
+ * would cover nothing more). */
+static void cover_after(struct sandbox_spec *spec, size_t i, enum sandbox_op_kind kind, const char *src,
+                        const char *dest, struct host_sockets_report *rep)
 {
         for (size_t j = i + 1; j < spec->n_ops; j++) {
                 const struct sandbox_op *op = &spec->ops[j];
-                if (op->kind == SANDBOX_RO_BIND && strcmp(op->dest, dest) == 0 && strcmp(op->src, "/dev/null") == 0)
+                if (op->kind == kind && strcmp(op->dest, dest) == 0 &&
+                    (src ? op->src && strcmp(op->src, src) == 0 : !op->src))
                         return;
         }
-        sandbox_insert(spec, i + 1, SANDBOX_RO_BIND, "/dev/null", dest);
+        sandbox_insert(spec, i + 1, kind, src, dest);
         rep->masked++;
+}
+
+/* Cover `dest` with /dev/null right after op `i` (cover_after). */
+static void mask_after(struct sandbox_spec *spec, size_t i, const char *dest, struct host_sockets_report *rep)
+{
+        cover_after(spec, i, SANDBOX_RO_BIND, "/dev/null", dest, rep);
 }
 
 /* The socket's real path when its file is at the path it was bound to,
@@ -478,8 +484,7 @@ static void walk(struct sandbox_spec *spec, size_t i, int fd, struct strbuf *des
                 return;
         }
         if (depth > WALK_DEPTH_MAX) {
-                sandbox_insert(spec, i + 1, SANDBOX_TMPFS, NULL, dest->s);
-                rep->masked++;
+                cover_after(spec, i, SANDBOX_TMPFS, NULL, dest->s, rep);
                 return;
         }
         size_t len = dest->len;
